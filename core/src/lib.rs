@@ -1,0 +1,15 @@
+//! byoc-core: the IR, the op registry and op library, the Relay-style text format, the pass
+//! infrastructure with the core passes, and the host executor.
+//!
+//! The flow a model takes through this crate: text or importer → [`ir::Module`] →
+//! [`passes`] (type inference, parameter binding, constant folding, ...) → [`exec`] (a planned,
+//! storage-reusing host execution).
+
+pub mod ir;
+pub mod op;
+mod ops;
+pub mod passes;
+pub mod tensor;
+
+pub use ir::{DType, Module, TensorType, Type};
+pub use tensor::Tensor;

@@ -1,0 +1,5 @@
+//! The `byoc` command-line tool.
+
+fn main() {
+    println!("byoc");
+}
