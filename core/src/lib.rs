@@ -5,6 +5,8 @@
 //! [`passes`] (type inference, parameter binding, constant folding, ...) → [`exec`] (a planned,
 //! storage-reusing host execution).
 
+pub mod exec;
+pub mod io;
 pub mod ir;
 pub mod op;
 mod ops;
