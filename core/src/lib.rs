@@ -6,6 +6,7 @@
 //! storage-reusing host execution).
 
 pub mod ir;
+mod kernels;
 pub mod op;
 mod ops;
 pub mod passes;
