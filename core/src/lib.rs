@@ -8,6 +8,7 @@
 pub mod exec;
 pub mod io;
 pub mod ir;
+mod kernels;
 pub mod op;
 mod ops;
 pub mod passes;
