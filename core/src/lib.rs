@@ -7,6 +7,7 @@
 
 pub mod ir;
 pub mod op;
+pub(crate) mod kernels;
 mod ops;
 pub mod passes;
 pub mod tensor;

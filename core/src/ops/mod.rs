@@ -1,8 +1,17 @@
 //! The built-in op library: definitions (schema, type relation, host kernel wiring) of every
 //! op byoc knows by name, one file per op family. Numeric loops live in [`crate::kernels`].
 
+mod activation;
 mod annotation;
+mod conv;
+mod dense;
 mod elementwise;
+mod nn_common;
+mod norm;
+mod pad;
+mod pool;
+mod resize;
+mod softmax;
 
 use crate::op::OpDef;
 
@@ -11,5 +20,13 @@ pub(crate) fn builtin_ops() -> Vec<OpDef> {
     let mut ops = Vec::new();
     annotation::register(&mut ops);
     elementwise::register(&mut ops);
+    conv::register(&mut ops);
+    dense::register(&mut ops);
+    pool::register(&mut ops);
+    norm::register(&mut ops);
+    softmax::register(&mut ops);
+    activation::register(&mut ops);
+    pad::register(&mut ops);
+    resize::register(&mut ops);
     ops
 }
