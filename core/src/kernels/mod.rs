@@ -8,8 +8,15 @@
 //! when the executor grants more than one thread.
 
 pub(crate) mod broadcast;
+pub(crate) mod conv;
 pub(crate) mod elementwise;
+pub(crate) mod gemm;
+pub(crate) mod norm;
+pub(crate) mod numeric;
+pub(crate) mod pad;
+pub(crate) mod pool;
 pub(crate) mod reduce;
+pub(crate) mod resize;
 mod scalar;
 pub(crate) mod transform;
 
