@@ -5,10 +5,12 @@
 //! [`passes`] (type inference, parameter binding, constant folding, ...) → [`exec`] (a planned,
 //! storage-reusing host execution).
 
+pub mod analysis;
 pub mod ir;
 pub mod op;
 mod ops;
 pub mod passes;
+pub mod target;
 pub mod tensor;
 
 pub use ir::{DType, Module, TensorType, Type};
