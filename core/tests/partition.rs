@@ -6,9 +6,7 @@
 use std::collections::BTreeMap;
 
 use byoc_core::analysis::regions::{annotation, COMPILER_BEGIN, COMPILER_END};
-use byoc_core::ir::{
-    structural_eq_module, Attrs, Callee, Expr, ExprId, FunctionBuilder, Module,
-};
+use byoc_core::ir::{structural_eq_module, Attrs, Callee, Expr, ExprId, FunctionBuilder, Module};
 use byoc_core::passes::annotate_target::{AnnotateTarget, Rejection};
 use byoc_core::passes::infer_types;
 use byoc_core::passes::merge_compiler_regions::MergeCompilerRegions;
@@ -315,10 +313,16 @@ fn merge_never_merges_around_another_target() {
         });
     let got = pipeline(&m, std::slice::from_ref(&no_broadcast), true);
     let mut want = BTreeMap::new();
-    want.insert("test_0".to_string(), ("test".to_string(), vec!["nn.relu".to_string()]));
+    want.insert(
+        "test_0".to_string(),
+        ("test".to_string(), vec!["nn.relu".to_string()]),
+    );
     want.insert(
         "test_1".to_string(),
-        ("test".to_string(), vec!["add".to_string(), "nn.relu".into()]),
+        (
+            "test".to_string(),
+            vec!["add".to_string(), "nn.relu".into()],
+        ),
     );
     assert_eq!(partitions(&got), want);
     assert_eq!(op_names(got.main().unwrap()), vec!["add"]);
@@ -363,14 +367,21 @@ fn merge_sees_paths_through_unannotated_nodes() {
     let ends = main
         .live_ids()
         .into_iter()
-        .filter(|&id| main.expr(id).as_op_call().is_some_and(|(o, _)| o.name() == COMPILER_END))
+        .filter(|&id| {
+            main.expr(id)
+                .as_op_call()
+                .is_some_and(|(o, _)| o.name() == COMPILER_END)
+        })
         .count();
     assert_eq!(ends, 1, "the inner end/begin pair is removed");
     let parts = PartitionGraph::new().run(&merged).unwrap();
     let mut want = BTreeMap::new();
     want.insert(
         "test_0".to_string(),
-        ("test".to_string(), vec!["add".to_string(), "nn.relu".into()]),
+        (
+            "test".to_string(),
+            vec!["add".to_string(), "nn.relu".into()],
+        ),
     );
     assert_eq!(partitions(&parts), want);
     // x feeds both the relu and the add: one parameter.
@@ -464,7 +475,10 @@ fn constants_are_bound_or_passed() {
         .live_ids()
         .iter()
         .any(|&id| matches!(f.expr(id), Expr::Constant(_))));
-    let passed = PartitionGraph::new().bind_constants(false).run(&ann).unwrap();
+    let passed = PartitionGraph::new()
+        .bind_constants(false)
+        .run(&ann)
+        .unwrap();
     let f = passed.get("test_0").unwrap();
     assert_eq!(f.params.len(), 2);
     let main = passed.main().unwrap();
@@ -521,7 +535,40 @@ fn malformed_annotations_are_errors() {
     let h = op(&mut b, "add", &[r, x]);
     let m = main_of(b, vec![x], h);
     let err = MergeCompilerRegions::new().run(&m).unwrap_err();
+    assert!(err.to_string().contains("entered no region"), "{err}");
+    let mut b = FunctionBuilder::new();
+    let x = b.param("x", t22());
+    let bx = begin(&mut b, x, "test");
+    let r = op(&mut b, "nn.relu", &[bx]);
+    let m = main_of(b, vec![x], r);
+    let err = MergeCompilerRegions::new().run(&m).unwrap_err();
     assert!(err.to_string().contains("without a compiler_end"), "{err}");
+}
+
+/// A long alternating chain: every region is restricted by all the ones before it, the worst
+/// case for restriction sets. Checks the result; timings are in the benchmarks.
+#[test]
+fn long_alternating_chain() {
+    let n = 20_000;
+    let mut b = FunctionBuilder::new();
+    let x = b.param("x", t22());
+    let mut prev = x;
+    let mut prev2 = x;
+    for i in 0..n {
+        let v = if i % 2 == 0 {
+            op(&mut b, "nn.relu", &[prev])
+        } else {
+            op(&mut b, "add", &[prev, prev2])
+        };
+        prev2 = prev;
+        prev = v;
+    }
+    let m = main_of(b, vec![x], prev);
+    let ta = TargetSupport::new("a").with_ops(["nn.relu"]);
+    let tb = TargetSupport::new("b").with_ops(["add"]);
+    let got = pipeline(&m, &[ta, tb], true);
+    // add(relu_k, add_{k-1}): no two regions of one target are adjacent, so nothing merges.
+    assert_eq!(partitions(&got).len(), n);
 }
 
 fn chain_module() -> Module {
@@ -544,7 +591,9 @@ fn prune_inlines_small_and_unwanted_partitions() {
         min_ops: 2,
         ..PruneConfig::default()
     });
-    let (pruned, report) = Prune::new(std::slice::from_ref(&small)).run(&parts).unwrap();
+    let (pruned, report) = Prune::new(std::slice::from_ref(&small))
+        .run(&parts)
+        .unwrap();
     pruned.verify().unwrap();
     assert_eq!(report.pruned.len(), 1);
     assert_eq!(report.pruned[0].name, "test_0");
@@ -612,29 +661,38 @@ enum Node {
 
 fn dag() -> impl Strategy<Value = (Vec<Node>, Vec<usize>)> {
     let nodes = prop::collection::vec(
-        (0u8..4, any::<prop::sample::Index>(), any::<prop::sample::Index>(), any::<bool>()),
+        (
+            0u8..4,
+            any::<prop::sample::Index>(),
+            any::<prop::sample::Index>(),
+            any::<bool>(),
+        ),
         1..40,
     );
-    (nodes, prop::collection::vec(any::<prop::sample::Index>(), 1..3)).prop_map(|(raw, outs)| {
-        // Node i may use the two inputs (0, 1) and nodes before it.
-        let nodes: Vec<Node> = raw
-            .into_iter()
-            .enumerate()
-            .map(|(i, (k, a, b, flag))| {
-                let avail = i + 2;
-                let (a, b) = (a.index(avail), b.index(avail));
-                match k {
-                    0 => Node::Relu(a),
-                    1 => Node::Add(a, b),
-                    2 => Node::Pick(a, b, flag),
-                    _ => Node::Const(a as u8),
-                }
-            })
-            .collect();
-        let total = nodes.len() + 2;
-        let outs = outs.into_iter().map(|o| o.index(total)).collect();
-        (nodes, outs)
-    })
+    (
+        nodes,
+        prop::collection::vec(any::<prop::sample::Index>(), 1..3),
+    )
+        .prop_map(|(raw, outs)| {
+            // Node i may use the two inputs (0, 1) and nodes before it.
+            let nodes: Vec<Node> = raw
+                .into_iter()
+                .enumerate()
+                .map(|(i, (k, a, b, flag))| {
+                    let avail = i + 2;
+                    let (a, b) = (a.index(avail), b.index(avail));
+                    match k {
+                        0 => Node::Relu(a),
+                        1 => Node::Add(a, b),
+                        2 => Node::Pick(a, b, flag),
+                        _ => Node::Const(a as u8),
+                    }
+                })
+                .collect();
+            let total = nodes.len() + 2;
+            let outs = outs.into_iter().map(|o| o.index(total)).collect();
+            (nodes, outs)
+        })
 }
 
 fn build_dag(nodes: &[Node], outs: &[usize]) -> Module {

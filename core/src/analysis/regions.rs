@@ -168,7 +168,9 @@ pub enum RegionError {
         user: ExprId,
     },
     /// A region output consumed inside a region without a compiler_begin.
-    #[error("in @{function}: compiler_end {end} is used by region node {user} without a compiler_begin")]
+    #[error(
+        "in @{function}: compiler_end {end} is used by region node {user} without a compiler_begin"
+    )]
     EndEntersRegion {
         /// The function.
         function: String,
@@ -265,7 +267,8 @@ impl RegionSet {
         let err_fn = || function.to_string();
         for id in f.ids().filter(|id| live[id.index()]) {
             let expr = f.expr(id);
-            let ann = annotation(expr).filter(|a| !(transparent_default && a.target == DEFAULT_TARGET));
+            let ann =
+                annotation(expr).filter(|a| !(transparent_default && a.target == DEFAULT_TARGET));
             match ann {
                 Some(Annotation {
                     kind: AnnotationKind::Begin,
@@ -396,8 +399,8 @@ impl RegionSet {
         for id in f.ids().filter(|id| self.live[id.index()]) {
             let expr = f.expr(id);
             let mine = self.region_of(id);
-            let is_begin = mine.is_some()
-                && annotation(expr).is_some_and(|a| a.kind == AnnotationKind::Begin);
+            let is_begin =
+                mine.is_some() && annotation(expr).is_some_and(|a| a.kind == AnnotationKind::Begin);
             for o in expr.operands() {
                 let Some(theirs) = self.region_of(o) else {
                     continue;

@@ -18,9 +18,7 @@
 use crate::analysis::regions::{
     annotation, composite_call, AnnotationKind, COMPILER_BEGIN, COMPILER_END, DEFAULT_TARGET,
 };
-use crate::ir::{
-    rewrite::Rebuild, Attrs, Call, Callee, Expr, ExprId, Function, IrError, Module,
-};
+use crate::ir::{rewrite::Rebuild, Attrs, Call, Callee, Expr, ExprId, Function, IrError, Module};
 use crate::op::{Op, OpRegistry};
 use crate::passes::infer_types;
 use crate::passes::partition_graph::{is_external, PartitionError};
@@ -223,8 +221,8 @@ impl Annotator<'_, '_, '_> {
                     self.rb.copy(old)?;
                     return Ok(());
                 }
-                let plain_local = matches!(call.callee, Callee::Local(_))
-                    && composite_call(src, old).is_none();
+                let plain_local =
+                    matches!(call.callee, Callee::Local(_)) && composite_call(src, old).is_none();
                 if plain_local && !non_call {
                     return self.feed_through_ends(old, &call.args);
                 }

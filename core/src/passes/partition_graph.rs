@@ -28,8 +28,7 @@ use crate::analysis::regions::{
     annotation, strip_annotations, Region, RegionError, RegionSet, Vertex,
 };
 use crate::ir::{
-    rewrite::Rebuild, Attrs, Callee, Expr, ExprId, Function, FunctionBuilder, IrError, Module,
-    Type,
+    rewrite::Rebuild, Attrs, Callee, Expr, ExprId, Function, FunctionBuilder, IrError, Module, Type,
 };
 use crate::passes::{infer_types, TypeInferError};
 
@@ -179,11 +178,11 @@ impl PartitionGraph {
                     let v = if self.binds(f, producer) {
                         ext.copy_closed(producer)?
                     } else {
-                            let ty = typed(f, begin)?.clone();
-                            let p = ext.b.param(format!("{name}_i{}", params.len()), ty);
-                            params.push(p);
-                            args.push(rb.get(arg)?);
-                            p
+                        let ty = typed(f, begin)?.clone();
+                        let p = ext.b.param(format!("{name}_i{}", params.len()), ty);
+                        params.push(p);
+                        args.push(rb.get(arg)?);
+                        p
                     };
                     by_producer.insert(producer, v);
                     v

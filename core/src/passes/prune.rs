@@ -130,10 +130,7 @@ impl<'t> Prune<'t> {
                     target: target.to_string(),
                     reason,
                 }),
-                None => kept
-                    .entry(target)
-                    .or_default()
-                    .push((ops.len(), name)),
+                None => kept.entry(target).or_default().push((ops.len(), name)),
             }
         }
         for (target, mut parts) in kept {
@@ -161,7 +158,11 @@ impl<'t> Prune<'t> {
 }
 
 /// Rebuilds `f` with every call of a function in `gone` replaced by that function's body.
-fn inline_calls(f: &Function, module: &Module, gone: &HashSet<&str>) -> Result<Function, PartitionError> {
+fn inline_calls(
+    f: &Function,
+    module: &Module,
+    gone: &HashSet<&str>,
+) -> Result<Function, PartitionError> {
     // Tuples returned by inlined bodies, read directly by tuple-get-item.
     let mut inlined_tuples: HashSet<ExprId> = HashSet::new();
     Rebuild::new(f).run(|rb, old| -> Result<Option<ExprId>, PartitionError> {
@@ -204,7 +205,11 @@ fn inline_calls(f: &Function, module: &Module, gone: &HashSet<&str>) -> Result<F
 
 /// Copies the live nodes of `callee` into `rb`'s arena with its parameters bound to `args`;
 /// returns the new id of its body.
-fn inline_body(rb: &mut Rebuild<'_>, callee: &Function, args: &[ExprId]) -> Result<ExprId, IrError> {
+fn inline_body(
+    rb: &mut Rebuild<'_>,
+    callee: &Function,
+    args: &[ExprId],
+) -> Result<ExprId, IrError> {
     if callee.params.len() != args.len() {
         return Err(IrError::Arity {
             op: "inlined function".to_string(),
@@ -212,12 +217,18 @@ fn inline_body(rb: &mut Rebuild<'_>, callee: &Function, args: &[ExprId]) -> Resu
             got: args.len(),
         });
     }
-    let mut map: HashMap<ExprId, ExprId> =
-        callee.params.iter().copied().zip(args.iter().copied()).collect();
+    let mut map: HashMap<ExprId, ExprId> = callee
+        .params
+        .iter()
+        .copied()
+        .zip(args.iter().copied())
+        .collect();
     for id in callee.live_ids() {
         if !map.contains_key(&id) {
             copy_mapped(callee, id, &mut map, &mut rb.builder)?;
         }
     }
-    map.get(&callee.body).copied().ok_or(IrError::BadId(callee.body))
+    map.get(&callee.body)
+        .copied()
+        .ok_or(IrError::BadId(callee.body))
 }

@@ -302,7 +302,10 @@ mod tests {
         let f32t = Type::tensor([2, 2], DType::Float32);
         let i8t = Type::tensor([2, 2], DType::Int8);
         let args = [f32t.clone(), f32t.clone()];
-        assert_eq!(t.query(&view(&add, &attrs, &args, &f32t)), Support::Supported);
+        assert_eq!(
+            t.query(&view(&add, &attrs, &args, &f32t)),
+            Support::Supported
+        );
         let args8 = [i8t.clone(), i8t.clone()];
         assert_eq!(
             t.query(&view(&add, &attrs, &args8, &i8t)),
