@@ -6,7 +6,10 @@
 //! storage-reusing host execution).
 
 pub mod analysis;
+pub mod exec;
+pub mod io;
 pub mod ir;
+mod kernels;
 pub mod op;
 mod ops;
 pub mod passes;

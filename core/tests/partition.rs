@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use byoc_core::analysis::regions::{annotation, COMPILER_BEGIN, COMPILER_END};
+use byoc_core::exec::{ExecOptions, Executor};
 use byoc_core::ir::{structural_eq_module, Attrs, Callee, Expr, ExprId, FunctionBuilder, Module};
 use byoc_core::passes::annotate_target::{AnnotateTarget, Rejection};
 use byoc_core::passes::infer_types;
@@ -750,6 +751,7 @@ proptest! {
         merge in any::<bool>(),
         non_call in any::<bool>(),
         bind in any::<bool>(),
+        inputs in prop::collection::vec(-4.0f32..4.0, 8),
     ) {
         let m = build_dag(&nodes, &outs);
         let targets = random_targets(mask);
@@ -789,6 +791,30 @@ proptest! {
                 f.expr(id).as_call().map(|c| &c.callee),
                 Some(Callee::Global(_))
             )));
+        }
+        // Same results as the unpartitioned module, before and after pruning.
+        let x = Tensor::from_vec(vec![2, 2], inputs[..4].to_vec()).unwrap();
+        let y = Tensor::from_vec(vec![2, 2], inputs[4..].to_vec()).unwrap();
+        let run = |m: &Module| {
+            Executor::new(m, ExecOptions { threads: 1, profile: false })
+                .unwrap()
+                .run(&[x.clone(), y.clone()])
+                .unwrap()
+        };
+        let want = run(&m);
+        let got = run(&parts);
+        prop_assert_eq!(want.len(), got.len());
+        for (w, g) in want.iter().zip(&got) {
+            prop_assert_eq!(w.as_bytes(), g.as_bytes());
+        }
+        let pruning: Vec<TargetSupport> = targets
+            .iter()
+            .map(|t| t.clone().with_prune(PruneConfig { min_ops: 2, ..PruneConfig::default() }))
+            .collect();
+        let (pruned, _) = Prune::new(&pruning).run(&parts).unwrap();
+        pruned.verify().unwrap();
+        for (w, g) in want.iter().zip(&run(&pruned)) {
+            prop_assert_eq!(w.as_bytes(), g.as_bytes());
         }
         // Merging never yields more partitions than not merging.
         if merge {
