@@ -18,22 +18,7 @@ fn data_dir() -> PathBuf {
 }
 
 fn read_npy(path: &PathBuf) -> Result<Tensor> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let npy = npyz::NpyFile::new(&bytes[..])?;
-    let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
-    let descr = match npy.dtype() {
-        npyz::DType::Plain(ts) => ts.to_string(),
-        other => bail!("{}: unsupported npy dtype {other:?}", path.display()),
-    };
-    Ok(match descr.as_str() {
-        "<f4" => Tensor::from_vec(shape, npy.into_vec::<f32>()?)?,
-        "<f8" => Tensor::from_vec(shape, npy.into_vec::<f64>()?)?,
-        "|i1" => Tensor::from_vec(shape, npy.into_vec::<i8>()?)?,
-        "|u1" => Tensor::from_vec(shape, npy.into_vec::<u8>()?)?,
-        "<i4" => Tensor::from_vec(shape, npy.into_vec::<i32>()?)?,
-        "<i8" => Tensor::from_vec(shape, npy.into_vec::<i64>()?)?,
-        d => bail!("{}: unsupported npy dtype {d}", path.display()),
-    })
+    Ok(byoc_core::io::read_npy(path)?)
 }
 
 /// Files `<case>_<kind><i>.npy` for i = 0, 1, ... while they exist.

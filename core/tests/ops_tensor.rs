@@ -6,7 +6,6 @@
 //! runs the op's host kernel and compares with numpy: integers and bools exactly, floats to a
 //! relative tolerance. The second half checks type-relation error messages word for word.
 
-use std::fs::File;
 use std::path::PathBuf;
 
 use byoc_core::ir::{AttrValue, Attrs, Expr, FunctionBuilder, Module};
@@ -20,33 +19,7 @@ fn data_dir() -> PathBuf {
 }
 
 fn load(path: &PathBuf) -> Tensor {
-    let file = File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let npy = npyz::NpyFile::new(file).unwrap();
-    let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
-    let descr = match npy.dtype() {
-        npyz::DType::Plain(ts) => ts.to_string(),
-        other => panic!("{}: unexpected dtype {other:?}", path.display()),
-    };
-    let tensor = match descr.trim_start_matches(['<', '|', '=']) {
-        "f4" => Tensor::from_vec(shape, npy.into_vec::<f32>().unwrap()),
-        "f8" => Tensor::from_vec(shape, npy.into_vec::<f64>().unwrap()),
-        "i1" => Tensor::from_vec(shape, npy.into_vec::<i8>().unwrap()),
-        "i2" => Tensor::from_vec(shape, npy.into_vec::<i16>().unwrap()),
-        "i4" => Tensor::from_vec(shape, npy.into_vec::<i32>().unwrap()),
-        "i8" => Tensor::from_vec(shape, npy.into_vec::<i64>().unwrap()),
-        "u1" => Tensor::from_vec(shape, npy.into_vec::<u8>().unwrap()),
-        "b1" => {
-            let bytes: Vec<u8> = npy
-                .into_vec::<bool>()
-                .unwrap()
-                .into_iter()
-                .map(u8::from)
-                .collect();
-            Tensor::from_bytes(TensorType::new(shape, DType::Bool), &bytes)
-        }
-        other => panic!("{}: unexpected dtype {other}", path.display()),
-    };
-    tensor.unwrap()
+    byoc_core::io::read_npy(path).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Loads `NAME.<kind>0.npy`, `NAME.<kind>1.npy`, ... until one is missing.

@@ -1,0 +1,53 @@
+//! The `byoc` command line: argument definitions and one module per command.
+//!
+//! Exit codes: 0 ok, 1 a check failed ([`CheckFailed`]), 2 bad usage or bad input.
+
+mod inputs;
+mod inspect;
+mod run;
+
+use std::fmt;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+pub use inspect::InspectArgs;
+pub use run::RunArgs;
+
+/// byoc: partition deep-learning models across accelerator backends, inspect and run them.
+#[derive(Debug, Parser)]
+#[command(name = "byoc", version, about)]
+pub struct Cli {
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print the module after a stage of the pipeline.
+    Inspect(InspectArgs),
+    /// Run a model on inputs from an .npz file (or random inputs) and write the outputs.
+    Run(RunArgs),
+}
+
+/// A check (numerical comparison, strict mode) that failed: exit code 1.
+#[derive(Debug)]
+pub struct CheckFailed(pub String);
+
+impl fmt::Display for CheckFailed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CheckFailed {}
+
+/// Runs a parsed command line, writing results to standard output.
+pub fn execute(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Inspect(args) => inspect::inspect(&args),
+        Command::Run(args) => run::run(&args),
+    }
+}
