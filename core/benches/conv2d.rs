@@ -54,7 +54,9 @@ fn pseudo_random(n: usize, seed: u64) -> Vec<f32> {
     let mut s = seed;
     (0..n)
         .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             ((s >> 40) as f32 / (1u64 << 24) as f32) - 0.5
         })
         .collect()
@@ -62,7 +64,10 @@ fn pseudo_random(n: usize, seed: u64) -> Vec<f32> {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let op = OpRegistry::lookup("nn.conv2d").ok_or("nn.conv2d is not registered")?;
-    println!("{:<30} {:>7} {:>10} {:>9}", "layer", "threads", "median ms", "GFLOP/s");
+    println!(
+        "{:<30} {:>7} {:>10} {:>9}",
+        "layer", "threads", "median ms", "GFLOP/s"
+    );
     for layer in &LAYERS {
         let dt = TensorType::new(layer.data, DType::Float32);
         let wt = TensorType::new(layer.weight, DType::Float32);
@@ -91,7 +96,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let [o, i, kh, kw] = layer.weight;
         let flops = 2.0 * (o * i * kh * kw) as f64 * (out_ty.shape[2] * out_ty.shape[3]) as f64;
         for threads in [1, 2] {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()?;
             let mut times = Vec::new();
             for rep in 0..11 {
                 let start = Instant::now();

@@ -6,8 +6,8 @@
 //! storage-reusing host execution).
 
 pub mod ir;
-pub mod op;
 pub(crate) mod kernels;
+pub mod op;
 mod ops;
 pub mod passes;
 pub mod tensor;

@@ -130,7 +130,11 @@ fn a() -> Attrs {
 
 #[test]
 fn conv2d_float() {
-    run_case("conv2d_basic", "nn.conv2d", a().with("padding", ints(&[1, 1])));
+    run_case(
+        "conv2d_basic",
+        "nn.conv2d",
+        a().with("padding", ints(&[1, 1])),
+    );
     run_case(
         "conv2d_stride_dil_pad4",
         "nn.conv2d",
@@ -162,12 +166,14 @@ fn conv2d_float() {
     run_case(
         "conv2d_f64",
         "nn.conv2d",
-        a().with("padding", ints(&[1])).with("strides", ints(&[2, 2])),
+        a().with("padding", ints(&[1]))
+            .with("strides", ints(&[2, 2])),
     );
 }
 
 fn nhwc() -> Attrs {
-    a().with("data_layout", "NHWC").with("kernel_layout", "HWIO")
+    a().with("data_layout", "NHWC")
+        .with("kernel_layout", "HWIO")
 }
 
 #[test]
@@ -209,7 +215,9 @@ fn conv2d_quantized_accumulates_in_int32() {
     run_case(
         "conv2d_int8_nhwc",
         "nn.conv2d",
-        nhwc().with("padding", ints(&[1])).with("out_dtype", "int32"),
+        nhwc()
+            .with("padding", ints(&[1]))
+            .with("out_dtype", "int32"),
     );
 }
 
@@ -234,7 +242,8 @@ fn conv2d_transpose() {
     run_case(
         "conv2d_transpose_int8",
         "nn.conv2d_transpose",
-        a().with("strides", ints(&[2, 2])).with("out_dtype", "int32"),
+        a().with("strides", ints(&[2, 2]))
+            .with("out_dtype", "int32"),
     );
 }
 
@@ -289,7 +298,11 @@ fn softmax_family() {
     run_case("softmax_axis1", "nn.softmax", a().with("axis", 1i64));
     run_case("softmax_f64", "nn.softmax", a());
     run_case("log_softmax", "nn.log_softmax", a());
-    run_case("log_softmax_axis0", "nn.log_softmax", a().with("axis", 0i64));
+    run_case(
+        "log_softmax_axis0",
+        "nn.log_softmax",
+        a().with("axis", 0i64),
+    );
 }
 
 fn pool(size: &[i64], strides: &[i64]) -> Attrs {
@@ -389,7 +402,8 @@ fn pad_modes() {
     run_case(
         "pad_reflect",
         "nn.pad",
-        a().with("pad_width", pad_width()).with("pad_mode", "reflect"),
+        a().with("pad_width", pad_width())
+            .with("pad_mode", "reflect"),
     );
     run_case(
         "pad_int8",
@@ -399,7 +413,11 @@ fn pad_modes() {
             AttrValue::List(vec![ints(&[1, 0]), ints(&[0, 2])]),
         ),
     );
-    run_case("pad_value_cast", "nn.pad", a().with("pad_width", pad_width()));
+    run_case(
+        "pad_value_cast",
+        "nn.pad",
+        a().with("pad_width", pad_width()),
+    );
 }
 
 fn resize(size: &[i64], method: &str, mode: &str) -> Attrs {
@@ -480,7 +498,8 @@ fn type_relations_infer_relay_shapes() {
     let (_, t) = typed_call(
         "nn.conv2d",
         &[f32t(&[1, 3, 224, 224]), f32t(&[64, 3, 7, 7])],
-        a().with("strides", ints(&[2, 2])).with("padding", ints(&[3])),
+        a().with("strides", ints(&[2, 2]))
+            .with("padding", ints(&[3])),
     )
     .unwrap();
     assert_eq!(t.to_string(), "Tensor[(1, 64, 112, 112), float32]");
@@ -574,7 +593,10 @@ fn type_errors_name_the_problem() {
     );
     let mixed = type_error(
         "nn.conv2d",
-        &[f32t(&[1, 3, 8, 8]), TensorType::new([8, 3, 3, 3], DType::Float64)],
+        &[
+            f32t(&[1, 3, 8, 8]),
+            TensorType::new([8, 3, 3, 3], DType::Float64),
+        ],
         a(),
     );
     assert!(

@@ -84,7 +84,9 @@ fn for_chunks<T: Send>(
             .enumerate()
             .for_each(|(i, c)| f(i, c));
     } else {
-        data.chunks_mut(chunk).enumerate().for_each(|(i, c)| f(i, c));
+        data.chunks_mut(chunk)
+            .enumerate()
+            .for_each(|(i, c)| f(i, c));
     }
 }
 

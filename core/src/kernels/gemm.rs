@@ -185,7 +185,11 @@ impl Gemm for i32 {
                 .enumerate()
                 .for_each(row);
         } else {
-            dst.data.chunks_mut(dst.rs).take(m).enumerate().for_each(row);
+            dst.data
+                .chunks_mut(dst.rs)
+                .take(m)
+                .enumerate()
+                .for_each(row);
         }
     }
 }

@@ -48,7 +48,9 @@ fn blocks<X: Sync, Y: Send>(
             .zip(x.par_chunks(b))
             .for_each(|(yb, xb)| f(xb, yb));
     } else {
-        y.chunks_mut(b).zip(x.chunks(b)).for_each(|(yb, xb)| f(xb, yb));
+        y.chunks_mut(b)
+            .zip(x.chunks(b))
+            .for_each(|(yb, xb)| f(xb, yb));
     }
 }
 
@@ -61,11 +63,7 @@ pub(crate) fn per_channel<X: Copy + Sync, Y: Send>(
     f: impl Fn(usize, X) -> Y + Send + Sync,
 ) {
     blocks(v, x, y, threads, |xb, yb| {
-        for (c, (yc, xc)) in yb
-            .chunks_mut(v.inner)
-            .zip(xb.chunks(v.inner))
-            .enumerate()
-        {
+        for (c, (yc, xc)) in yb.chunks_mut(v.inner).zip(xb.chunks(v.inner)).enumerate() {
             for (d, &s) in yc.iter_mut().zip(xc) {
                 *d = f(c, s);
             }

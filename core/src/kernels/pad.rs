@@ -69,10 +69,9 @@ pub(crate) fn pad(
     let mut idx = vec![0usize; rank - 1];
     for row in y.chunks_mut(row_bytes) {
         // Source offset of this row, or None when the row lies in the padding.
-        let src: Option<usize> = idx
-            .iter()
-            .enumerate()
-            .try_fold(0, |acc, (d, &o)| maps[d][o].map(|i| acc + i * in_strides[d]));
+        let src: Option<usize> = idx.iter().enumerate().try_fold(0, |acc, (d, &o)| {
+            maps[d][o].map(|i| acc + i * in_strides[d])
+        });
         for (o, dst) in row.chunks_mut(elem).enumerate() {
             match (src, last[o]) {
                 (Some(s), Some(i)) => {

@@ -51,9 +51,7 @@ fn taps(
     let start = (o * g.strides[a]) as isize - g.pad[a] as isize;
     let (dil, k) = (g.dilation[a] as isize, g.kernel[a]);
     let hi = (size + g.pad[a + 2]) as isize;
-    let padded = (0..k)
-        .filter(|&t| start + t as isize * dil < hi)
-        .count();
+    let padded = (0..k).filter(|&t| start + t as isize * dil < hi).count();
     let inside = (0..k).filter_map(move |t| {
         let i = start + t as isize * dil;
         (i >= 0 && i < size as isize).then_some(i as usize)
@@ -102,7 +100,13 @@ fn window<T: Real>(
 }
 
 /// `y = pool2d(x)` in the data's layout.
-pub(crate) fn pool2d<T: Real>(g: &Pool2dGeom, kind: PoolKind, x: &[T], y: &mut [T], threads: usize) {
+pub(crate) fn pool2d<T: Real>(
+    g: &Pool2dGeom,
+    kind: PoolKind,
+    x: &[T],
+    y: &mut [T],
+    threads: usize,
+) {
     let (hw_in, c) = (g.in_h * g.in_w, g.channels);
     if g.channels_last {
         // One task per output row of one image: `out_w × C` contiguous outputs.

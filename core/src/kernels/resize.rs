@@ -127,10 +127,7 @@ fn axis_taps(method: Method, mode: CoordMode, in_size: usize, out_size: usize) -
                 Method::Linear => {
                     let f = c.floor();
                     let t = c - f;
-                    vec![
-                        (clamp(f, in_size), 1.0 - t),
-                        (clamp(f + 1.0, in_size), t),
-                    ]
+                    vec![(clamp(f, in_size), 1.0 - t), (clamp(f + 1.0, in_size), t)]
                 }
                 Method::Cubic { alpha, exclude } => {
                     let f = c.floor();

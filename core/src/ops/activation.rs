@@ -66,9 +66,13 @@ impl<T: Acc> HostKernel for BiasAddKernel<T> {
         const OP: &str = "nn.bias_add";
         let x = input::<T>(OP, inputs, 0)?;
         let b = input::<T>(OP, inputs, 1)?;
-        per_channel(self.0, x, output::<T>(OP, outputs, 0)?, threads, |c, v: T| {
-            v.add(b[c])
-        });
+        per_channel(
+            self.0,
+            x,
+            output::<T>(OP, outputs, 0)?,
+            threads,
+            |c, v: T| v.add(b[c]),
+        );
         Ok(())
     }
 }
@@ -99,13 +103,19 @@ impl RealBody for PreluKernel {
         const OP: &str = "nn.prelu";
         let x = input::<T>(OP, inputs, 0)?;
         let a = input::<T>(OP, inputs, 1)?;
-        per_channel(self.0, x, output::<T>(OP, outputs, 0)?, threads, |c, v: T| {
-            if v < T::ZERO {
-                a[c] * v
-            } else {
-                v
-            }
-        });
+        per_channel(
+            self.0,
+            x,
+            output::<T>(OP, outputs, 0)?,
+            threads,
+            |c, v: T| {
+                if v < T::ZERO {
+                    a[c] * v
+                } else {
+                    v
+                }
+            },
+        );
         Ok(())
     }
 }
@@ -147,13 +157,19 @@ impl RealBody for LeakyReluKernel {
         const OP: &str = "nn.leaky_relu";
         let x = input::<T>(OP, inputs, 0)?;
         let alpha = T::from_f64(self.alpha);
-        per_channel(self.view, x, output::<T>(OP, outputs, 0)?, threads, |_, v: T| {
-            if v < T::ZERO {
-                alpha * v
-            } else {
-                v
-            }
-        });
+        per_channel(
+            self.view,
+            x,
+            output::<T>(OP, outputs, 0)?,
+            threads,
+            |_, v: T| {
+                if v < T::ZERO {
+                    alpha * v
+                } else {
+                    v
+                }
+            },
+        );
         Ok(())
     }
 }

@@ -96,7 +96,10 @@ fn conv2d_setup(ctx: &TypeCtx<'_>) -> Result<ConvSetup, TypeError> {
     }
     check_declared(ctx, o, [kh, kw])?;
     let mut out_hw = [0; 2];
-    for (a, (size, k, name)) in [(h, kh, "height"), (w, kw, "width")].into_iter().enumerate() {
+    for (a, (size, k, name)) in [(h, kh, "height"), (w, kw, "width")]
+        .into_iter()
+        .enumerate()
+    {
         let span = dilation[a] * (k - 1) + 1;
         let padded = size + pad[a] + pad[a + 2];
         if k == 0 || span > padded {
@@ -160,7 +163,10 @@ fn conv2d_transpose_setup(ctx: &TypeCtx<'_>) -> Result<ConvSetup, TypeError> {
     let o = o_g * groups;
     check_declared(ctx, o, [kh, kw])?;
     let mut out_hw = [0; 2];
-    for (a, (size, k, name)) in [(h, kh, "height"), (w, kw, "width")].into_iter().enumerate() {
+    for (a, (size, k, name)) in [(h, kh, "height"), (w, kw, "width")]
+        .into_iter()
+        .enumerate()
+    {
         if output_padding[a] >= strides[a].max(dilation[a]) {
             return Err(ctx.err(format!(
                 "output_padding {output_padding:?} must be smaller than strides or dilation"

@@ -88,10 +88,7 @@ pub(super) fn data_nchw(
 ) -> Result<[usize; 4], TypeError> {
     let t = ctx.tensor(i)?;
     if t.rank() != 4 {
-        return Err(ctx.err(format!(
-            "{what} must be 4-D ({}), got {t}",
-            layout.name()
-        )));
+        return Err(ctx.err(format!("{what} must be 4-D ({}), got {t}", layout.name())));
     }
     Ok(layout.nchw(&t.shape))
 }
@@ -104,7 +101,11 @@ pub(super) fn layout_positions(
     letters: &str,
 ) -> Result<[usize; 4], TypeError> {
     let s = ctx.str(attr)?;
-    let bad = || ctx.err(format!("{attr} must be a permutation of {letters}, got '{s}'"));
+    let bad = || {
+        ctx.err(format!(
+            "{attr} must be a permutation of {letters}, got '{s}'"
+        ))
+    };
     if s.len() != 4 {
         return Err(bad());
     }
@@ -153,12 +154,7 @@ pub(super) fn pair(ctx: &TypeCtx<'_>, attr: &str, min: usize) -> Result<[usize; 
     let p = match v[..] {
         [a] => [a, a],
         [a, b] => [a, b],
-        _ => {
-            return Err(ctx.err(format!(
-                "{attr} must have 1 or 2 values, got {}",
-                v.len()
-            )))
-        }
+        _ => return Err(ctx.err(format!("{attr} must have 1 or 2 values, got {}", v.len()))),
     };
     if p.iter().any(|&x| x < min) {
         return Err(ctx.err(format!("{attr} must be at least {min}, got {p:?}")));

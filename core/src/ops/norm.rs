@@ -92,9 +92,13 @@ impl RealBody for BatchNormKernel {
             s.push(sc);
             t.push(b - mean[c] * sc);
         }
-        per_channel(self.view, x, output::<T>(OP, outputs, 0)?, threads, |c, v| {
-            v * s[c] + t[c]
-        });
+        per_channel(
+            self.view,
+            x,
+            output::<T>(OP, outputs, 0)?,
+            threads,
+            |c, v| v * s[c] + t[c],
+        );
         output::<T>(OP, outputs, 1)?.copy_from_slice(mean);
         output::<T>(OP, outputs, 2)?.copy_from_slice(var);
         Ok(())
@@ -248,4 +252,3 @@ pub(super) fn register(ops: &mut Vec<OpDef>) {
         ]),
     );
 }
-

@@ -146,7 +146,11 @@ pub(super) fn register(ops: &mut Vec<OpDef>) {
             Pad,
         )
         .with_attrs(vec![
-            AttrDef::new("pad_width", AttrKind::Any, crate::ir::AttrValue::List(vec![])),
+            AttrDef::new(
+                "pad_width",
+                AttrKind::Any,
+                crate::ir::AttrValue::List(vec![]),
+            ),
             AttrDef::new("pad_mode", AttrKind::Str, "constant"),
         ]),
     );

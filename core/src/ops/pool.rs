@@ -3,8 +3,7 @@
 //! `nn.global_avg_pool2d`, over NCHW or NHWC data. Host kernels for float32 and float64.
 
 use super::nn_common::{
-    data_nchw, input, output, padding2d, pair, real_kernel, with_kernel_ctx, Layout2d,
-    RealBody,
+    data_nchw, input, output, padding2d, pair, real_kernel, with_kernel_ctx, Layout2d, RealBody,
 };
 use crate::ir::{AttrValue, TensorType, Type};
 use crate::kernels::pool::{pool2d, Pool2dGeom, PoolKind};

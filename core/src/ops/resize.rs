@@ -122,10 +122,18 @@ pub(super) fn register(ops: &mut Vec<OpDef>) {
         )
         .with_attrs(vec![
             AttrDef::optional("size", AttrKind::OptInts),
-            AttrDef::new("roi", AttrKind::Floats, AttrValue::List(vec![0.0.into(); 4])),
+            AttrDef::new(
+                "roi",
+                AttrKind::Floats,
+                AttrValue::List(vec![0.0.into(); 4]),
+            ),
             AttrDef::new("layout", AttrKind::Str, "NCHW"),
             AttrDef::new("method", AttrKind::Str, "linear"),
-            AttrDef::new("coordinate_transformation_mode", AttrKind::Str, "half_pixel"),
+            AttrDef::new(
+                "coordinate_transformation_mode",
+                AttrKind::Str,
+                "half_pixel",
+            ),
             AttrDef::new("rounding_method", AttrKind::Str, ""),
             AttrDef::new("cubic_alpha", AttrKind::Float, -0.5),
             AttrDef::new("cubic_exclude", AttrKind::Int, 0i64),
