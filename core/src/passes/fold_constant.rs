@@ -112,10 +112,12 @@ fn fold_function(name: &str, f: &Function, cx: &mut PassContext) -> Result<Funct
                 values[id.index()] = fields.map(Value::Tuple);
                 return Ok(None);
             }
-            Expr::TupleGetItem { tuple, index } => match &values[tuple.index()] {
-                Some(Value::Tuple(fields)) => fields.get(*index).cloned(),
-                _ => None,
-            },
+            Expr::TupleGetItem { tuple, index } if !frozen[id.index()] => {
+                match &values[tuple.index()] {
+                    Some(Value::Tuple(fields)) => fields.get(*index).cloned(),
+                    _ => None,
+                }
+            }
             Expr::Call(call) if !frozen[id.index()] => match call.op() {
                 Some(op) if !op.name().starts_with("annotation.") => {
                     evaluate(name, f, id, op, call, &values, cx)?

@@ -9,8 +9,10 @@
 //!   batch norm passes its moving statistics through). A batch norm whose tuple is used whole
 //!   stays as it is for that use.
 //! - `%d.0` of `%d = nn.dropout(%x)` becomes `%x`.
-//! - `nn.layer_norm(%x, %gamma, %beta)` becomes `(%x - mean) / sqrt(variance + eps)` over `axis`,
-//!   times the expanded `%gamma` when `scale=True`, plus the expanded `%beta` when `center=True`.
+//! - `nn.layer_norm(%x, %gamma, %beta)` becomes `(%x - mean) / sqrt(variance + eps)` over `axis`
+//!   (keeping dims), times the expanded `%gamma` when `scale=True`, plus the expanded `%beta`
+//!   when `center=True`. TVM's biased `variance(%x, mean)` is written out as
+//!   `mean((%x - mean) * (%x - mean))`, sharing `%x - mean` with the numerator.
 //!
 //! Ops over non-float dtypes are left alone, as are global functions with a `Compiler`,
 //! `Extern` or `SkipOptimization` attribute. The eps constant is the attribute rounded to
@@ -187,7 +189,7 @@ fn batch_norm(rb: &mut Rebuild<'_>, call: &Call, data: &TensorType) -> Result<Ex
     b.call("add", &[out, shift], Attrs::new())
 }
 
-/// TVM's `LayerNormToInferUnpack`.
+/// TVM's `LayerNormToInferUnpack`, with `variance` written out (see the module docs).
 fn layer_norm(rb: &mut Rebuild<'_>, call: &Call, data: &TensorType) -> Result<ExprId, IrError> {
     let a = NormAttrs::read(call, data)?;
     let args = call
@@ -209,10 +211,11 @@ fn layer_norm(rb: &mut Rebuild<'_>, call: &Call, data: &TensorType) -> Result<Ex
         .with("exclude", false);
     let eps = scalar(b, data, f64::from(a.epsilon as f32));
     let mean = b.call("mean", &[x], reduce.clone())?;
-    let var = b.call("variance", &[x, mean], reduce.with("unbiased", false))?;
+    let centered = b.call("subtract", &[x, mean], Attrs::new())?;
+    let squared = b.call("multiply", &[centered, centered], Attrs::new())?;
+    let var = b.call("mean", &[squared], reduce)?;
     let var_eps = b.call("add", &[var, eps], Attrs::new())?;
     let denom = b.call("sqrt", &[var_eps], Attrs::new())?;
-    let centered = b.call("subtract", &[x, mean], Attrs::new())?;
     let mut out = b.call("divide", &[centered, denom], Attrs::new())?;
     if a.scale {
         let g = expand_to_axis(b, gamma, data.rank(), a.axis)?;
