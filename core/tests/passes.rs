@@ -134,9 +134,9 @@ fn foldable_module() -> Module {
 fn manager_prints_before_and_after_the_named_passes() {
     let events = RefCell::new(Vec::new());
     let mut pm = PassManager::new()
-        .add(InferType)
-        .add(FoldConstant)
-        .add(DeadCodeElimination)
+        .pass(InferType)
+        .pass(FoldConstant)
+        .pass(DeadCodeElimination)
         .print_before(["fold-constant"])
         .print_after(["fold-constant", "dead-code-elimination"])
         .print_sink(|pass, when, m: &Module| {
@@ -167,8 +167,8 @@ fn manager_prints_before_and_after_the_named_passes() {
 #[test]
 fn manager_rejects_print_names_outside_the_pipeline() {
     let mut pm = PassManager::new()
-        .add(InferType)
-        .add(FoldConstant)
+        .pass(InferType)
+        .pass(FoldConstant)
         .print_after(["merge-compiler-regions"]);
     let err = pm
         .run(&mut foldable_module(), &mut PassContext::new())
@@ -183,8 +183,8 @@ fn manager_rejects_print_names_outside_the_pipeline() {
 fn manager_names_the_failing_pass() {
     let params = BTreeMap::from([("q".to_string(), t(&[2], &[0.0, 0.0]))]);
     let mut pm = PassManager::new()
-        .add(InferType)
-        .add(BindParams::new(params));
+        .pass(InferType)
+        .pass(BindParams::new(params));
     let err = pm
         .run(&mut foldable_module(), &mut PassContext::new())
         .unwrap_err();
@@ -217,7 +217,7 @@ impl Pass for ClearTypes {
 
 #[test]
 fn manager_verifies_types_after_each_pass_when_asked() {
-    let mut pm = PassManager::new().add(InferType).add(ClearTypes);
+    let mut pm = PassManager::new().pass(InferType).pass(ClearTypes);
     let err = pm
         .run(&mut foldable_module(), &mut PassContext::new())
         .unwrap_err();
@@ -227,8 +227,8 @@ fn manager_verifies_types_after_each_pass_when_asked() {
          Tensor[(2), float32]"
     );
     let mut pm = PassManager::new()
-        .add(InferType)
-        .add(ClearTypes)
+        .pass(InferType)
+        .pass(ClearTypes)
         .verify_each(false);
     pm.run(&mut foldable_module(), &mut PassContext::new())
         .unwrap();
@@ -497,7 +497,7 @@ fn fold_constant_skips_ops_without_a_host_kernel() {
     let mut folded = m.clone();
     let mut cx = PassContext::new();
     PassManager::new()
-        .add(FoldConstant)
+        .pass(FoldConstant)
         .run(&mut folded, &mut cx)
         .unwrap();
     assert_same(&folded, &m);
@@ -517,7 +517,7 @@ fn fold_constant_reports_kernel_failures() {
     let n = b.call("test.failing", &[c], none()).unwrap();
     let mut m = Module::from_main(b.finish(vec![], n, none()).unwrap());
     let err = PassManager::new()
-        .add(FoldConstant)
+        .pass(FoldConstant)
         .run(&mut m, &mut PassContext::new())
         .unwrap_err();
     assert_eq!(

@@ -49,7 +49,7 @@ impl<'s> PassManager<'s> {
     }
 
     /// Appends a pass.
-    pub fn add(mut self, pass: impl Pass + 'static) -> Self {
+    pub fn pass(mut self, pass: impl Pass + 'static) -> Self {
         self.passes.push(Box::new(pass));
         self
     }
