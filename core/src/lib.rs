@@ -5,6 +5,7 @@
 //! [`passes`] (type inference, parameter binding, constant folding, ...) → [`exec`] (a planned,
 //! storage-reusing host execution).
 
+pub mod analysis;
 pub mod exec;
 pub mod io;
 pub mod ir;
@@ -12,6 +13,7 @@ mod kernels;
 pub mod op;
 mod ops;
 pub mod passes;
+pub mod target;
 pub mod tensor;
 
 pub use ir::{DType, Module, TensorType, Type};

@@ -141,7 +141,7 @@ macro_rules! int_scalar {
                 if o == 0 { 0 } else { self.wrapping_div(o) }
             }
             fn pow(self, o: Self) -> Self {
-                if o >= 0 {
+                if i64::from(o) >= 0 {
                     // Only int64 exponents can exceed u32::MAX; they are clamped to it.
                     let e = u32::try_from(i64::from(o)).unwrap_or(u32::MAX);
                     self.wrapping_pow(e)

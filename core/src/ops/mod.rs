@@ -1,15 +1,24 @@
 //! The built-in op library: definitions (schema, type relation, host kernel wiring) of every
 //! op byoc knows by name, one file per op family. Numeric loops live in [`crate::kernels`].
 
+mod activation;
 mod annotation;
 mod binary;
 mod compare;
+mod conv;
+mod dense;
 mod elementwise;
 mod init;
+mod nn_common;
+mod norm;
+mod pad;
+mod pool;
 mod reduce;
 mod reshape;
+mod resize;
 mod select;
 mod slice;
+mod softmax;
 mod support;
 mod transform;
 
@@ -28,5 +37,13 @@ pub(crate) fn builtin_ops() -> Vec<OpDef> {
     slice::register(&mut ops);
     reduce::register(&mut ops);
     init::register(&mut ops);
+    conv::register(&mut ops);
+    dense::register(&mut ops);
+    pool::register(&mut ops);
+    norm::register(&mut ops);
+    softmax::register(&mut ops);
+    activation::register(&mut ops);
+    pad::register(&mut ops);
+    resize::register(&mut ops);
     ops
 }

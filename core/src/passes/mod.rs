@@ -1,12 +1,16 @@
 //! Module-to-module passes of the core: the pass infrastructure, type inference and the
 //! prepare passes.
 
+pub mod annotate_target;
 mod bind_params;
 mod dead_code;
 mod fold_constant;
 mod infer_type;
 mod manager;
+pub mod merge_compiler_regions;
 mod pass;
+pub mod partition_graph;
+pub mod prune;
 mod registry;
 mod simplify_inference;
 

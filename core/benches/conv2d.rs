@@ -1,0 +1,122 @@
+//! Host conv2d throughput on ResNet-50 layer shapes, with 1 and 2 threads.
+//!
+//! Run with `cargo bench -p byoc-core --bench conv2d`. Prints the median wall time of each
+//! layer and the GFLOP/s it implies (2 × multiply-adds).
+
+use std::time::Instant;
+
+use byoc_core::ir::{AttrValue, Attrs, DType, Expr, FunctionBuilder, Module, TensorType, Type};
+use byoc_core::op::OpRegistry;
+use byoc_core::passes::infer_types;
+use byoc_core::Tensor;
+
+/// One benchmarked layer: data shape, weight shape, stride, padding.
+struct Layer {
+    name: &'static str,
+    data: [usize; 4],
+    weight: [usize; 4],
+    stride: i64,
+    pad: i64,
+}
+
+const LAYERS: [Layer; 4] = [
+    Layer {
+        name: "1x64x56x56  3x3  64 pad 1",
+        data: [1, 64, 56, 56],
+        weight: [64, 64, 3, 3],
+        stride: 1,
+        pad: 1,
+    },
+    Layer {
+        name: "1x256x56x56 1x1  64",
+        data: [1, 256, 56, 56],
+        weight: [64, 256, 1, 1],
+        stride: 1,
+        pad: 0,
+    },
+    Layer {
+        name: "1x3x224x224 7x7  64 s2 pad 3",
+        data: [1, 3, 224, 224],
+        weight: [64, 3, 7, 7],
+        stride: 2,
+        pad: 3,
+    },
+    Layer {
+        name: "1x512x7x7   3x3 512 pad 1",
+        data: [1, 512, 7, 7],
+        weight: [512, 512, 3, 3],
+        stride: 1,
+        pad: 1,
+    },
+];
+
+fn pseudo_random(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+        })
+        .collect()
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let op = OpRegistry::lookup("nn.conv2d").ok_or("nn.conv2d is not registered")?;
+    println!(
+        "{:<30} {:>7} {:>10} {:>9}",
+        "layer", "threads", "median ms", "GFLOP/s"
+    );
+    for layer in &LAYERS {
+        let dt = TensorType::new(layer.data, DType::Float32);
+        let wt = TensorType::new(layer.weight, DType::Float32);
+        let attrs = Attrs::new()
+            .with("strides", AttrValue::ints([layer.stride, layer.stride]))
+            .with("padding", AttrValue::ints([layer.pad, layer.pad]));
+        let mut b = FunctionBuilder::new();
+        let x = b.param("x", Type::Tensor(dt.clone()));
+        let w = b.param("w", Type::Tensor(wt.clone()));
+        let call = b.call("nn.conv2d", &[x, w], attrs)?;
+        let mut m = Module::from_main(b.finish(vec![x, w], call, Attrs::new())?);
+        infer_types(&mut m)?;
+        let main = m.main()?;
+        let Expr::Call(c) = main.expr(call) else {
+            return Err("body is not a call".into());
+        };
+        let out_ty = main
+            .ty(call)
+            .and_then(Type::as_tensor)
+            .ok_or("conv2d result is not a tensor")?
+            .clone();
+        let kernel = op.host_kernel(&c.attrs, &[dt.clone(), wt.clone()], &[out_ty.clone()])?;
+        let xs = Tensor::from_vec(layer.data, pseudo_random(dt.num_elements(), 1))?;
+        let ws = Tensor::from_vec(layer.weight, pseudo_random(wt.num_elements(), 2))?;
+        let mut y = Tensor::zeros(out_ty.clone());
+        let [o, i, kh, kw] = layer.weight;
+        let flops = 2.0 * (o * i * kh * kw) as f64 * (out_ty.shape[2] * out_ty.shape[3]) as f64;
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()?;
+            let mut times = Vec::new();
+            for rep in 0..11 {
+                let start = Instant::now();
+                pool.install(|| kernel.run(&[xs.view(), ws.view()], &mut [y.view_mut()], threads))?;
+                if rep > 0 {
+                    times.push(start.elapsed().as_secs_f64());
+                }
+            }
+            times.sort_by(f64::total_cmp);
+            let median = times[times.len() / 2];
+            println!(
+                "{:<30} {:>7} {:>10.2} {:>9.1}",
+                layer.name,
+                threads,
+                median * 1e3,
+                flops / median / 1e9
+            );
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,534 @@
+//! Annotated regions of a function (TVM's `AnnotatedRegionSet`) and the graph of regions.
+//!
+//! A region is a connected set of nodes delimited by `annotation.compiler_begin` (its inputs)
+//! and `annotation.compiler_end` (its outputs) of one target. Regions are built in arena order
+//! the way TVM builds them: every begin starts a region; an end joins the region of its
+//! argument; any other node whose open (non-end) arguments lie in regions joins them, merging
+//! those regions; a node none of whose arguments lie in a region stays outside. The callee of a
+//! call is not an argument, so composite function literals stay outside regions and are used
+//! by their members.
+//!
+//! Checked here (TVM leaves these undefined or fails with an internal check):
+//! - an end's argument lies in a region of the same target;
+//! - a region node's arguments are all begins, region nodes or ends (no raw variables mixed in);
+//! - a region's value leaves it only through an end, and an end's value enters a region only
+//!   through a begin;
+//! - regions are convex: the region graph (regions contracted to single vertices, every other
+//!   node its own vertex) is acyclic.
+//!
+//! `default` annotations can be treated as transparent (as PartitionGraph does after removing
+//! them): they then delimit nothing and are never region members.
+//!
+//! Cost: linear in the function size plus `O(v log v)` for the region graph's order.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::fmt;
+
+use thiserror::Error;
+
+use crate::ir::{Callee, Expr, ExprId, Function};
+
+/// `annotation.compiler_begin`.
+pub const COMPILER_BEGIN: &str = "annotation.compiler_begin";
+/// `annotation.compiler_end`.
+pub const COMPILER_END: &str = "annotation.compiler_end";
+/// The target of everything the host runs.
+pub const DEFAULT_TARGET: &str = "default";
+
+/// Which side of a region an annotation marks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AnnotationKind {
+    /// `annotation.compiler_begin`: a region input.
+    Begin,
+    /// `annotation.compiler_end`: a region output.
+    End,
+}
+
+/// A compiler annotation: its kind, target and argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Annotation<'a> {
+    /// Begin or end.
+    pub kind: AnnotationKind,
+    /// The `compiler` attribute.
+    pub target: &'a str,
+    /// The annotated value.
+    pub arg: ExprId,
+}
+
+/// The annotation at `expr`, if it is a compiler begin or end call.
+pub fn annotation(expr: &Expr) -> Option<Annotation<'_>> {
+    let (op, call) = expr.as_op_call()?;
+    let kind = match op.name() {
+        COMPILER_BEGIN => AnnotationKind::Begin,
+        COMPILER_END => AnnotationKind::End,
+        _ => return None,
+    };
+    Some(Annotation {
+        kind,
+        target: call.attrs.get_str("compiler").unwrap_or(DEFAULT_TARGET),
+        arg: *call.args.first()?,
+    })
+}
+
+/// The dataflow arguments of a node: call arguments (not the callee), tuple fields, the tuple
+/// of a get-item. Function literals, variables and constants have none.
+pub fn dataflow_args(expr: &Expr) -> &[ExprId] {
+    match expr {
+        Expr::Call(call) => &call.args,
+        Expr::Tuple(fields) => fields,
+        Expr::TupleGetItem { tuple, .. } => std::slice::from_ref(tuple),
+        Expr::Var(_) | Expr::Constant(_) | Expr::Function(_) => &[],
+    }
+}
+
+/// The id of a region in its [`RegionSet`]; regions are numbered in arena order of their first
+/// node (always a begin).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RegionId(pub u32);
+
+impl RegionId {
+    /// The index in [`RegionSet::regions`].
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl fmt::Display for RegionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "region {}", self.0)
+    }
+}
+
+/// One annotated region.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Region {
+    /// Its id.
+    pub id: RegionId,
+    /// The target of its annotations.
+    pub target: String,
+    /// Its begins, in arena order.
+    pub ins: Vec<ExprId>,
+    /// Its ends, in arena order.
+    pub outs: Vec<ExprId>,
+    /// All members (begins, ends and the nodes between), in arena order.
+    pub nodes: Vec<ExprId>,
+}
+
+/// An annotation problem, located in a function.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RegionError {
+    /// An end whose argument lies in no region.
+    #[error("in @{function}: compiler_end {end} (compiler=\"{target}\") closes no region: its argument {arg} lies outside every region")]
+    EndWithoutRegion {
+        /// The function.
+        function: String,
+        /// The end.
+        end: ExprId,
+        /// Its target.
+        target: String,
+        /// Its argument.
+        arg: ExprId,
+    },
+    /// An end of another target than the region it closes.
+    #[error("in @{function}: compiler_end {end} has compiler=\"{end_target}\" but its argument lies in a region of target \"{region_target}\"")]
+    TargetMismatch {
+        /// The function.
+        function: String,
+        /// The end.
+        end: ExprId,
+        /// The end's target.
+        end_target: String,
+        /// The region's target.
+        region_target: String,
+    },
+    /// A node mixing region values with values that entered no region through a begin.
+    #[error("in @{function}: {node} takes {inside} from a region and {outside}, which entered no region through a compiler_begin")]
+    MixedArgs {
+        /// The function.
+        function: String,
+        /// The node.
+        node: ExprId,
+        /// An argument inside a region.
+        inside: ExprId,
+        /// An argument outside every region.
+        outside: ExprId,
+    },
+    /// A region value used outside its region without a compiler_end.
+    #[error("in @{function}: {value} of a {target} region is used by {user} outside the region without a compiler_end")]
+    ValueEscapes {
+        /// The function.
+        function: String,
+        /// The region value.
+        value: ExprId,
+        /// The region's target.
+        target: String,
+        /// The user outside the region.
+        user: ExprId,
+    },
+    /// A region output consumed inside a region without a compiler_begin.
+    #[error(
+        "in @{function}: compiler_end {end} is used by region node {user} without a compiler_begin"
+    )]
+    EndEntersRegion {
+        /// The function.
+        function: String,
+        /// The end.
+        end: ExprId,
+        /// The region node using it.
+        user: ExprId,
+    },
+    /// Regions that are not convex: the region graph has a cycle.
+    #[error("in @{function}: regions are not convex: {first} and other nodes depend on each other in a cycle through nodes outside the regions")]
+    Cycle {
+        /// The function.
+        function: String,
+        /// A node on the cycle.
+        first: ExprId,
+    },
+}
+
+/// The regions of one function.
+#[derive(Clone, Debug)]
+pub struct RegionSet {
+    regions: Vec<Region>,
+    region_of: Vec<Option<RegionId>>,
+    ends: Vec<bool>,
+    live: Vec<bool>,
+}
+
+/// A vertex of the region graph: a whole region, or a node outside every region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Vertex {
+    /// A region, contracted.
+    Region(RegionId),
+    /// A live node outside every region.
+    Node(ExprId),
+}
+
+/// The region graph: regions contracted to single vertices, dataflow edges between them (the
+/// callee edges from function literals included), in a topological order.
+#[derive(Clone, Debug)]
+pub struct RegionGraph {
+    /// Vertices in topological order (ties broken by the first arena id of each vertex).
+    pub order: Vec<Vertex>,
+    /// The predecessors of each vertex (indexed like [`RegionGraph::index`]), with repetition.
+    pub preds: Vec<Vec<Vertex>>,
+    num_regions: usize,
+}
+
+impl RegionGraph {
+    /// The dense index of a vertex: regions first, then arena slots.
+    pub fn index(&self, v: Vertex) -> usize {
+        match v {
+            Vertex::Region(r) => r.index(),
+            Vertex::Node(n) => self.num_regions + n.index(),
+        }
+    }
+
+    /// The predecessors of `v`.
+    pub fn preds_of(&self, v: Vertex) -> &[Vertex] {
+        &self.preds[self.index(v)]
+    }
+}
+
+struct UnionFind(Vec<u32>);
+
+impl UnionFind {
+    fn find(&mut self, mut x: u32) -> u32 {
+        while self.0[x as usize] != x {
+            let up = self.0[self.0[x as usize] as usize];
+            self.0[x as usize] = up;
+            x = up;
+        }
+        x
+    }
+}
+
+impl RegionSet {
+    /// Builds the regions of `f` (named `function` in errors). With `transparent_default`,
+    /// `default` annotations delimit nothing.
+    pub fn build(
+        f: &Function,
+        function: &str,
+        transparent_default: bool,
+    ) -> Result<RegionSet, RegionError> {
+        let n = f.len();
+        let mut live = vec![false; n];
+        for id in f.live_ids() {
+            live[id.index()] = true;
+        }
+        // Provisional regions, one per begin, merged by union-find.
+        let mut uf = UnionFind(Vec::new());
+        let mut targets: Vec<&str> = Vec::new();
+        let mut prov: Vec<Option<u32>> = vec![None; n];
+        let mut ends = vec![false; n];
+        let err_fn = || function.to_string();
+        for id in f.ids().filter(|id| live[id.index()]) {
+            let expr = f.expr(id);
+            let ann =
+                annotation(expr).filter(|a| !(transparent_default && a.target == DEFAULT_TARGET));
+            match ann {
+                Some(Annotation {
+                    kind: AnnotationKind::Begin,
+                    target,
+                    ..
+                }) => {
+                    let r = uf.0.len() as u32;
+                    uf.0.push(r);
+                    targets.push(target);
+                    prov[id.index()] = Some(r);
+                }
+                Some(Annotation {
+                    kind: AnnotationKind::End,
+                    target,
+                    arg,
+                }) => {
+                    let Some(r) = prov[arg.index()].filter(|_| !ends[arg.index()]) else {
+                        return Err(RegionError::EndWithoutRegion {
+                            function: err_fn(),
+                            end: id,
+                            target: target.to_string(),
+                            arg,
+                        });
+                    };
+                    let r = uf.find(r);
+                    if targets[r as usize] != target {
+                        return Err(RegionError::TargetMismatch {
+                            function: err_fn(),
+                            end: id,
+                            end_target: target.to_string(),
+                            region_target: targets[r as usize].to_string(),
+                        });
+                    }
+                    prov[id.index()] = Some(r);
+                    ends[id.index()] = true;
+                }
+                None => {
+                    let mut joined: Option<(u32, ExprId)> = None;
+                    let mut outside = None;
+                    for &a in dataflow_args(expr) {
+                        if ends[a.index()] {
+                            continue;
+                        }
+                        match prov[a.index()] {
+                            Some(r) => {
+                                let r = uf.find(r);
+                                match joined {
+                                    None => joined = Some((r, a)),
+                                    Some((into, _)) if into != r => {
+                                        // Keep the earlier region's id as the representative.
+                                        let (lo, hi) = (into.min(r), into.max(r));
+                                        uf.0[hi as usize] = lo;
+                                        joined = joined.map(|(_, at)| (lo, at));
+                                    }
+                                    Some(_) => {}
+                                }
+                            }
+                            None => outside = outside.or(Some(a)),
+                        }
+                    }
+                    if let Some((r, inside)) = joined {
+                        if let Some(outside) = outside {
+                            return Err(RegionError::MixedArgs {
+                                function: err_fn(),
+                                node: id,
+                                inside,
+                                outside,
+                            });
+                        }
+                        prov[id.index()] = Some(r);
+                    }
+                }
+            }
+        }
+        // Compact: number regions by their first member in arena order.
+        let mut final_id: Vec<Option<RegionId>> = vec![None; uf.0.len()];
+        let mut regions: Vec<Region> = Vec::new();
+        let mut region_of = vec![None; n];
+        for id in f.ids() {
+            let Some(p) = prov[id.index()] else { continue };
+            let root = uf.find(p) as usize;
+            let rid = *final_id[root].get_or_insert_with(|| {
+                let rid = RegionId(regions.len() as u32);
+                regions.push(Region {
+                    id: rid,
+                    target: targets[root].to_string(),
+                    ins: Vec::new(),
+                    outs: Vec::new(),
+                    nodes: Vec::new(),
+                });
+                rid
+            });
+            region_of[id.index()] = Some(rid);
+            let region = &mut regions[rid.index()];
+            region.nodes.push(id);
+            if ends[id.index()] {
+                region.outs.push(id);
+            } else if annotation(f.expr(id)).is_some_and(|a| a.kind == AnnotationKind::Begin) {
+                region.ins.push(id);
+            }
+        }
+        let set = RegionSet {
+            regions,
+            region_of,
+            ends,
+            live,
+        };
+        set.check_boundaries(f, function)?;
+        Ok(set)
+    }
+
+    fn check_boundaries(&self, f: &Function, function: &str) -> Result<(), RegionError> {
+        let escape = |value: ExprId, user: ExprId| {
+            let target = self
+                .region_of(value)
+                .map(|r| self.regions[r.index()].target.clone())
+                .unwrap_or_default();
+            RegionError::ValueEscapes {
+                function: function.to_string(),
+                value,
+                target,
+                user,
+            }
+        };
+        if self.region_of(f.body).is_some() && !self.ends[f.body.index()] {
+            return Err(escape(f.body, f.body));
+        }
+        for id in f.ids().filter(|id| self.live[id.index()]) {
+            let expr = f.expr(id);
+            let mine = self.region_of(id);
+            let is_begin =
+                mine.is_some() && annotation(expr).is_some_and(|a| a.kind == AnnotationKind::Begin);
+            for o in expr.operands() {
+                let Some(theirs) = self.region_of(o) else {
+                    continue;
+                };
+                if self.ends[o.index()] {
+                    if mine.is_some() && !is_begin {
+                        return Err(RegionError::EndEntersRegion {
+                            function: function.to_string(),
+                            end: o,
+                            user: id,
+                        });
+                    }
+                } else if mine != Some(theirs) {
+                    return Err(escape(o, id));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The regions, by id.
+    pub fn regions(&self) -> &[Region] {
+        &self.regions
+    }
+
+    /// The region `id` belongs to, if any.
+    pub fn region_of(&self, id: ExprId) -> Option<RegionId> {
+        self.region_of.get(id.index()).copied().flatten()
+    }
+
+    /// The region by id.
+    pub fn region(&self, id: RegionId) -> &Region {
+        &self.regions[id.index()]
+    }
+
+    /// True when `id` is a region's compiler_end.
+    pub fn is_end(&self, id: ExprId) -> bool {
+        self.ends.get(id.index()).copied().unwrap_or(false)
+    }
+
+    /// The vertex of a live node in the region graph.
+    pub fn vertex(&self, id: ExprId) -> Vertex {
+        match self.region_of(id) {
+            Some(r) => Vertex::Region(r),
+            None => Vertex::Node(id),
+        }
+    }
+
+    /// The region graph of `f` (the function this set was built from) in topological order.
+    /// Fails when regions are not convex.
+    pub fn graph(&self, f: &Function, function: &str) -> Result<RegionGraph, RegionError> {
+        let nr = self.regions.len();
+        let mut g = RegionGraph {
+            order: Vec::new(),
+            preds: vec![Vec::new(); nr + f.len()],
+            num_regions: nr,
+        };
+        let mut succs: Vec<Vec<Vertex>> = vec![Vec::new(); nr + f.len()];
+        let mut indegree = vec![0usize; nr + f.len()];
+        let mut key: Vec<Option<ExprId>> = vec![None; nr + f.len()];
+        for id in f.ids().filter(|id| self.live[id.index()]) {
+            let v = self.vertex(id);
+            let vi = g.index(v);
+            key[vi].get_or_insert(id);
+            for o in f.expr(id).operands() {
+                let u = self.vertex(o);
+                if u != v {
+                    g.preds[vi].push(u);
+                    succs[g.index(u)].push(v);
+                    indegree[vi] += 1;
+                }
+            }
+        }
+        let mut heap: BinaryHeap<Reverse<(ExprId, Vertex)>> = BinaryHeap::new();
+        let mut total = 0;
+        for (vi, k) in key.iter().enumerate() {
+            if let Some(k) = *k {
+                total += 1;
+                if indegree[vi] == 0 {
+                    let v = if vi < nr {
+                        Vertex::Region(RegionId(vi as u32))
+                    } else {
+                        Vertex::Node(ExprId::from_index(vi - nr))
+                    };
+                    heap.push(Reverse((k, v)));
+                }
+            }
+        }
+        while let Some(Reverse((_, v))) = heap.pop() {
+            g.order.push(v);
+            for &s in &succs[g.index(v)] {
+                let si = g.index(s);
+                indegree[si] -= 1;
+                if indegree[si] == 0 {
+                    heap.push(Reverse((key[si].expect("vertex has a member"), s)));
+                }
+            }
+        }
+        if g.order.len() != total {
+            let first = key
+                .iter()
+                .zip(&indegree)
+                .find_map(|(k, &d)| k.filter(|_| d > 0))
+                .expect("an unordered vertex remains");
+            return Err(RegionError::Cycle {
+                function: function.to_string(),
+                first,
+            });
+        }
+        Ok(g)
+    }
+}
+
+/// The node under a stack of compiler begins and ends.
+pub fn strip_annotations(f: &Function, mut id: ExprId) -> ExprId {
+    while let Some(a) = annotation(f.expr(id)) {
+        id = a.arg;
+    }
+    id
+}
+
+/// True when `id` calls a local function literal carrying a `Composite` attribute, which is
+/// then returned with the composite's name.
+pub fn composite_call(f: &Function, id: ExprId) -> Option<(ExprId, &str)> {
+    let call = f.expr(id).as_call()?;
+    let Callee::Local(lit) = call.callee else {
+        return None;
+    };
+    let name = f.expr(lit).as_function()?.attrs.get_str("Composite")?;
+    Some((lit, name))
+}

@@ -1,0 +1,275 @@
+//! 2-D convolution and transposed convolution through GEMM.
+//!
+//! conv2d lowers each (batch, group) to one GEMM over an im2col buffer (or over the input
+//! itself for a 1×1, stride-1, unpadded kernel); conv2d_transpose is a GEMM followed by a
+//! col2im scatter-add. Weights arrive repacked by [`pack4`]: OIHW for channels-first data,
+//! HWIO for channels-last data, IOHW for the transposed convolution.
+
+use rayon::prelude::*;
+
+use super::gemm::{Gemm, MatMut, MatRef};
+use super::numeric::{widen_slice, Widen};
+
+/// The geometry of a 2-D (transposed) convolution in logical N, C, H, W terms. `in_*` describe
+/// the data argument, `out_*` the result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Conv2dGeom {
+    pub batch: usize,
+    pub in_c: usize,
+    pub in_h: usize,
+    pub in_w: usize,
+    pub out_c: usize,
+    pub out_h: usize,
+    pub out_w: usize,
+    /// Kernel height and width.
+    pub kernel: [usize; 2],
+    pub strides: [usize; 2],
+    pub dilation: [usize; 2],
+    /// Top, left, bottom, right.
+    pub pad: [usize; 4],
+    pub groups: usize,
+    /// NHWC data (otherwise NCHW).
+    pub channels_last: bool,
+}
+
+impl Conv2dGeom {
+    /// True when the convolution is a plain matrix product over the input pixels.
+    fn pointwise(&self) -> bool {
+        self.kernel == [1, 1] && self.strides == [1, 1] && self.pad == [0; 4]
+    }
+
+    /// Input coordinate of output coordinate `o` and kernel tap `k` along axis `a` (0 = H, 1 = W);
+    /// may lie in the padding (negative or past the end).
+    #[inline(always)]
+    fn src(&self, a: usize, o: usize, k: usize) -> isize {
+        (o * self.strides[a] + k * self.dilation[a]) as isize - self.pad[a] as isize
+    }
+}
+
+/// Copies a 4-D tensor into a new contiguous buffer with its axes permuted and elements
+/// widened. `dims[d]` and `strides[d]` give logical axis `d`'s extent and element stride in
+/// `src`; `order` lists the logical axes from outermost to innermost in the result.
+pub(crate) fn pack4<B: Widen<T>, T>(
+    src: &[B],
+    dims: [usize; 4],
+    strides: [usize; 4],
+    order: [usize; 4],
+) -> Vec<T> {
+    let d = order.map(|o| dims[o]);
+    let s = order.map(|o| strides[o]);
+    let mut out = Vec::with_capacity(d.iter().product());
+    for a in 0..d[0] {
+        for b in 0..d[1] {
+            for c in 0..d[2] {
+                let base = a * s[0] + b * s[1] + c * s[2];
+                out.extend((0..d[3]).map(|e| src[base + e * s[3]].widen()));
+            }
+        }
+    }
+    out
+}
+
+/// Runs `f` over the chunks of `data`, in parallel when `threads > 1`.
+fn for_chunks<T: Send>(
+    data: &mut [T],
+    chunk: usize,
+    threads: usize,
+    f: impl Fn(usize, &mut [T]) + Send + Sync,
+) {
+    if chunk == 0 {
+        return;
+    }
+    if threads > 1 {
+        data.par_chunks_mut(chunk)
+            .enumerate()
+            .for_each(|(i, c)| f(i, c));
+    } else {
+        data.chunks_mut(chunk)
+            .enumerate()
+            .for_each(|(i, c)| f(i, c));
+    }
+}
+
+/// im2col of one (batch, group) of NCHW data `x` (`cin_g × H × W`) into `col`
+/// (`cin_g·KH·KW` rows of `OH·OW`).
+fn im2col_nchw<A: Widen<T>, T: Gemm>(g: &Conv2dGeom, x: &[A], col: &mut [T], threads: usize) {
+    let [kh, kw] = g.kernel;
+    let (h, w, ow) = (g.in_h, g.in_w, g.out_w);
+    for_chunks(col, g.out_h * ow, threads, |r, row| {
+        let (ci, ky, kx) = (r / (kh * kw), (r / kw) % kh, r % kw);
+        let plane = &x[ci * h * w..(ci + 1) * h * w];
+        for (oy, seg) in row.chunks_mut(ow).enumerate() {
+            let iy = g.src(0, oy, ky);
+            if iy < 0 || iy >= h as isize {
+                seg.fill(T::default());
+                continue;
+            }
+            let src = &plane[iy as usize * w..(iy as usize + 1) * w];
+            for (ox, v) in seg.iter_mut().enumerate() {
+                let ix = g.src(1, ox, kx);
+                *v = if ix < 0 || ix >= w as isize {
+                    T::default()
+                } else {
+                    src[ix as usize].widen()
+                };
+            }
+        }
+    });
+}
+
+/// im2col of one batch of NHWC data `x` (`H × W × C`), group `gi`, into `col`
+/// (`OH·OW` rows of `KH·KW·cin_g`).
+fn im2col_nhwc<A: Widen<T>, T: Gemm>(
+    g: &Conv2dGeom,
+    x: &[A],
+    gi: usize,
+    col: &mut [T],
+    threads: usize,
+) {
+    let [kh, kw] = g.kernel;
+    let cin_g = g.in_c / g.groups;
+    let (h, w, ow) = (g.in_h, g.in_w, g.out_w);
+    for_chunks(col, kh * kw * cin_g, threads, |p, row| {
+        let (oy, ox) = (p / ow, p % ow);
+        for ky in 0..kh {
+            let iy = g.src(0, oy, ky);
+            for kx in 0..kw {
+                let ix = g.src(1, ox, kx);
+                let seg = &mut row[(ky * kw + kx) * cin_g..(ky * kw + kx + 1) * cin_g];
+                if iy < 0 || iy >= h as isize || ix < 0 || ix >= w as isize {
+                    seg.fill(T::default());
+                } else {
+                    let base = (iy as usize * w + ix as usize) * g.in_c + gi * cin_g;
+                    for (v, &s) in seg.iter_mut().zip(&x[base..base + cin_g]) {
+                        *v = s.widen();
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// `y = conv2d(x, w)`. `w` is packed OIHW (NCHW data) or HWIO (NHWC data); `y` is in the data
+/// layout.
+pub(crate) fn conv2d<A: Widen<T>, T: Gemm>(
+    g: &Conv2dGeom,
+    x: &[A],
+    w: &[T],
+    y: &mut [T],
+    threads: usize,
+) {
+    let [kh, kw] = g.kernel;
+    let (cin_g, cout_g) = (g.in_c / g.groups, g.out_c / g.groups);
+    let kk = cin_g * kh * kw;
+    let (hw_in, hw_out) = (g.in_h * g.in_w, g.out_h * g.out_w);
+    let pointwise = g.pointwise();
+    let xw = if pointwise {
+        widen_slice::<A, T>(x)
+    } else {
+        Default::default()
+    };
+    let mut col = if pointwise {
+        Vec::new()
+    } else {
+        vec![T::default(); kk * hw_out]
+    };
+    for n in 0..g.batch {
+        for gi in 0..g.groups {
+            if g.channels_last {
+                let x_n = &x[n * hw_in * g.in_c..(n + 1) * hw_in * g.in_c];
+                let lhs = if pointwise {
+                    MatRef {
+                        data: &xw[n * hw_in * g.in_c + gi * cin_g..],
+                        rs: g.in_c,
+                        cs: 1,
+                    }
+                } else {
+                    im2col_nhwc(g, x_n, gi, &mut col, threads);
+                    MatRef::row_major(&col, kk)
+                };
+                let rhs = MatRef {
+                    data: &w[gi * cout_g..],
+                    rs: g.out_c,
+                    cs: 1,
+                };
+                let dst = MatMut {
+                    data: &mut y[n * hw_out * g.out_c + gi * cout_g..],
+                    rs: g.out_c,
+                };
+                T::gemm(hw_out, cout_g, kk, lhs, rhs, dst, threads);
+            } else {
+                let start = (n * g.in_c + gi * cin_g) * hw_in;
+                let rhs = if pointwise {
+                    MatRef::row_major(&xw[start..start + cin_g * hw_in], hw_in)
+                } else {
+                    im2col_nchw(g, &x[start..start + cin_g * hw_in], &mut col, threads);
+                    MatRef::row_major(&col, hw_out)
+                };
+                let lhs = MatRef::row_major(&w[gi * cout_g * kk..(gi + 1) * cout_g * kk], kk);
+                let dst = MatMut {
+                    data: &mut y[(n * g.out_c + gi * cout_g) * hw_out..],
+                    rs: hw_out,
+                };
+                T::gemm(cout_g, hw_out, kk, lhs, rhs, dst, threads);
+            }
+        }
+    }
+}
+
+/// `y = conv2d_transpose(x, w)` for NCHW data; `w` is packed IOHW (`in_c × cout_g × KH × KW`).
+pub(crate) fn conv2d_transpose<A: Widen<T>, T: Gemm>(
+    g: &Conv2dGeom,
+    x: &[A],
+    w: &[T],
+    y: &mut [T],
+    threads: usize,
+) {
+    let [kh, kw] = g.kernel;
+    let (cin_g, cout_g) = (g.in_c / g.groups, g.out_c / g.groups);
+    let ckk = cout_g * kh * kw;
+    let (hw_in, hw_out) = (g.in_h * g.in_w, g.out_h * g.out_w);
+    let xw = widen_slice::<A, T>(x);
+    let mut col = vec![T::default(); ckk * hw_in];
+    y.fill(T::default());
+    for n in 0..g.batch {
+        for gi in 0..g.groups {
+            let start = (n * g.in_c + gi * cin_g) * hw_in;
+            let lhs = MatRef::transposed(&w[gi * cin_g * ckk..(gi + 1) * cin_g * ckk], ckk);
+            let rhs = MatRef::row_major(&xw[start..start + cin_g * hw_in], hw_in);
+            let dst = MatMut {
+                data: &mut col,
+                rs: hw_in,
+            };
+            T::gemm(ckk, hw_in, cin_g, lhs, rhs, dst, threads);
+            let y_g = &mut y[(n * g.out_c + gi * cout_g) * hw_out..][..cout_g * hw_out];
+            let col = &col;
+            for_chunks(y_g, hw_out, threads, |co, plane| {
+                for ky in 0..kh {
+                    for kx in 0..kw {
+                        let r = (co * kh + ky) * kw + kx;
+                        let src = &col[r * hw_in..(r + 1) * hw_in];
+                        col2im_tap(g, ky, kx, src, plane);
+                    }
+                }
+            });
+        }
+    }
+}
+
+/// Adds one kernel tap's contributions (`src`, one value per input pixel) into an output plane.
+fn col2im_tap<T: Gemm>(g: &Conv2dGeom, ky: usize, kx: usize, src: &[T], plane: &mut [T]) {
+    for iy in 0..g.in_h {
+        let oy = g.src(0, iy, ky);
+        if oy < 0 || oy >= g.out_h as isize {
+            continue;
+        }
+        let row = &mut plane[oy as usize * g.out_w..(oy as usize + 1) * g.out_w];
+        for ix in 0..g.in_w {
+            let ox = g.src(1, ix, kx);
+            if ox >= 0 && ox < g.out_w as isize {
+                let o = &mut row[ox as usize];
+                *o = o.add(src[iy * g.in_w + ix]);
+            }
+        }
+    }
+}

@@ -1,0 +1,348 @@
+//! `nn.conv2d` and `nn.conv2d_transpose`: type relations (Relay's Conv2DRel and
+//! Conv2DTransposeRel on static shapes) and GEMM-backed host kernels.
+//!
+//! conv2d takes NCHW or NHWC data and any kernel layout spelled with O, I, H, W (OIHW, HWIO,
+//! OHWI, ...); conv2d_transpose takes NCHW data and an IOHW-style weight `[in, out/groups, kh,
+//! kw]`. int8/uint8 operands with `out_dtype="int32"` accumulate exactly in int32.
+
+use std::borrow::Cow;
+
+use super::nn_common::{
+    check_operand_dtypes, data_nchw, gemm_kernel, input, layout_positions, out_dtype, output,
+    padding2d, pair, strides, with_kernel_ctx, GemmBody, Layout2d,
+};
+use crate::ir::{AttrValue, DType, TensorType, Type};
+use crate::kernels::conv::{self, Conv2dGeom};
+use crate::kernels::gemm::Gemm;
+use crate::kernels::numeric::{widen_slice, Widen};
+use crate::op::{
+    Arity, AttrDef, AttrKind, HostKernel, KernelError, KernelSpec, OpDef, OpImpl, OpPattern,
+    TypeCtx, TypeError,
+};
+use crate::tensor::{TensorMut, TensorRef};
+
+/// Everything a convolution kernel needs, derived from argument types and attributes.
+struct ConvSetup {
+    geom: Conv2dGeom,
+    layout: Layout2d,
+    /// Logical weight extents and element strides, in the op's weight letter order (OIHW for
+    /// conv2d, IOHW for conv2d_transpose).
+    w_dims: [usize; 4],
+    w_strides: [usize; 4],
+    data_dtype: DType,
+    weight_dtype: DType,
+    out: TensorType,
+}
+
+/// Logical extents and strides of the weight (argument 1) under layout attribute
+/// `kernel_layout`, spelled with `letters`.
+fn weight_dims(ctx: &TypeCtx<'_>, letters: &str) -> Result<([usize; 4], [usize; 4]), TypeError> {
+    let w = ctx.tensor(1)?;
+    if w.rank() != 4 {
+        return Err(ctx.err(format!("weight must be 4-D ({letters}), got {w}")));
+    }
+    let pos = layout_positions(ctx, "kernel_layout", letters)?;
+    let st = strides(&w.shape);
+    Ok((pos.map(|p| w.shape[p]), pos.map(|p| st[p])))
+}
+
+/// Checks the optional `channels` and `kernel_size` attributes against the weight.
+fn check_declared(ctx: &TypeCtx<'_>, out_c: usize, kernel: [usize; 2]) -> Result<(), TypeError> {
+    if let Some(c) = ctx.opt_int("channels")? {
+        if c != out_c as i64 {
+            return Err(ctx.err(format!(
+                "channels={c} but the weight gives {out_c} output channels"
+            )));
+        }
+    }
+    if let Some(ks) = ctx.opt_ints("kernel_size")? {
+        let want: Vec<i64> = kernel.iter().map(|&k| k as i64).collect();
+        if ks != want {
+            return Err(ctx.err(format!(
+                "kernel_size={ks:?} but the weight has a {}x{} kernel",
+                kernel[0], kernel[1]
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn groups(ctx: &TypeCtx<'_>) -> Result<usize, TypeError> {
+    match ctx.int("groups")? {
+        g if g >= 1 => Ok(g as usize),
+        g => Err(ctx.err(format!("groups must be at least 1, got {g}"))),
+    }
+}
+
+fn conv2d_setup(ctx: &TypeCtx<'_>) -> Result<ConvSetup, TypeError> {
+    let layout = Layout2d::parse(ctx, "data_layout")?;
+    layout.check_out_layout(ctx, "out_layout")?;
+    let [n, c, h, w] = data_nchw(ctx, 0, "data", layout)?;
+    let (w_dims, w_strides) = weight_dims(ctx, "OIHW")?;
+    let [o, i, kh, kw] = w_dims;
+    let groups = groups(ctx)?;
+    let (strides, dilation) = (pair(ctx, "strides", 1)?, pair(ctx, "dilation", 1)?);
+    let pad = padding2d(ctx, "padding")?;
+    if i * groups != c {
+        return Err(ctx.err(format!(
+            "input has {c} channels but weight expects {} (groups={groups})",
+            i * groups
+        )));
+    }
+    if o % groups != 0 {
+        return Err(ctx.err(format!(
+            "weight has {o} output channels, not divisible by groups={groups}"
+        )));
+    }
+    check_declared(ctx, o, [kh, kw])?;
+    let mut out_hw = [0; 2];
+    for (a, (size, k, name)) in [(h, kh, "height"), (w, kw, "width")]
+        .into_iter()
+        .enumerate()
+    {
+        let span = dilation[a] * (k - 1) + 1;
+        let padded = size + pad[a] + pad[a + 2];
+        if k == 0 || span > padded {
+            return Err(ctx.err(format!(
+                "dilated kernel {name} {span} exceeds padded input {name} {padded}"
+            )));
+        }
+        out_hw[a] = (padded - span) / strides[a] + 1;
+    }
+    let (data, weight) = (ctx.tensor(0)?.dtype, ctx.tensor(1)?.dtype);
+    check_operand_dtypes(ctx, ("data", "weight"), data, weight)?;
+    let out_dt = out_dtype(ctx, data)?;
+    Ok(ConvSetup {
+        geom: Conv2dGeom {
+            batch: n,
+            in_c: c,
+            in_h: h,
+            in_w: w,
+            out_c: o,
+            out_h: out_hw[0],
+            out_w: out_hw[1],
+            kernel: [kh, kw],
+            strides,
+            dilation,
+            pad,
+            groups,
+            channels_last: layout.channels_last(),
+        },
+        layout,
+        w_dims,
+        w_strides,
+        data_dtype: data,
+        weight_dtype: weight,
+        out: TensorType::new(layout.shape([n, o, out_hw[0], out_hw[1]]), out_dt),
+    })
+}
+
+fn conv2d_transpose_setup(ctx: &TypeCtx<'_>) -> Result<ConvSetup, TypeError> {
+    let layout = Layout2d::parse(ctx, "data_layout")?;
+    if layout != Layout2d::Nchw {
+        return Err(ctx.err("data_layout must be NCHW, got 'NHWC'"));
+    }
+    layout.check_out_layout(ctx, "out_layout")?;
+    let [n, c, h, w] = data_nchw(ctx, 0, "data", layout)?;
+    let (w_dims, w_strides) = weight_dims(ctx, "IOHW")?;
+    let [i, o_g, kh, kw] = w_dims;
+    let groups = groups(ctx)?;
+    let (strides, dilation) = (pair(ctx, "strides", 1)?, pair(ctx, "dilation", 1)?);
+    let output_padding = pair(ctx, "output_padding", 0)?;
+    let pad = padding2d(ctx, "padding")?;
+    if i != c {
+        return Err(ctx.err(format!(
+            "input has {c} channels but weight expects {i} (groups={groups})"
+        )));
+    }
+    if c % groups != 0 {
+        return Err(ctx.err(format!(
+            "input has {c} channels, not divisible by groups={groups}"
+        )));
+    }
+    let o = o_g * groups;
+    check_declared(ctx, o, [kh, kw])?;
+    let mut out_hw = [0; 2];
+    for (a, (size, k, name)) in [(h, kh, "height"), (w, kw, "width")]
+        .into_iter()
+        .enumerate()
+    {
+        if output_padding[a] >= strides[a].max(dilation[a]) {
+            return Err(ctx.err(format!(
+                "output_padding {output_padding:?} must be smaller than strides or dilation"
+            )));
+        }
+        let full = (size.max(1) - 1) * strides[a] + dilation[a] * k.max(1) - dilation[a]
+            + 1
+            + output_padding[a];
+        let cut = pad[a] + pad[a + 2];
+        if size == 0 || k == 0 || cut >= full {
+            return Err(ctx.err(format!(
+                "padding {cut} leaves no output {name} (unpadded output {name} {full})"
+            )));
+        }
+        out_hw[a] = full - cut;
+    }
+    let (data, weight) = (ctx.tensor(0)?.dtype, ctx.tensor(1)?.dtype);
+    check_operand_dtypes(ctx, ("data", "weight"), data, weight)?;
+    let out_dt = out_dtype(ctx, data)?;
+    Ok(ConvSetup {
+        geom: Conv2dGeom {
+            batch: n,
+            in_c: c,
+            in_h: h,
+            in_w: w,
+            out_c: o,
+            out_h: out_hw[0],
+            out_w: out_hw[1],
+            kernel: [kh, kw],
+            strides,
+            dilation,
+            pad,
+            groups,
+            channels_last: false,
+        },
+        layout,
+        w_dims,
+        w_strides,
+        data_dtype: data,
+        weight_dtype: weight,
+        out: TensorType::new(layout.shape([n, o, out_hw[0], out_hw[1]]), out_dt),
+    })
+}
+
+/// Which convolution an [`ConvOp`] is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ConvKind {
+    Conv2d,
+    Transpose,
+}
+
+struct ConvOp(ConvKind);
+
+impl ConvOp {
+    fn setup(&self, ctx: &TypeCtx<'_>) -> Result<ConvSetup, TypeError> {
+        match self.0 {
+            ConvKind::Conv2d => conv2d_setup(ctx),
+            ConvKind::Transpose => conv2d_transpose_setup(ctx),
+        }
+    }
+}
+
+impl OpImpl for ConvOp {
+    fn infer_type(&self, ctx: &TypeCtx<'_>) -> Result<Type, TypeError> {
+        Ok(Type::Tensor(self.setup(ctx)?.out))
+    }
+
+    fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
+        let setup = with_kernel_ctx(spec, |ctx| self.setup(ctx))?;
+        let (a, b, out) = (setup.data_dtype, setup.weight_dtype, setup.out.dtype);
+        gemm_kernel(
+            spec,
+            a,
+            b,
+            out,
+            ConvKernel {
+                kind: self.0,
+                setup,
+            },
+        )
+    }
+}
+
+struct ConvKernel {
+    kind: ConvKind,
+    setup: ConvSetup,
+}
+
+impl GemmBody for ConvKernel {
+    fn run<A: Widen<T>, B: Widen<T>, T: Gemm>(
+        &self,
+        inputs: &[TensorRef<'_>],
+        outputs: &mut [TensorMut<'_>],
+        threads: usize,
+    ) -> Result<(), KernelError> {
+        let op = match self.kind {
+            ConvKind::Conv2d => "nn.conv2d",
+            ConvKind::Transpose => "nn.conv2d_transpose",
+        };
+        let x = input::<A>(op, inputs, 0)?;
+        let w = input::<B>(op, inputs, 1)?;
+        let y = output::<T>(op, outputs, 0)?;
+        let s = &self.setup;
+        // Logical weight axes are [O, I, H, W] (conv2d) or [I, O, H, W] (transpose); pack to
+        // the order the GEMM lowering reads.
+        let order = match (self.kind, s.layout) {
+            (ConvKind::Conv2d, Layout2d::Nchw) | (ConvKind::Transpose, _) => [0, 1, 2, 3],
+            (ConvKind::Conv2d, Layout2d::Nhwc) => [2, 3, 1, 0],
+        };
+        let dims = order.map(|d| s.w_dims[d]);
+        let packed: Cow<'_, [T]> = if order.map(|d| s.w_strides[d])[..] == strides(&dims)[..] {
+            widen_slice(w)
+        } else {
+            Cow::Owned(conv::pack4(w, s.w_dims, s.w_strides, order))
+        };
+        match self.kind {
+            ConvKind::Conv2d => conv::conv2d(&s.geom, x, &packed, y, threads),
+            ConvKind::Transpose => conv::conv2d_transpose(&s.geom, x, &packed, y, threads),
+        }
+        Ok(())
+    }
+}
+
+fn common_attrs() -> [AttrDef; 4] {
+    [
+        AttrDef::new("strides", AttrKind::Ints, AttrValue::ints([1, 1])),
+        AttrDef::new("padding", AttrKind::Ints, AttrValue::ints([0, 0])),
+        AttrDef::new("dilation", AttrKind::Ints, AttrValue::ints([1, 1])),
+        AttrDef::new("groups", AttrKind::Int, 1i64),
+    ]
+}
+
+pub(super) fn register(ops: &mut Vec<OpDef>) {
+    let [strides, padding, dilation, groups] = common_attrs();
+    ops.push(
+        OpDef::new(
+            "nn.conv2d",
+            "2-D convolution",
+            Arity::Exact(2),
+            OpPattern::OutEWiseFusable,
+            ConvOp(ConvKind::Conv2d),
+        )
+        .with_attrs(vec![
+            strides,
+            padding,
+            dilation,
+            groups,
+            AttrDef::optional("channels", AttrKind::OptInt),
+            AttrDef::optional("kernel_size", AttrKind::OptInts),
+            AttrDef::new("data_layout", AttrKind::Str, "NCHW"),
+            AttrDef::new("kernel_layout", AttrKind::Str, "OIHW"),
+            AttrDef::new("out_layout", AttrKind::Str, ""),
+            AttrDef::new("out_dtype", AttrKind::Str, ""),
+        ]),
+    );
+    let [strides, padding, dilation, groups] = common_attrs();
+    ops.push(
+        OpDef::new(
+            "nn.conv2d_transpose",
+            "2-D transposed convolution (gradient of conv2d with respect to its input)",
+            Arity::Exact(2),
+            OpPattern::OutEWiseFusable,
+            ConvOp(ConvKind::Transpose),
+        )
+        .with_attrs(vec![
+            AttrDef::optional("channels", AttrKind::OptInt),
+            AttrDef::optional("kernel_size", AttrKind::OptInts),
+            strides,
+            AttrDef::new("output_padding", AttrKind::Ints, AttrValue::ints([0, 0])),
+            padding,
+            dilation,
+            groups,
+            AttrDef::new("data_layout", AttrKind::Str, "NCHW"),
+            AttrDef::new("kernel_layout", AttrKind::Str, "IOHW"),
+            AttrDef::new("out_layout", AttrKind::Str, ""),
+            AttrDef::new("out_dtype", AttrKind::Str, ""),
+        ]),
+    );
+}

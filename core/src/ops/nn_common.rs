@@ -1,0 +1,331 @@
+//! Shared pieces of the NN op definitions: 2-D layouts, padding and stride forms, `out_dtype`,
+//! axis normalization, dtype dispatch of host kernels and typed tensor access in kernels.
+//!
+//! Parsing helpers take a [`TypeCtx`]; a kernel builder re-runs its op's geometry function on a
+//! context built from the kernel spec ([`kernel_ctx`]), so type relation and kernel can never
+//! disagree about shapes.
+
+use std::marker::PhantomData;
+use std::str::FromStr;
+
+use crate::ir::{DType, Type};
+use crate::kernels::gemm::Gemm;
+use crate::kernels::numeric::{Real, Widen};
+use crate::op::{HostKernel, KernelError, KernelSpec, TypeCtx, TypeError};
+use crate::tensor::{Element, TensorMut, TensorRef};
+
+/// A 2-D image layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Layout2d {
+    Nchw,
+    Nhwc,
+}
+
+impl Layout2d {
+    /// Parses layout attribute `attr`.
+    pub fn parse(ctx: &TypeCtx<'_>, attr: &str) -> Result<Self, TypeError> {
+        match ctx.str(attr)? {
+            "NCHW" => Ok(Layout2d::Nchw),
+            "NHWC" => Ok(Layout2d::Nhwc),
+            other => Err(ctx.err(format!("{attr} must be NCHW or NHWC, got '{other}'"))),
+        }
+    }
+
+    /// The layout's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Layout2d::Nchw => "NCHW",
+            Layout2d::Nhwc => "NHWC",
+        }
+    }
+
+    /// Positions of the N, C, H and W axes.
+    pub fn axes(self) -> [usize; 4] {
+        match self {
+            Layout2d::Nchw => [0, 1, 2, 3],
+            Layout2d::Nhwc => [0, 3, 1, 2],
+        }
+    }
+
+    /// `[N, C, H, W]` of a 4-D shape in this layout.
+    pub fn nchw(self, shape: &[usize]) -> [usize; 4] {
+        self.axes().map(|a| shape[a])
+    }
+
+    /// The shape in this layout of logical `[N, C, H, W]`.
+    pub fn shape(self, nchw: [usize; 4]) -> Vec<usize> {
+        let mut s = vec![0; 4];
+        for (d, a) in self.axes().into_iter().enumerate() {
+            s[a] = nchw[d];
+        }
+        s
+    }
+
+    /// True for NHWC.
+    pub fn channels_last(self) -> bool {
+        self == Layout2d::Nhwc
+    }
+
+    /// Checks that `out_layout` is empty or this layout.
+    pub fn check_out_layout(self, ctx: &TypeCtx<'_>, attr: &str) -> Result<(), TypeError> {
+        match ctx.str(attr)? {
+            "" => Ok(()),
+            s if s == self.name() => Ok(()),
+            s => Err(ctx.err(format!(
+                "{attr} '{s}' differs from the data layout {}; layout conversion is not part of this op",
+                self.name()
+            ))),
+        }
+    }
+}
+
+/// The 4-D data argument `i` in `layout`, as logical `[N, C, H, W]`.
+pub(super) fn data_nchw(
+    ctx: &TypeCtx<'_>,
+    i: usize,
+    what: &str,
+    layout: Layout2d,
+) -> Result<[usize; 4], TypeError> {
+    let t = ctx.tensor(i)?;
+    if t.rank() != 4 {
+        return Err(ctx.err(format!("{what} must be 4-D ({}), got {t}", layout.name())));
+    }
+    Ok(layout.nchw(&t.shape))
+}
+
+/// Positions, in layout attribute `attr`, of each letter of `letters` (the layout must be a
+/// permutation of `letters`, e.g. `HWIO` of `OIHW`).
+pub(super) fn layout_positions(
+    ctx: &TypeCtx<'_>,
+    attr: &str,
+    letters: &str,
+) -> Result<[usize; 4], TypeError> {
+    let s = ctx.str(attr)?;
+    let bad = || {
+        ctx.err(format!(
+            "{attr} must be a permutation of {letters}, got '{s}'"
+        ))
+    };
+    if s.len() != 4 {
+        return Err(bad());
+    }
+    let mut pos = [0; 4];
+    for (d, l) in letters.chars().enumerate() {
+        pos[d] = s.find(l).ok_or_else(bad)?;
+    }
+    Ok(pos)
+}
+
+/// Row-major element strides of `shape`.
+pub(super) fn strides(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        s[d] = s[d + 1] * shape[d + 1];
+    }
+    s
+}
+
+fn non_negative(ctx: &TypeCtx<'_>, attr: &str, v: &[i64]) -> Result<Vec<usize>, TypeError> {
+    v.iter()
+        .map(|&x| {
+            usize::try_from(x)
+                .map_err(|_| ctx.err(format!("{attr} must not be negative, got {v:?}")))
+        })
+        .collect()
+}
+
+/// A 2-D padding attribute in Relay's 1-, 2- or 4-value form, as `[top, left, bottom, right]`.
+pub(super) fn padding2d(ctx: &TypeCtx<'_>, attr: &str) -> Result<[usize; 4], TypeError> {
+    let v = non_negative(ctx, attr, &ctx.ints(attr)?)?;
+    match v[..] {
+        [p] => Ok([p; 4]),
+        [h, w] => Ok([h, w, h, w]),
+        [t, l, b, r] => Ok([t, l, b, r]),
+        _ => Err(ctx.err(format!(
+            "{attr} must have 1, 2 or 4 values, got {}",
+            v.len()
+        ))),
+    }
+}
+
+/// A 2-D `(h, w)` attribute given as 1 or 2 values, each at least `min`.
+pub(super) fn pair(ctx: &TypeCtx<'_>, attr: &str, min: usize) -> Result<[usize; 2], TypeError> {
+    let v = non_negative(ctx, attr, &ctx.ints(attr)?)?;
+    let p = match v[..] {
+        [a] => [a, a],
+        [a, b] => [a, b],
+        _ => return Err(ctx.err(format!("{attr} must have 1 or 2 values, got {}", v.len()))),
+    };
+    if p.iter().any(|&x| x < min) {
+        return Err(ctx.err(format!("{attr} must be at least {min}, got {p:?}")));
+    }
+    Ok(p)
+}
+
+/// The `out_dtype` attribute, `default` when empty.
+pub(super) fn out_dtype(ctx: &TypeCtx<'_>, default: DType) -> Result<DType, TypeError> {
+    match ctx.str("out_dtype")? {
+        "" => Ok(default),
+        s => DType::from_str(s).map_err(|e| ctx.err(format!("out_dtype: {e}"))),
+    }
+}
+
+/// Checks that a GEMM-based op's operand dtypes agree: equal, or int8/uint8 mixed.
+pub(super) fn check_operand_dtypes(
+    ctx: &TypeCtx<'_>,
+    what: (&str, &str),
+    a: DType,
+    b: DType,
+) -> Result<(), TypeError> {
+    let quantized = |d| matches!(d, DType::Int8 | DType::UInt8);
+    if a == b || (quantized(a) && quantized(b)) {
+        Ok(())
+    } else {
+        Err(ctx.err(format!(
+            "{} dtype {a} differs from {} dtype {b}",
+            what.0, what.1
+        )))
+    }
+}
+
+/// `axis` (possibly negative) normalized for a rank-`rank` input.
+pub(super) fn norm_axis(ctx: &TypeCtx<'_>, axis: i64, rank: usize) -> Result<usize, TypeError> {
+    let r = rank as i64;
+    if axis < -r || axis >= r {
+        return Err(ctx.err(format!(
+            "axis {axis} is out of range for a rank-{rank} input"
+        )));
+    }
+    let axis = if axis < 0 { axis + r } else { axis };
+    Ok(axis as usize)
+}
+
+/// Runs `f` on a type context rebuilt from a kernel spec's inputs, so kernel builders share
+/// their op's geometry code.
+pub(super) fn with_kernel_ctx<R>(
+    spec: &KernelSpec<'_>,
+    f: impl FnOnce(&TypeCtx<'_>) -> Result<R, TypeError>,
+) -> Result<R, KernelError> {
+    let args: Vec<Type> = spec.inputs.iter().cloned().map(Type::Tensor).collect();
+    let ctx = TypeCtx {
+        op: spec.op,
+        attrs: spec.attrs,
+        args: &args,
+    };
+    Ok(f(&ctx)?)
+}
+
+/// Input `i` of a kernel as a typed slice.
+pub(super) fn input<'a, T: Element>(
+    op: &str,
+    inputs: &[TensorRef<'a>],
+    i: usize,
+) -> Result<&'a [T], KernelError> {
+    inputs
+        .get(i)
+        .ok_or_else(|| KernelError::new(op, format!("missing input {i}")))?
+        .as_slice()
+        .map_err(|e| KernelError::new(op, format!("input {i}: {e}")))
+}
+
+/// Output `i` of a kernel as a typed mutable slice.
+pub(super) fn output<'o, T: Element>(
+    op: &str,
+    outputs: &'o mut [TensorMut<'_>],
+    i: usize,
+) -> Result<&'o mut [T], KernelError> {
+    outputs
+        .get_mut(i)
+        .ok_or_else(|| KernelError::new(op, format!("missing output {i}")))?
+        .as_slice_mut()
+        .map_err(|e| KernelError::new(op, format!("output {i}: {e}")))
+}
+
+/// A kernel body generic over a floating-point element type.
+pub(super) trait RealBody: Send + Sync + 'static {
+    /// Runs the kernel with elements of type `T`.
+    fn run<T: Real>(
+        &self,
+        inputs: &[TensorRef<'_>],
+        outputs: &mut [TensorMut<'_>],
+        threads: usize,
+    ) -> Result<(), KernelError>;
+}
+
+/// A [`RealBody`] fixed to element type `T`.
+struct RealTyped<K, T>(K, PhantomData<fn() -> T>);
+
+impl<K: RealBody, T: Real> HostKernel for RealTyped<K, T> {
+    fn run(
+        &self,
+        inputs: &[TensorRef<'_>],
+        outputs: &mut [TensorMut<'_>],
+        threads: usize,
+    ) -> Result<(), KernelError> {
+        self.0.run::<T>(inputs, outputs, threads)
+    }
+}
+
+/// The host kernel running `body` on `dtype` elements (float32 or float64).
+pub(super) fn real_kernel<K: RealBody>(
+    spec: &KernelSpec<'_>,
+    dtype: DType,
+    body: K,
+) -> Result<Box<dyn HostKernel>, KernelError> {
+    match dtype {
+        DType::Float32 => Ok(Box::new(RealTyped::<K, f32>(body, PhantomData))),
+        DType::Float64 => Ok(Box::new(RealTyped::<K, f64>(body, PhantomData))),
+        other => Err(spec.unsupported(other)),
+    }
+}
+
+/// A GEMM-based kernel body over data elements `A`, weight elements `B`, accumulating and
+/// producing `T`.
+pub(super) trait GemmBody: Send + Sync + 'static {
+    /// Runs the kernel with these element types.
+    fn run<A: Widen<T>, B: Widen<T>, T: Gemm>(
+        &self,
+        inputs: &[TensorRef<'_>],
+        outputs: &mut [TensorMut<'_>],
+        threads: usize,
+    ) -> Result<(), KernelError>;
+}
+
+/// A [`GemmBody`] fixed to element types.
+struct GemmTyped<K, A, B, T>(K, PhantomData<fn(A, B) -> T>);
+
+impl<K: GemmBody, A: Widen<T>, B: Widen<T>, T: Gemm> HostKernel for GemmTyped<K, A, B, T> {
+    fn run(
+        &self,
+        inputs: &[TensorRef<'_>],
+        outputs: &mut [TensorMut<'_>],
+        threads: usize,
+    ) -> Result<(), KernelError> {
+        self.0.run::<A, B, T>(inputs, outputs, threads)
+    }
+}
+
+/// The host kernel running `body` for data dtype `a`, weight dtype `b` and output dtype `out`:
+/// float32 and float64 throughout, or int8/uint8/int32 operands accumulating exactly in int32.
+pub(super) fn gemm_kernel<K: GemmBody>(
+    spec: &KernelSpec<'_>,
+    a: DType,
+    b: DType,
+    out: DType,
+    body: K,
+) -> Result<Box<dyn HostKernel>, KernelError> {
+    use DType::{Float32, Float64, Int32, Int8, UInt8};
+    fn typed<K: GemmBody, A: Widen<T>, B: Widen<T>, T: Gemm>(body: K) -> Box<dyn HostKernel> {
+        Box::new(GemmTyped::<K, A, B, T>(body, PhantomData))
+    }
+    Ok(match (a, b, out) {
+        (Float32, Float32, Float32) => typed::<K, f32, f32, f32>(body),
+        (Float64, Float64, Float64) => typed::<K, f64, f64, f64>(body),
+        (Int8, Int8, Int32) => typed::<K, i8, i8, i32>(body),
+        (Int8, UInt8, Int32) => typed::<K, i8, u8, i32>(body),
+        (UInt8, Int8, Int32) => typed::<K, u8, i8, i32>(body),
+        (UInt8, UInt8, Int32) => typed::<K, u8, u8, i32>(body),
+        (Int32, Int32, Int32) => typed::<K, i32, i32, i32>(body),
+        _ => return Err(spec.unsupported(format!("{a} x {b} -> {out}"))),
+    })
+}
