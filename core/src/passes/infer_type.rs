@@ -1,4 +1,4 @@
-//! InferType: fills the checked type of every live expression of every function.
+//! InferType (`infer-type`): fills the checked type of every live expression of every function.
 //!
 //! Needs: a verified module. Holds after: every live node of every function has `ty` set, and
 //! every call's arguments match its callee (op type relation, global or local function
@@ -12,6 +12,22 @@ use thiserror::Error;
 
 use crate::ir::{Callee, Expr, ExprId, FuncType, Function, Module, Span, Type};
 use crate::op::TypeError;
+
+use super::{Pass, PassContext, PassError};
+
+/// The `infer-type` pass: [`infer_types`] over the whole module.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct InferType;
+
+impl Pass for InferType {
+    fn name(&self) -> &'static str {
+        "infer-type"
+    }
+
+    fn run(&self, module: &mut Module, _cx: &mut PassContext) -> Result<(), PassError> {
+        Ok(infer_types(module)?)
+    }
+}
 
 /// A type error located in a function.
 #[derive(Debug, Error, Clone, PartialEq)]

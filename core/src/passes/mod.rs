@@ -1,9 +1,24 @@
-//! Module-to-module passes of the core: type inference and the prepare passes.
+//! Module-to-module passes of the core: the pass infrastructure, type inference and the
+//! prepare passes.
 
 pub mod annotate_target;
+mod bind_params;
+mod dead_code;
+mod fold_constant;
 mod infer_type;
+mod manager;
 pub mod merge_compiler_regions;
+mod pass;
 pub mod partition_graph;
 pub mod prune;
+mod registry;
+mod simplify_inference;
 
-pub use infer_type::{infer_function, infer_types, TypeInferError};
+pub use bind_params::BindParams;
+pub use dead_code::{eliminate_dead_code, DeadCodeElimination};
+pub use fold_constant::FoldConstant;
+pub use infer_type::{infer_function, infer_types, InferType, TypeInferError};
+pub use manager::{verify, PassManager, PrintSink, AFTER, BEFORE};
+pub use pass::{is_external, Pass, PassContext, PassError, PassTiming, Remark};
+pub use registry::{create_pass, lookup_pass, PassInfo, PASSES};
+pub use simplify_inference::SimplifyInference;

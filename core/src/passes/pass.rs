@@ -1,0 +1,186 @@
+//! The [`Pass`] trait every module transformation implements, the [`PassContext`] passes
+//! report into, and [`PassError`], the error type of passes and of the pass manager.
+//!
+//! A pass takes a module and leaves it well-formed ([`Module::verify`] holds) with every live
+//! expression typed, so the next pass may rely on types without re-inferring them.
+
+use std::time::Duration;
+
+use thiserror::Error;
+
+use crate::ir::{AttrValue, Attrs, ExprId, Function, IrError, Module, Type};
+use crate::op::KernelError;
+
+use super::TypeInferError;
+
+/// A module-to-module transformation (rustc's `MirPass`).
+pub trait Pass {
+    /// The pass's kebab-case name, used on the command line and in messages
+    /// (`infer-type`, `fold-constant`).
+    fn name(&self) -> &'static str;
+
+    /// Transforms `module` in place. On error the module may be partly transformed; callers
+    /// that need the old module keep a copy.
+    fn run(&self, module: &mut Module, cx: &mut PassContext) -> Result<(), PassError>;
+}
+
+/// A non-fatal observation a pass made, such as an expression it chose to leave alone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Remark {
+    /// The pass that made it.
+    pub pass: &'static str,
+    /// What it observed, naming the function and expression (`@main %4: ...`).
+    pub message: String,
+}
+
+/// How long one pass ran.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PassTiming {
+    /// The pass.
+    pub pass: &'static str,
+    /// Wall-clock time of its `run`, verification excluded.
+    pub elapsed: Duration,
+}
+
+/// What passes share with their caller while a pipeline runs: remarks they make and the time
+/// each took.
+#[derive(Clone, Debug, Default)]
+pub struct PassContext {
+    /// Remarks in the order they were made.
+    pub remarks: Vec<Remark>,
+    /// One entry per pass run by a [`super::PassManager`], in order.
+    pub timings: Vec<PassTiming>,
+}
+
+impl PassContext {
+    /// An empty context.
+    pub fn new() -> Self {
+        PassContext::default()
+    }
+
+    /// Records a remark of `pass`.
+    pub fn remark(&mut self, pass: &'static str, message: impl Into<String>) {
+        self.remarks.push(Remark {
+            pass,
+            message: message.into(),
+        });
+    }
+}
+
+/// An error of a pass or of the pass manager.
+#[derive(Debug, Error, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum PassError {
+    /// An error raised while running the named pass (or verifying its result).
+    #[error("in pass {pass}: {source}")]
+    InPass {
+        /// The pass.
+        pass: &'static str,
+        /// What went wrong.
+        #[source]
+        source: Box<PassError>,
+    },
+    /// The IR a pass built is malformed.
+    #[error(transparent)]
+    Ir(#[from] IrError),
+    /// Type inference failed.
+    #[error(transparent)]
+    Type(#[from] TypeInferError),
+    /// The module does not verify after a pass.
+    #[error("the module does not verify: {0}")]
+    Verify(IrError),
+    /// A live expression whose recorded type is missing or differs from what inference gives.
+    #[error("in @{function}, at {at}: recorded type {recorded} but inference gives {inferred}")]
+    StaleType {
+        /// The global function.
+        function: String,
+        /// The expression.
+        at: ExprId,
+        /// The type the pass left (`none` when missing).
+        recorded: String,
+        /// The inferred type.
+        inferred: String,
+    },
+    /// Evaluating a constant expression failed.
+    #[error("in @{function}, at {at}: evaluating a constant expression failed: {source}")]
+    Eval {
+        /// The global function.
+        function: String,
+        /// The expression.
+        at: ExprId,
+        /// The kernel's error.
+        #[source]
+        source: KernelError,
+    },
+    /// A name given to bind a parameter that `@main` does not have.
+    #[error("@main has no parameter named '{name}' (parameters: {known})")]
+    UnknownParam {
+        /// The name given.
+        name: String,
+        /// The parameter names of `@main`, comma-separated.
+        known: String,
+    },
+    /// A parameter name that `@main` uses more than once, so binding by name is ambiguous.
+    #[error("@main has {count} parameters named '{name}'; binding by name is ambiguous")]
+    AmbiguousParam {
+        /// The name.
+        name: String,
+        /// How many parameters carry it.
+        count: usize,
+    },
+    /// A bound value whose type differs from the parameter's declared type.
+    #[error(
+        "parameter %{name} of @main has type {expected} but the value bound to it has type {got}"
+    )]
+    ParamType {
+        /// The parameter.
+        name: String,
+        /// Its declared type.
+        expected: Type,
+        /// The bound tensor's type.
+        got: Type,
+    },
+    /// A pass name no pass carries.
+    #[error("unknown pass '{name}' (known: {known})")]
+    UnknownPass {
+        /// The name asked for.
+        name: String,
+        /// The names that exist, comma-separated.
+        known: String,
+    },
+    /// A registered pass that cannot be built from its name alone.
+    #[error("pass '{0}' needs arguments and cannot be created by name")]
+    NeedsArguments(&'static str),
+}
+
+impl PassError {
+    /// Wraps `self` as raised in `pass` (an error already wrapped is left as is).
+    pub fn in_pass(self, pass: &'static str) -> PassError {
+        match self {
+            e @ PassError::InPass { .. } => e,
+            e => PassError::InPass {
+                pass,
+                source: Box::new(e),
+            },
+        }
+    }
+}
+
+/// True for a global function the optimizing passes leave alone, as TVM's function passes do:
+/// one with a `Compiler` attribute (already handed to an external codegen), or a non-zero
+/// `Extern` or `SkipOptimization` attribute.
+pub fn is_external(f: &Function) -> bool {
+    f.attrs.contains("Compiler")
+        || nonzero(&f.attrs, "Extern")
+        || nonzero(&f.attrs, "SkipOptimization")
+}
+
+/// True when `attrs[name]` is present and neither `0` nor `False`.
+pub(crate) fn nonzero(attrs: &Attrs, name: &str) -> bool {
+    match attrs.get(name) {
+        None | Some(AttrValue::None) => false,
+        Some(AttrValue::Int(i)) => *i != 0,
+        Some(AttrValue::Bool(b)) => *b,
+        Some(_) => true,
+    }
+}
