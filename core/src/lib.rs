@@ -6,6 +6,7 @@
 //! storage-reusing host execution).
 
 pub mod ir;
+pub mod onnx;
 pub mod op;
 mod ops;
 pub mod passes;
