@@ -32,7 +32,7 @@ fn truncated_file_is_a_decode_error() {
     assert_eq!(
         err,
         "not a valid ONNX model: protobuf decoding failed (failed to decode Protobuf message: \
-         buffer underflow); the file is truncated or not an ONNX file"
+         ModelProto.graph: buffer underflow); the file is truncated or not an ONNX file"
     );
 }
 
