@@ -5,7 +5,10 @@
 //! [`passes`] (type inference, parameter binding, constant folding, ...) → [`exec`] (a planned,
 //! storage-reusing host execution).
 
+pub mod exec;
+pub mod io;
 pub mod ir;
+mod kernels;
 pub mod onnx;
 pub mod op;
 mod ops;

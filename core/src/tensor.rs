@@ -183,6 +183,18 @@ impl Tensor {
         })
     }
 
+    /// A tensor that takes ownership of `data` (no copy); its length must be `ty.size_bytes()`.
+    pub fn from_buf(ty: TensorType, data: AlignedBuf) -> Result<Self, TensorError> {
+        if data.len() != ty.size_bytes() {
+            return Err(TensorError::ByteCount {
+                expected: ty.size_bytes(),
+                got: data.len(),
+                ty,
+            });
+        }
+        Ok(Tensor { ty, data })
+    }
+
     /// A tensor whose elements are `values` converted to `ty.dtype` (rounding and saturating as
     /// a C cast from double would, for integers truncating toward zero). Custom dtypes are
     /// rejected: their encoding belongs to the plugin that registered them.

@@ -1,10 +1,26 @@
-//! Elementwise and broadcasting arithmetic ops.
+//! Unary elementwise ops (`nn.relu`, `exp`, `round`, `clip`, `cast`, ...) and the numpy
+//! broadcasting rule shared by the binary ops.
+//!
+//! Semantics where Relay leaves room:
+//! - `round` rounds half to even, as numpy and TVM's LLVM lowering (`llvm.nearbyint`) do.
+//! - `round`, `floor`, `ceil` are identities on integer tensors (TVM folds them away).
+//! - `abs` and `negative` wrap on integers (`abs(-128i8) == -128`), as C does.
+//! - `clip` converts `a_min`/`a_max` to the tensor dtype like a C cast before clamping.
+//! - `cast` follows C conversions: integer narrowing keeps the low bits, float to integer
+//!   truncates toward zero and saturates at the target range (NaN becomes 0; C leaves those
+//!   cases undefined), anything to bool is `x != 0`.
+//! - Ops that only make sense on floats (`exp`, `log`, `sqrt`, `rsqrt`, `erf`, `tanh`,
+//!   `sigmoid`) reject integer and bool tensors in their type relation.
 
-use crate::ir::{TensorType, Type};
+use crate::ir::{DType, TensorType, Type};
+use crate::kernels::{self, elementwise::map, Float, Scalar};
 use crate::op::{
-    Arity, HostKernel, KernelError, KernelSpec, OpDef, OpImpl, OpPattern, TypeCtx, TypeError,
+    Arity, AttrDef, AttrKind, HostKernel, KernelError, KernelSpec, OpDef, OpImpl, OpPattern,
+    TypeCtx, TypeError,
 };
-use crate::tensor::{TensorMut, TensorRef};
+use crate::tensor::Element;
+
+use super::support::check_io;
 
 /// numpy broadcasting of two shapes.
 pub(crate) fn broadcast_shapes(
@@ -39,107 +55,217 @@ pub(crate) fn broadcast_shapes(
     Ok(out)
 }
 
-struct Unary(fn(f32) -> f32);
+/// A host kernel computing `y[i] = f(x[i])`.
+pub(super) fn map_kernel<T: Element, U: Element>(
+    spec: &KernelSpec<'_>,
+    f: impl Fn(T) -> U + Copy + Send + Sync + 'static,
+) -> Box<dyn HostKernel> {
+    kernels::kernel(spec.op, spec.inputs, spec.outputs, move |ins, outs, threads| {
+        let x = kernels::input::<T>(ins, 0)?;
+        let y = kernels::output::<U>(outs, 0)?;
+        map(x, y, threads, f);
+        Ok(())
+    })
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum UnaryOp {
+    Relu,
+    Abs,
+    Negative,
+    Exp,
+    Log,
+    Sqrt,
+    Rsqrt,
+    Erf,
+    Tanh,
+    Sigmoid,
+    Round,
+    Floor,
+    Ceil,
+    Copy,
+}
+
+impl UnaryOp {
+    fn float_only(self) -> bool {
+        use UnaryOp::*;
+        matches!(self, Exp | Log | Sqrt | Rsqrt | Erf | Tanh | Sigmoid)
+    }
+}
+
+struct Unary(UnaryOp);
+
+fn float_kernel<T: Float>(spec: &KernelSpec<'_>, op: UnaryOp) -> Box<dyn HostKernel> {
+    use UnaryOp::*;
+    match op {
+        Exp => map_kernel(spec, |x: T| x.exp()),
+        Log => map_kernel(spec, |x: T| x.ln()),
+        Sqrt => map_kernel(spec, |x: T| x.sqrt()),
+        Rsqrt => map_kernel(spec, |x: T| T::ONE.div(x.sqrt())),
+        Erf => map_kernel(spec, |x: T| x.erf()),
+        Tanh => map_kernel(spec, |x: T| x.tanh()),
+        Sigmoid => map_kernel(spec, |x: T| T::ONE.div(T::ONE.add(x.neg().exp()))),
+        Round => map_kernel(spec, |x: T| x.round_ties_even()),
+        Floor => map_kernel(spec, |x: T| x.floor()),
+        Ceil => map_kernel(spec, |x: T| x.ceil()),
+        Relu | Abs | Negative | Copy => scalar_kernel::<T>(spec, op),
+    }
+}
+
+/// Kernels of the ops defined for every numeric dtype.
+fn scalar_kernel<T: Scalar>(spec: &KernelSpec<'_>, op: UnaryOp) -> Box<dyn HostKernel> {
+    match op {
+        UnaryOp::Relu => map_kernel(spec, |x: T| if x > T::ZERO { x } else { T::ZERO }),
+        UnaryOp::Abs => map_kernel(spec, |x: T| x.abs()),
+        UnaryOp::Negative => map_kernel(spec, |x: T| x.neg()),
+        // Rounding is the identity on integers; float-only ops never reach here for them.
+        _ => map_kernel(spec, |x: T| x),
+    }
+}
 
 impl OpImpl for Unary {
     fn infer_type(&self, ctx: &TypeCtx<'_>) -> Result<Type, TypeError> {
+        let t = ctx.tensor(0)?;
+        if self.0.float_only() && (t.dtype.is_int() || t.dtype == DType::Bool) {
+            return Err(ctx.err(format!(
+                "requires a floating-point tensor, got {}",
+                t.dtype
+            )));
+        }
+        Ok(Type::Tensor(t.clone()))
+    }
+
+    fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
+        check_io(spec, 1, 1)?;
+        let dtype = spec.inputs[0].dtype;
+        if self.0.float_only() && !dtype.is_float() {
+            return Err(spec.unsupported(dtype));
+        }
+        if self.0 == UnaryOp::Copy {
+            return Ok(kernels::kernel(spec.op, spec.inputs, spec.outputs, |ins, outs, _| {
+                for (i, o) in ins.iter().zip(outs.iter_mut()) {
+                    o.bytes.copy_from_slice(i.bytes);
+                }
+                Ok(())
+            }));
+        }
+        kernels::with_float!(
+            dtype,
+            |T| Ok(float_kernel::<T>(spec, self.0)),
+            kernels::with_int!(
+                dtype,
+                |T| Ok(scalar_kernel::<T>(spec, self.0)),
+                Err(spec.unsupported(dtype))
+            )
+        )
+    }
+}
+
+/// `clip(x, a_min, a_max)`.
+struct Clip;
+
+fn bounds(ctx: &TypeCtx<'_>) -> Result<(f64, f64), TypeError> {
+    let (lo, hi) = (ctx.float("a_min")?, ctx.float("a_max")?);
+    if lo > hi {
+        return Err(ctx.err(format!("a_min ({lo}) is greater than a_max ({hi})")));
+    }
+    Ok((lo, hi))
+}
+
+fn clip_kernel<T: Scalar>(spec: &KernelSpec<'_>, lo: f64, hi: f64) -> Box<dyn HostKernel> {
+    let lo = T::from_wide(kernels::Wide::Float(lo));
+    let hi = T::from_wide(kernels::Wide::Float(hi));
+    map_kernel(spec, move |x: T| {
+        if x < lo {
+            lo
+        } else if x > hi {
+            hi
+        } else {
+            x
+        }
+    })
+}
+
+impl OpImpl for Clip {
+    fn infer_type(&self, ctx: &TypeCtx<'_>) -> Result<Type, TypeError> {
+        bounds(ctx)?;
         Ok(Type::Tensor(ctx.tensor(0)?.clone()))
     }
 
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
-        if spec.inputs[0].dtype != crate::ir::DType::Float32 {
-            return Err(spec.unsupported(spec.inputs[0].dtype));
-        }
-        Ok(Box::new(UnaryF32(self.0)))
+        check_io(spec, 1, 1)?;
+        let (lo, hi) = super::support::with_type_ctx(spec, bounds)?;
+        let dtype = spec.inputs[0].dtype;
+        kernels::with_numeric!(dtype, |T| Ok(clip_kernel::<T>(spec, lo, hi)), Err(spec.unsupported(dtype)))
     }
 }
 
-struct UnaryF32(fn(f32) -> f32);
+/// `cast(x, dtype)`.
+struct Cast;
 
-impl HostKernel for UnaryF32 {
-    fn run(
-        &self,
-        inputs: &[TensorRef<'_>],
-        outputs: &mut [TensorMut<'_>],
-        _threads: usize,
-    ) -> Result<(), KernelError> {
-        let x = inputs[0]
-            .as_slice::<f32>()
-            .map_err(|e| KernelError::new("unary", e.to_string()))?;
-        let y = outputs[0]
-            .as_slice_mut::<f32>()
-            .map_err(|e| KernelError::new("unary", e.to_string()))?;
-        for (d, &s) in y.iter_mut().zip(x) {
-            *d = (self.0)(s);
-        }
-        Ok(())
-    }
+fn target_dtype(ctx: &TypeCtx<'_>) -> Result<DType, TypeError> {
+    let name = ctx.str("dtype")?;
+    name.parse::<DType>().map_err(|e| ctx.err(e.to_string()))
 }
 
-struct Binary(fn(f32, f32) -> f32);
+fn cast_kernel<S: Scalar>(spec: &KernelSpec<'_>, to: DType) -> Result<Box<dyn HostKernel>, KernelError> {
+    if to == DType::Bool {
+        return Ok(map_kernel(spec, |x: S| u8::from(x != S::ZERO)));
+    }
+    kernels::with_numeric!(
+        to,
+        |D| Ok(map_kernel(spec, |x: S| D::from_wide(x.to_wide()))),
+        Err(spec.unsupported(format_args!("casting to {to}")))
+    )
+}
 
-impl OpImpl for Binary {
+impl OpImpl for Cast {
     fn infer_type(&self, ctx: &TypeCtx<'_>) -> Result<Type, TypeError> {
-        let a = ctx.tensor(0)?;
-        let b = ctx.tensor(1)?;
-        if a.dtype != b.dtype {
-            return Err(ctx.err(format!("operand dtypes differ: {} vs {}", a.dtype, b.dtype)));
-        }
-        Ok(Type::Tensor(TensorType::new(
-            broadcast_shapes(ctx, &a.shape, &b.shape)?,
-            a.dtype,
-        )))
+        let t = ctx.tensor(0)?;
+        Ok(Type::Tensor(TensorType::new(t.shape.clone(), target_dtype(ctx)?)))
     }
 
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
-        if spec.inputs[0].dtype != crate::ir::DType::Float32 {
-            return Err(spec.unsupported(spec.inputs[0].dtype));
-        }
-        if spec.inputs[0].shape != spec.inputs[1].shape {
-            return Err(spec.unsupported("broadcasting yet"));
-        }
-        Ok(Box::new(BinaryF32(self.0)))
-    }
-}
-
-struct BinaryF32(fn(f32, f32) -> f32);
-
-impl HostKernel for BinaryF32 {
-    fn run(
-        &self,
-        inputs: &[TensorRef<'_>],
-        outputs: &mut [TensorMut<'_>],
-        _threads: usize,
-    ) -> Result<(), KernelError> {
-        let a = inputs[0]
-            .as_slice::<f32>()
-            .map_err(|e| KernelError::new("binary", e.to_string()))?;
-        let b = inputs[1]
-            .as_slice::<f32>()
-            .map_err(|e| KernelError::new("binary", e.to_string()))?;
-        let y = outputs[0]
-            .as_slice_mut::<f32>()
-            .map_err(|e| KernelError::new("binary", e.to_string()))?;
-        for ((d, &x), &z) in y.iter_mut().zip(a).zip(b) {
-            *d = (self.0)(x, z);
-        }
-        Ok(())
+        check_io(spec, 1, 1)?;
+        let (from, to) = (spec.inputs[0].dtype, spec.outputs[0].dtype);
+        kernels::with_numeric_or_bool!(
+            from,
+            |S| cast_kernel::<S>(spec, to),
+            Err(spec.unsupported(format_args!("casting from {from}")))
+        )
     }
 }
 
 pub(super) fn register(ops: &mut Vec<OpDef>) {
-    ops.push(OpDef::new(
-        "nn.relu",
-        "max(x, 0)",
-        Arity::Exact(1),
-        OpPattern::ElemWise,
-        Unary(|x| x.max(0.0)),
-    ));
-    ops.push(OpDef::new(
-        "add",
-        "a + b with broadcasting",
-        Arity::Exact(2),
-        OpPattern::Broadcast,
-        Binary(|a, b| a + b),
-    ));
+    use UnaryOp::*;
+    let unary: [(&str, &'static str, UnaryOp); 14] = [
+        ("nn.relu", "max(x, 0)", Relu),
+        ("abs", "|x|", Abs),
+        ("negative", "-x", Negative),
+        ("exp", "e^x", Exp),
+        ("log", "natural logarithm", Log),
+        ("sqrt", "square root", Sqrt),
+        ("rsqrt", "1 / sqrt(x)", Rsqrt),
+        ("erf", "the error function", Erf),
+        ("tanh", "hyperbolic tangent", Tanh),
+        ("sigmoid", "1 / (1 + e^-x)", Sigmoid),
+        ("round", "round to nearest, ties to even", Round),
+        ("floor", "round down", Floor),
+        ("ceil", "round up", Ceil),
+        ("copy", "a copy of x", Copy),
+    ];
+    for (name, summary, op) in unary {
+        ops.push(OpDef::new(name, summary, Arity::Exact(1), OpPattern::ElemWise, Unary(op)));
+    }
+    ops.push(
+        OpDef::new("clip", "min(max(x, a_min), a_max)", Arity::Exact(1), OpPattern::ElemWise, Clip)
+            .with_attrs(vec![
+                AttrDef::optional("a_min", AttrKind::Float),
+                AttrDef::optional("a_max", AttrKind::Float),
+            ]),
+    );
+    ops.push(
+        OpDef::new("cast", "x converted to dtype", Arity::Exact(1), OpPattern::ElemWise, Cast)
+            .with_attrs(vec![AttrDef::optional("dtype", AttrKind::Str)]),
+    );
 }

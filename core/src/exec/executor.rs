@@ -1,0 +1,347 @@
+//! The executor: a planned module, run on the host with reused scratch memory.
+//!
+//! [`Executor::new`] types the module (on a copy, when types are missing), lowers `@main`
+//! ([`super::plan`]), builds every kernel once and plans storage ([`super::storage`]).
+//! [`Executor::run`] takes `&self` and may be called from several threads at once: each run
+//! borrows a scratch arena from a small pool (or makes one) and gives it back afterwards, so
+//! repeated runs do not reallocate. Kernels run inside the executor's own rayon pool.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use super::error::ExecError;
+use super::plan::{lower, InputInfo, Plan};
+use super::profile::{CallTime, Profile};
+use super::storage::{plan_storage, Loc, MemoryReport, OutputSource, StoragePlan};
+use crate::ir::{Module, Type};
+use crate::passes::infer_types;
+use crate::tensor::{AlignedBuf, Tensor, TensorMut, TensorRef};
+
+/// How many idle scratch arenas an executor keeps.
+const ARENA_POOL_SIZE: usize = 4;
+
+/// Options of an [`Executor`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExecOptions {
+    /// Worker threads for kernels; 0 means the machine's available parallelism.
+    pub threads: usize,
+    /// Record a per-op timing [`Profile`] of each run (see [`Executor::last_profile`]).
+    pub profile: bool,
+}
+
+/// A module planned for host execution.
+pub struct Executor {
+    plan: Plan,
+    storage: StoragePlan,
+    output_names: Vec<String>,
+    threads: usize,
+    profile: bool,
+    pool: rayon::ThreadPool,
+    /// Idle scratch arenas (one buffer per arena slot).
+    arenas: Mutex<Vec<Vec<AlignedBuf>>>,
+    last_profile: Mutex<Option<Profile>>,
+}
+
+impl std::fmt::Debug for Executor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Executor")
+            .field("inputs", &self.plan.inputs)
+            .field("instructions", &self.plan.instrs.len())
+            .field("threads", &self.threads)
+            .field("memory", &self.storage.report)
+            .finish_non_exhaustive()
+    }
+}
+
+/// True when every live node of every function has a type.
+fn fully_typed(module: &Module) -> bool {
+    module
+        .functions()
+        .all(|(_, f)| f.live_ids().into_iter().all(|id| f.ty(id).is_some()))
+}
+
+impl Executor {
+    /// Plans `module` for execution: infers types if any are missing, lowers `@main`, builds
+    /// each call site's kernel and plans storage.
+    pub fn new(module: &Module, options: ExecOptions) -> Result<Executor, ExecError> {
+        let plan = if fully_typed(module) {
+            lower(module)?
+        } else {
+            let mut typed = module.clone();
+            infer_types(&mut typed)?;
+            lower(&typed)?
+        };
+        let storage = plan_storage(&plan);
+        let threads = match options.threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        };
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("byoc-exec-{i}"))
+            .build()
+            .map_err(|e| ExecError::ThreadPool {
+                threads,
+                message: e.to_string(),
+            })?;
+        let output_names = (0..plan.outputs.len())
+            .map(|i| format!("output_{i}"))
+            .collect();
+        Ok(Executor {
+            plan,
+            storage,
+            output_names,
+            threads,
+            profile: options.profile,
+            pool,
+            arenas: Mutex::new(Vec::new()),
+            last_profile: Mutex::new(None),
+        })
+    }
+
+    /// The flattened inputs of `@main`, in the order [`Executor::run`] takes them.
+    pub fn inputs(&self) -> &[InputInfo] {
+        &self.plan.inputs
+    }
+
+    /// Output names, `output_0`, `output_1`, ..., one per flattened leaf of the result.
+    pub fn output_names(&self) -> &[String] {
+        &self.output_names
+    }
+
+    /// `@main`'s result type; its leaves, depth-first, are the outputs of a run.
+    pub fn result_type(&self) -> &Type {
+        &self.plan.result_type
+    }
+
+    /// The number of kernel calls a run makes.
+    pub fn num_instructions(&self) -> usize {
+        self.plan.instrs.len()
+    }
+
+    /// The worker thread count.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// Planned versus naive memory use.
+    pub fn memory_report(&self) -> MemoryReport {
+        self.storage.report
+    }
+
+    /// The profile of the most recently finished run, when profiling is on.
+    pub fn last_profile(&self) -> Option<Profile> {
+        lock(&self.last_profile).clone()
+    }
+
+    /// Runs `@main` on `inputs` (flattened, in [`Executor::inputs`] order) and returns one
+    /// tensor per flattened leaf of its result. No output shares memory with another output,
+    /// an input or a constant.
+    pub fn run(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>, ExecError> {
+        self.check_inputs(inputs)?;
+        self.pool.install(|| self.execute(inputs))
+    }
+
+    /// Runs `@main` on inputs keyed by name (see [`Executor::inputs`]).
+    pub fn run_named(&self, inputs: &BTreeMap<String, Tensor>) -> Result<Vec<Tensor>, ExecError> {
+        if let Some(unknown) = inputs
+            .keys()
+            .find(|k| !self.plan.inputs.iter().any(|i| &i.name == *k))
+        {
+            return Err(ExecError::UnknownInput {
+                name: unknown.clone(),
+                known: self
+                    .plan
+                    .inputs
+                    .iter()
+                    .map(|i| i.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        }
+        let ordered = self
+            .plan
+            .inputs
+            .iter()
+            .map(|i| {
+                inputs
+                    .get(&i.name)
+                    .cloned()
+                    .ok_or_else(|| ExecError::MissingInput {
+                        name: i.name.clone(),
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        self.run(&ordered)
+    }
+
+    fn check_inputs(&self, inputs: &[Tensor]) -> Result<(), ExecError> {
+        if inputs.len() != self.plan.inputs.len() {
+            return Err(ExecError::InputCount {
+                expected: self.plan.inputs.len(),
+                got: inputs.len(),
+            });
+        }
+        for (info, t) in self.plan.inputs.iter().zip(inputs) {
+            if t.ty() != &info.ty {
+                return Err(ExecError::InputType {
+                    name: info.name.clone(),
+                    expected: info.ty.clone(),
+                    got: t.ty().clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the plan on checked inputs, inside the thread pool.
+    fn execute(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>, ExecError> {
+        let start = Instant::now();
+        let mut bufs = self.take_arena();
+        let n_slots = bufs.len();
+        bufs.extend(
+            self.storage
+                .output_sizes
+                .iter()
+                .map(|&n| AlignedBuf::zeroed(n)),
+        );
+        let mut calls = Vec::new();
+        let result = self.run_instructions(inputs, &mut bufs, &mut calls);
+        let outputs = result.and_then(|()| Ok(self.collect_outputs(inputs, &mut bufs)));
+        bufs.truncate(n_slots);
+        let mut idle = lock(&self.arenas);
+        if idle.len() < ARENA_POOL_SIZE {
+            idle.push(bufs);
+        }
+        drop(idle);
+        if self.profile && outputs.is_ok() {
+            *lock(&self.last_profile) = Some(Profile::new(calls, start.elapsed()));
+        }
+        outputs
+    }
+
+    fn take_arena(&self) -> Vec<AlignedBuf> {
+        lock(&self.arenas).pop().unwrap_or_else(|| {
+            self.storage
+                .slot_sizes
+                .iter()
+                .map(|&n| AlignedBuf::zeroed(n))
+                .collect()
+        })
+    }
+
+    fn run_instructions(
+        &self,
+        inputs: &[Tensor],
+        bufs: &mut [AlignedBuf],
+        calls: &mut Vec<CallTime>,
+    ) -> Result<(), ExecError> {
+        for instr in &self.plan.instrs {
+            // Outputs never share a buffer with the instruction's inputs (storage invariant),
+            // so they are moved out while the inputs are borrowed, and put back afterwards.
+            let mut taken: Vec<(usize, AlignedBuf)> = instr
+                .outputs
+                .iter()
+                .map(|&o| {
+                    let b = self.buffer_of(o);
+                    (b, std::mem::take(&mut bufs[b]))
+                })
+                .collect();
+            let ins: Vec<TensorRef<'_>> = instr
+                .inputs
+                .iter()
+                .map(|&v| self.tensor_ref(v, inputs, bufs))
+                .collect();
+            let mut outs: Vec<TensorMut<'_>> = taken
+                .iter_mut()
+                .zip(&instr.outputs)
+                .map(|((_, buf), &o)| {
+                    let ty = &self.plan.values[o].ty;
+                    TensorMut {
+                        ty,
+                        bytes: &mut buf.as_bytes_mut()[..ty.size_bytes()],
+                    }
+                })
+                .collect();
+            let t0 = self.profile.then(Instant::now);
+            let status = instr.kernel.run(&ins, &mut outs, self.threads);
+            if let Some(t0) = t0 {
+                calls.push(CallTime {
+                    op: instr.op.name().to_string(),
+                    site: instr.site.clone(),
+                    time: t0.elapsed(),
+                });
+            }
+            drop(outs);
+            drop(ins);
+            for (b, buf) in taken {
+                bufs[b] = buf;
+            }
+            status.map_err(|source| ExecError::Kernel {
+                op: instr.op.name().to_string(),
+                site: instr.site.clone(),
+                source,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The run buffer of a produced value.
+    fn buffer_of(&self, v: usize) -> usize {
+        match self.storage.locs[v] {
+            Loc::Buffer(b) => b,
+            Loc::Input(_) | Loc::Constant(_) => {
+                unreachable!("instruction outputs are planned into buffers")
+            }
+        }
+    }
+
+    fn tensor_ref<'a>(
+        &'a self,
+        v: usize,
+        inputs: &'a [Tensor],
+        bufs: &'a [AlignedBuf],
+    ) -> TensorRef<'a> {
+        let ty = &self.plan.values[v].ty;
+        let bytes = match &self.storage.locs[v] {
+            Loc::Input(i) => inputs[*i].as_bytes(),
+            Loc::Constant(t) => t.as_bytes(),
+            Loc::Buffer(b) => &bufs[*b].as_bytes()[..ty.size_bytes()],
+        };
+        TensorRef { ty, bytes }
+    }
+
+    /// The caller's outputs: copies first (they may read a buffer that is then moved out).
+    fn collect_outputs(&self, inputs: &[Tensor], bufs: &mut [AlignedBuf]) -> Vec<Tensor> {
+        let mut outs: Vec<Option<Tensor>> = self
+            .storage
+            .outputs
+            .iter()
+            .map(|o| match *o {
+                OutputSource::Copy(v) => Some(self.tensor_ref(v, inputs, bufs).to_tensor()),
+                OutputSource::Take(_) => None,
+            })
+            .collect();
+        let n_slots = self.storage.slot_sizes.len();
+        for ((slot, o), &v) in outs
+            .iter_mut()
+            .zip(&self.storage.outputs)
+            .zip(&self.plan.outputs)
+        {
+            if let OutputSource::Take(k) = *o {
+                let buf = std::mem::take(&mut bufs[n_slots + k]);
+                let t = Tensor::from_buf(self.plan.values[v].ty.clone(), buf)
+                    .expect("returned buffers are sized to their value");
+                *slot = Some(t);
+            }
+        }
+        outs.into_iter()
+            .map(|t| t.expect("every output is copied or taken"))
+            .collect()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

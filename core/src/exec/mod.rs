@@ -1,0 +1,20 @@
+//! The host executor: runs `@main` of a module with the host reference kernels.
+//!
+//! Planning happens once, in [`Executor::new`]: `@main` is lowered to a flat, topologically
+//! ordered list of kernel calls (calls of composites and global functions inlined, tuples and
+//! view ops resolved to aliases, constants bound in place), every call site's kernel is built,
+//! half-precision ops are promoted to `float32`, and a liveness-based storage plan lets
+//! intermediate values share scratch buffers. [`Executor::run`] then only runs kernels.
+
+mod error;
+mod executor;
+mod plan;
+mod profile;
+mod promote;
+mod storage;
+
+pub use error::ExecError;
+pub use executor::{ExecOptions, Executor};
+pub use plan::InputInfo;
+pub use profile::{CallTime, OpTime, Profile};
+pub use storage::MemoryReport;

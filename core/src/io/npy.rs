@@ -1,0 +1,192 @@
+//! `.npy` arrays: one header (parsed and written by `npyz`) followed by the raw elements.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::Path;
+
+use npyz::{DType as NpyDType, NpyHeader, Order, TypeChar, TypeStr, WriterBuilder};
+
+use super::{IoError, IoErrorKind};
+use crate::ir::{DType, TensorType};
+use crate::tensor::Tensor;
+
+/// byoc dtypes with their numpy type character; the size is the dtype's byte size.
+const NUMPY_DTYPES: [(DType, TypeChar); 9] = [
+    (DType::Bool, TypeChar::Bool),
+    (DType::Int8, TypeChar::Int),
+    (DType::Int16, TypeChar::Int),
+    (DType::Int32, TypeChar::Int),
+    (DType::Int64, TypeChar::Int),
+    (DType::UInt8, TypeChar::Uint),
+    (DType::Float16, TypeChar::Float),
+    (DType::Float32, TypeChar::Float),
+    (DType::Float64, TypeChar::Float),
+];
+
+/// Reads the tensor in the `.npy` file at `path`.
+pub fn read_npy(path: impl AsRef<Path>) -> Result<Tensor, IoError> {
+    let path = path.as_ref();
+    let located = |kind| IoError {
+        path: path.to_path_buf(),
+        entry: None,
+        kind,
+    };
+    let file = File::open(path).map_err(|e| located(e.into()))?;
+    read_array(&mut BufReader::new(file)).map_err(located)
+}
+
+/// Writes `tensor` to `path` as a `.npy` file (little-endian, C order).
+pub fn write_npy(path: impl AsRef<Path>, tensor: &Tensor) -> Result<(), IoError> {
+    let path = path.as_ref();
+    let located = |kind| IoError {
+        path: path.to_path_buf(),
+        entry: None,
+        kind,
+    };
+    // Check the dtype before creating (and truncating) the file.
+    check_numpy_dtype(tensor.dtype()).map_err(located)?;
+    let file = File::create(path).map_err(|e| located(e.into()))?;
+    let mut w = BufWriter::new(file);
+    write_array(&mut w, tensor).map_err(located)?;
+    w.flush().map_err(|e| located(e.into()))
+}
+
+/// The byoc dtype of a numpy type string, and whether its bytes need swapping.
+fn byoc_dtype(ts: &TypeStr) -> Result<(DType, bool), IoErrorKind> {
+    let unsupported = || IoErrorKind::UnsupportedDType {
+        descr: ts.to_string(),
+    };
+    let size = usize::try_from(ts.size_field()).map_err(|_| unsupported())?;
+    let (dtype, _) = NUMPY_DTYPES
+        .iter()
+        .find(|(d, c)| *c == ts.type_char() && d.size_bytes() == size)
+        .ok_or_else(unsupported)?;
+    let swap = size > 1 && ts.endianness() != npyz::Endianness::of_machine();
+    Ok((*dtype, swap))
+}
+
+/// Fails when numpy has no dtype for `dtype`.
+pub(super) fn check_numpy_dtype(dtype: DType) -> Result<(), IoErrorKind> {
+    numpy_type_str(dtype).map(drop)
+}
+
+/// The numpy type string of a byoc dtype (little-endian).
+fn numpy_type_str(dtype: DType) -> Result<TypeStr, IoErrorKind> {
+    let (_, c) = NUMPY_DTYPES
+        .iter()
+        .find(|(d, _)| *d == dtype)
+        .ok_or(IoErrorKind::NoNumpyDType { dtype })?;
+    let size = dtype.size_bytes();
+    let order = if size == 1 { '|' } else { '<' };
+    Ok(format!("{order}{c}{size}")
+        .parse()
+        .expect("type strings built from the table are valid"))
+}
+
+/// Reads one `.npy` array (header and data) from `r`, which must hold nothing after it.
+pub(super) fn read_array(r: &mut impl Read) -> Result<Tensor, IoErrorKind> {
+    let header = NpyHeader::from_reader(&mut *r).map_err(|e| IoErrorKind::Header(e.to_string()))?;
+    let (dtype, swap) = match header.dtype() {
+        NpyDType::Plain(ts) => byoc_dtype(&ts)?,
+        other => {
+            return Err(IoErrorKind::UnsupportedDType {
+                descr: other.descr(),
+            })
+        }
+    };
+    let too_large = || IoErrorKind::TooLarge {
+        shape: header.shape().to_vec(),
+    };
+    let shape = header
+        .shape()
+        .iter()
+        .map(|&d| usize::try_from(d).map_err(|_| too_large()))
+        .collect::<Result<Vec<usize>, _>>()?;
+    let expected = shape
+        .iter()
+        .try_fold(dtype.size_bytes(), |n, &d| n.checked_mul(d))
+        .ok_or_else(too_large)?;
+    let ty = TensorType::new(shape, dtype);
+    let mut bytes = Vec::new();
+    r.read_to_end(&mut bytes)?;
+    if bytes.len() != expected {
+        return Err(IoErrorKind::DataSize {
+            ty,
+            expected,
+            got: bytes.len(),
+        });
+    }
+    let size = dtype.size_bytes();
+    if swap {
+        bytes.chunks_exact_mut(size).for_each(<[u8]>::reverse);
+    }
+    if header.order() == Order::Fortran && ty.rank() > 1 {
+        bytes = fortran_to_c(&bytes, &ty.shape, size);
+    }
+    if dtype == DType::Bool {
+        if let Some((index, &value)) = bytes.iter().enumerate().find(|(_, &b)| b > 1) {
+            return Err(IoErrorKind::BadBool { index, value });
+        }
+    }
+    Ok(Tensor::from_bytes(ty, &bytes).expect("the byte count was checked against the type"))
+}
+
+/// Writes `tensor` as one `.npy` array (little-endian, C order) to `w`.
+pub(super) fn write_array(w: &mut impl Write, tensor: &Tensor) -> Result<(), IoErrorKind> {
+    let ts = numpy_type_str(tensor.dtype())?;
+    let shape: Vec<u64> = tensor.shape().iter().map(|&d| d as u64).collect();
+    npyz::WriteOptions::<u8>::new()
+        .dtype(NpyDType::Plain(ts))
+        .shape(&shape)
+        .writer(&mut *w)
+        .write_header_only()?;
+    // Tensor bytes are little-endian, which the type string declares.
+    w.write_all(tensor.as_bytes())?;
+    Ok(())
+}
+
+/// Reorders the elements of a Fortran-order (first axis fastest) array of `shape` into
+/// row-major order.
+fn fortran_to_c(src: &[u8], shape: &[usize], size: usize) -> Vec<u8> {
+    let mut strides = vec![1usize; shape.len()];
+    for k in 1..shape.len() {
+        strides[k] = strides[k - 1] * shape[k - 1];
+    }
+    let n: usize = shape.iter().product();
+    let mut out = Vec::with_capacity(src.len());
+    let mut index = vec![0usize; shape.len()];
+    let mut offset = 0usize;
+    for _ in 0..n {
+        out.extend_from_slice(&src[offset * size..(offset + 1) * size]);
+        for k in (0..shape.len()).rev() {
+            index[k] += 1;
+            offset += strides[k];
+            if index[k] < shape[k] {
+                break;
+            }
+            offset -= strides[k] * shape[k];
+            index[k] = 0;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fortran_order_is_transposed() {
+        // A 2x3 array [[0, 1, 2], [3, 4, 5]] stored column-major: 0 3 1 4 2 5.
+        let src: Vec<u8> = vec![0, 3, 1, 4, 2, 5];
+        assert_eq!(fortran_to_c(&src, &[2, 3], 1), vec![0, 1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn type_strings_follow_numpy() {
+        assert_eq!(numpy_type_str(DType::Float32).unwrap().to_string(), "<f4");
+        assert_eq!(numpy_type_str(DType::Bool).unwrap().to_string(), "|b1");
+        assert_eq!(numpy_type_str(DType::UInt8).unwrap().to_string(), "|u1");
+        assert!(numpy_type_str(DType::BFloat16).is_err());
+    }
+}

@@ -1,0 +1,73 @@
+//! `.npz` archives: a zip file of `.npy` entries; entry `x.npy` holds the array keyed `x`.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufReader, Write};
+use std::path::Path;
+
+use npyz::npz::{array_name_from_file_name, file_name_from_array_name, NpzArchive, NpzWriter};
+
+use super::npy::{check_numpy_dtype, read_array, write_array};
+use super::{IoError, IoErrorKind};
+use crate::tensor::Tensor;
+
+fn located(path: &Path, entry: Option<&str>, kind: IoErrorKind) -> IoError {
+    IoError {
+        path: path.to_path_buf(),
+        entry: entry.map(str::to_string),
+        kind,
+    }
+}
+
+/// Reads every array of the `.npz` archive at `path`, keyed by name. Entries whose names do
+/// not end in `.npy` are not arrays and are skipped, as numpy does.
+pub fn read_npz(path: impl AsRef<Path>) -> Result<BTreeMap<String, Tensor>, IoError> {
+    let path = path.as_ref();
+    let file = File::open(path).map_err(|e| located(path, None, e.into()))?;
+    let mut archive = NpzArchive::new(BufReader::new(file))
+        .map_err(|e| located(path, None, IoErrorKind::Archive(e.to_string())))?;
+    let zip = archive.zip_archive();
+    let mut tensors = BTreeMap::new();
+    for i in 0..zip.len() {
+        let mut entry = zip
+            .by_index(i)
+            .map_err(|e| located(path, None, IoErrorKind::Archive(e.to_string())))?;
+        let Some(name) = array_name_from_file_name(entry.name()).map(str::to_string) else {
+            continue;
+        };
+        let tensor = read_array(&mut entry).map_err(|kind| {
+            // A damaged entry shows up as an I/O error of the zip reader (bad CRC, ...).
+            let kind = match kind {
+                IoErrorKind::Io(e) => IoErrorKind::Archive(e.to_string()),
+                other => other,
+            };
+            located(path, Some(&name), kind)
+        })?;
+        tensors.insert(name, tensor);
+    }
+    Ok(tensors)
+}
+
+/// Writes `tensors` to `path` as a `.npz` archive, one `<name>.npy` entry each.
+pub fn write_npz(
+    path: impl AsRef<Path>,
+    tensors: &BTreeMap<String, Tensor>,
+) -> Result<(), IoError> {
+    let path = path.as_ref();
+    // Check every dtype before creating (and truncating) the file.
+    for (name, t) in tensors {
+        check_numpy_dtype(t.dtype()).map_err(|kind| located(path, Some(name), kind))?;
+    }
+    let mut npz = NpzWriter::create(path).map_err(|e| located(path, None, e.into()))?;
+    for (name, t) in tensors {
+        let zip = npz.zip_writer();
+        zip.start_file(file_name_from_array_name(name), Default::default())
+            .map_err(|e| located(path, Some(name), IoErrorKind::Archive(e.to_string())))?;
+        write_array(zip, t).map_err(|kind| located(path, Some(name), kind))?;
+    }
+    let mut w = npz
+        .zip_writer()
+        .finish()
+        .map_err(|e| located(path, None, IoErrorKind::Archive(e.to_string())))?;
+    w.flush().map_err(|e| located(path, None, e.into()))
+}

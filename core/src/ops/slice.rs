@@ -1,0 +1,234 @@
+//! Indexing ops: `strided_slice` and `take`.
+//!
+//! `strided_slice` follows Relay: `begin`/`end`/`strides` apply to `axes` (default: the first
+//! `len(begin)` axes; other axes are kept whole); a single stride applies to every sliced axis;
+//! negative indices count from the end; indices are clamped to `[0, dim]` for positive strides
+//! and `[-1, dim - 1]` for negative ones. With `slice_mode="size"`, `end` holds sizes (-1: to the
+//! end) and strides are 1.
+//!
+//! `take` gathers along `axis` (default: the flattened input) with int32/int64 indices.
+//! `mode="clip"` clamps indices to `[0, n - 1]` (so negative indices give the first element),
+//! `"wrap"` takes them modulo `n` (so -1 is the last), and `"fast"` accepts `[-n, n)` (negative
+//! counting from the end) and reports any other index as a kernel error instead of reading out
+//! of bounds.
+
+use crate::ir::{DType, TensorType, Type};
+use crate::kernels::{self, transform};
+use crate::op::{
+    Arity, AttrDef, AttrKind, HostKernel, KernelError, KernelSpec, OpDef, OpImpl, OpPattern,
+    TypeCtx, TypeError,
+};
+
+use super::support::{check_io, normalize_axes, normalize_axis, with_type_ctx};
+
+struct StridedSlice;
+
+/// Per input axis: the first index and the step (in that axis's elements), and output shape.
+struct SliceGeometry {
+    begin: Vec<usize>,
+    step: Vec<isize>,
+    shape: Vec<usize>,
+}
+
+fn slice_geometry(ctx: &TypeCtx<'_>, t: &TensorType) -> Result<SliceGeometry, TypeError> {
+    let required = |name: &str| {
+        ctx.opt_ints(name)?
+            .ok_or_else(|| ctx.err(format!("attribute '{name}' is required")))
+    };
+    let begin = required("begin")?;
+    let end = required("end")?;
+    let strides = ctx.opt_ints("strides")?.unwrap_or_else(|| vec![1]);
+    let mode = ctx.str("slice_mode")?;
+    if mode != "end" && mode != "size" {
+        return Err(ctx.err(format!("slice_mode must be \"end\" or \"size\", got \"{mode}\"")));
+    }
+    let axes = match ctx.opt_ints("axes")? {
+        Some(axes) => normalize_axes(ctx, &axes, t.rank())?,
+        None => {
+            if begin.len() > t.rank() {
+                return Err(ctx.err(format!("begin {begin:?} has more entries than the rank {}", t.rank())));
+            }
+            (0..begin.len()).collect()
+        }
+    };
+    if begin.len() != axes.len() || end.len() != axes.len() {
+        return Err(ctx.err(format!(
+            "begin {begin:?} and end {end:?} must have one entry per sliced axis ({})",
+            axes.len()
+        )));
+    }
+    if strides.len() != 1 && strides.len() != axes.len() {
+        return Err(ctx.err(format!("strides {strides:?} must have 1 or {} entries", axes.len())));
+    }
+    let mut g = SliceGeometry {
+        begin: vec![0; t.rank()],
+        step: vec![1; t.rank()],
+        shape: t.shape.clone(),
+    };
+    for (k, &axis) in axes.iter().enumerate() {
+        let dim = t.shape[axis] as i64;
+        let stride = if mode == "size" { 1 } else { strides[if strides.len() == 1 { 0 } else { k }] };
+        if stride == 0 {
+            return Err(ctx.err(format!("stride of axis {axis} is 0")));
+        }
+        let (lo, hi) = if stride < 0 { (-1, dim - 1) } else { (0, dim) };
+        let canon = |i: i64| (if i < 0 { i + dim } else { i }).clamp(lo, hi);
+        let b = canon(begin[k]);
+        let e = if mode == "size" {
+            if end[k] < 0 { dim } else { b.saturating_add(end[k]).min(dim) }
+        } else {
+            canon(end[k])
+        };
+        let len = if stride > 0 {
+            if e > b { (e - b + stride - 1) / stride } else { 0 }
+        } else if b > e {
+            (b - e + (-stride) - 1) / (-stride)
+        } else {
+            0
+        };
+        g.shape[axis] = len as usize;
+        // An empty slice never reads its begin, which may then be out of range.
+        g.begin[axis] = if len > 0 { b as usize } else { 0 };
+        g.step[axis] = stride as isize;
+    }
+    Ok(g)
+}
+
+impl OpImpl for StridedSlice {
+    fn infer_type(&self, ctx: &TypeCtx<'_>) -> Result<Type, TypeError> {
+        let t = ctx.tensor(0)?;
+        Ok(Type::tensor(slice_geometry(ctx, t)?.shape, t.dtype))
+    }
+
+    fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
+        check_io(spec, 1, 1)?;
+        let input = &spec.inputs[0];
+        let g = with_type_ctx(spec, |ctx| slice_geometry(ctx, input))?;
+        let strides = kernels::strides(&input.shape);
+        let base: usize = g.begin.iter().zip(&strides).map(|(b, s)| b * s).sum();
+        let step: Vec<isize> = g.step.iter().zip(&strides).map(|(&k, &s)| k * s as isize).collect();
+        let shape = g.shape;
+        let width = input.dtype.size_bytes();
+        kernels::with_width!(
+            width,
+            |W| Ok(kernels::kernel(spec.op, spec.inputs, spec.outputs, move |ins, outs, _| {
+                let x = kernels::words::<W>(ins[0].bytes)?;
+                let y = kernels::words_mut::<W>(outs[0].bytes)?;
+                transform::strided_gather(x, y, &shape, base, &step);
+                Ok(())
+            })),
+            Err(spec.unsupported(format_args!("{width}-byte elements")))
+        )
+    }
+}
+
+struct Take;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TakeMode {
+    Clip,
+    Wrap,
+    Fast,
+}
+
+/// Normalized axis (None: flattened), mode, output type.
+fn take_type(ctx: &TypeCtx<'_>) -> Result<(Option<usize>, TakeMode, TensorType), TypeError> {
+    let (data, indices) = (ctx.tensor(0)?, ctx.tensor(1)?);
+    if !matches!(indices.dtype, DType::Int32 | DType::Int64) {
+        return Err(ctx.err(format!("indices must be int32 or int64, got {}", indices.dtype)));
+    }
+    let batch_dims = ctx.int("batch_dims")?;
+    if batch_dims != 0 {
+        return Err(ctx.err(format!("batch_dims={batch_dims} is not supported (only 0)")));
+    }
+    let mode = match ctx.str("mode")? {
+        "clip" => TakeMode::Clip,
+        "wrap" => TakeMode::Wrap,
+        "fast" => TakeMode::Fast,
+        m => return Err(ctx.err(format!("mode must be \"clip\", \"wrap\" or \"fast\", got \"{m}\""))),
+    };
+    let axis = ctx.opt_int("axis")?.map(|a| normalize_axis(ctx, a, data.rank())).transpose()?;
+    let (shape, axis_len) = match axis {
+        None => (indices.shape.clone(), data.num_elements()),
+        Some(a) => {
+            let mut s = data.shape[..a].to_vec();
+            s.extend(&indices.shape);
+            s.extend(&data.shape[a + 1..]);
+            (s, data.shape[a])
+        }
+    };
+    if axis_len == 0 && indices.num_elements() > 0 {
+        return Err(ctx.err("cannot take from an empty axis"));
+    }
+    Ok((axis, mode, TensorType::new(shape, data.dtype)))
+}
+
+/// Maps raw indices into `0..n` according to `mode`.
+fn resolve(op: &str, raw: impl Iterator<Item = i64>, n: usize, mode: TakeMode) -> Result<Vec<usize>, KernelError> {
+    let m = n as i64;
+    raw.map(|i| {
+        let k = match mode {
+            TakeMode::Clip => i.clamp(0, m - 1),
+            TakeMode::Wrap => i.rem_euclid(m),
+            TakeMode::Fast if (-m..m).contains(&i) => if i < 0 { i + m } else { i },
+            TakeMode::Fast => {
+                return Err(KernelError::new(
+                    op,
+                    format!("index {i} is out of range for an axis of size {n} (mode=\"fast\")"),
+                ))
+            }
+        };
+        Ok(k as usize)
+    })
+    .collect()
+}
+
+impl OpImpl for Take {
+    fn infer_type(&self, ctx: &TypeCtx<'_>) -> Result<Type, TypeError> {
+        Ok(Type::Tensor(take_type(ctx)?.2))
+    }
+
+    fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
+        check_io(spec, 2, 1)?;
+        let (axis, mode, _) = with_type_ctx(spec, take_type)?;
+        let data = &spec.inputs[0];
+        let width = data.dtype.size_bytes();
+        let (outer, axis_len, block) = match axis {
+            None => (1, data.num_elements(), width),
+            Some(a) => (
+                data.shape[..a].iter().product(),
+                data.shape[a],
+                data.shape[a + 1..].iter().product::<usize>() * width,
+            ),
+        };
+        let op = spec.op.to_string();
+        Ok(kernels::kernel(spec.op, spec.inputs, spec.outputs, move |ins, outs, _| {
+            let indices = match ins[1].ty.dtype {
+                DType::Int32 => resolve(&op, kernels::input::<i32>(ins, 1)?.iter().map(|&i| i64::from(i)), axis_len, mode)?,
+                _ => resolve(&op, kernels::input::<i64>(ins, 1)?.iter().copied(), axis_len, mode)?,
+            };
+            transform::take(ins[0].bytes, &indices, outer, axis_len, block, outs[0].bytes);
+            Ok(())
+        }))
+    }
+}
+
+pub(super) fn register(ops: &mut Vec<OpDef>) {
+    ops.push(
+        OpDef::new("strided_slice", "a strided window of the input", Arity::Exact(1), OpPattern::Injective, StridedSlice)
+            .with_attrs(vec![
+                AttrDef::optional("begin", AttrKind::OptInts),
+                AttrDef::optional("end", AttrKind::OptInts),
+                AttrDef::optional("strides", AttrKind::OptInts),
+                AttrDef::optional("axes", AttrKind::OptInts),
+                AttrDef::new("slice_mode", AttrKind::Str, "end"),
+            ]),
+    );
+    ops.push(
+        OpDef::new("take", "gathers elements along axis", Arity::Exact(2), OpPattern::Injective, Take).with_attrs(vec![
+            AttrDef::new("batch_dims", AttrKind::Int, 0i64),
+            AttrDef::optional("axis", AttrKind::OptInt),
+            AttrDef::new("mode", AttrKind::Str, "clip"),
+        ]),
+    );
+}
