@@ -115,7 +115,10 @@ fn symbolic_dims_need_an_input_shape() {
             input_shapes: BTreeMap::from([("y".to_string(), vec![1])]),
         },
     );
-    assert_eq!(err, "--input-shape y: the model has no such input (inputs: x)");
+    assert_eq!(
+        err,
+        "--input-shape y: the model has no such input (inputs: x)"
+    );
 }
 
 /// The op calls of `@main`, by name, with repetition.
@@ -123,7 +126,11 @@ fn op_names(m: &Module) -> Vec<String> {
     let main = m.main().unwrap();
     main.live_ids()
         .into_iter()
-        .filter_map(|id| main.expr(id).as_op_call().map(|(op, _)| op.name().to_string()))
+        .filter_map(|id| {
+            main.expr(id)
+                .as_op_call()
+                .map(|(op, _)| op.name().to_string())
+        })
         .collect()
 }
 
@@ -199,3 +206,85 @@ fn shape_chains_and_constant_of_shape_fold_away() {
         "Tensor[(2, 32), float32]"
     );
 }
+
+/// Imports fixture `case`, runs it on the host executor with its recorded inputs, and compares
+/// every output with onnxruntime's (`|got - want| <= 1e-5 + 1e-4 * |want|`).
+fn check_against_onnxruntime(case: &str) {
+    use byoc_core::exec::{ExecOptions, Executor};
+    use byoc_core::onnx::read_tensor_file;
+    let dir = data_dir().join(case);
+    let data = dir.join("test_data_set_0");
+    let read_all = |prefix: &str| {
+        let mut tensors = Vec::new();
+        while let Ok(t) = read_tensor_file(&data.join(format!("{prefix}_{}.pb", tensors.len()))) {
+            tensors.push(t);
+        }
+        tensors
+    };
+    let inputs = read_all("input");
+    let expected = read_all("output");
+    assert!(!expected.is_empty(), "{case}: no recorded outputs");
+    let model = import_file(dir.join("model.onnx"), &no_opts())
+        .or_else(|_| {
+            // Models with symbolic dims: fix them from the recorded inputs.
+            let m = std::fs::read(dir.join("model.onnx")).unwrap();
+            let proto =
+                <byoc_core::onnx::proto::ModelProto as prost::Message>::decode(m.as_slice())
+                    .unwrap();
+            let names = proto.graph.unwrap().input.into_iter().map(|i| i.name);
+            let input_shapes = names
+                .zip(&inputs)
+                .map(|(n, t)| (n, t.shape().to_vec()))
+                .collect();
+            import_file(dir.join("model.onnx"), &ImportOptions { input_shapes })
+        })
+        .unwrap_or_else(|e| panic!("{case}: import failed: {e}"));
+    let exec = Executor::new(
+        &model,
+        ExecOptions {
+            threads: 1,
+            profile: false,
+        },
+    )
+    .unwrap_or_else(|e| panic!("{case}: {e}"));
+    let got = exec.run(&inputs).unwrap_or_else(|e| panic!("{case}: {e}"));
+    assert_eq!(got.len(), expected.len(), "{case}: output count");
+    for (i, (g, w)) in got.iter().zip(&expected).enumerate() {
+        assert_eq!(g.ty(), w.ty(), "{case}: output {i} type");
+        for (k, (a, b)) in g.to_f64_vec().iter().zip(w.to_f64_vec()).enumerate() {
+            assert!(
+                (a - b).abs() <= 1e-5 + 1e-4 * b.abs(),
+                "{case}: output {i} element {k}: got {a}, onnxruntime gives {b}"
+            );
+        }
+    }
+}
+
+macro_rules! onnxruntime_cases {
+    ($($case:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                check_against_onnxruntime(stringify!($case));
+            }
+        )*
+    };
+}
+
+onnxruntime_cases!(
+    binary,
+    unary,
+    clip_prelu_opset10,
+    compare_where_cast,
+    conv,
+    gemm_matmul,
+    norm_pool,
+    softmax_opset11,
+    softmax_opset13,
+    shape_ops_opset11,
+    shape_reduce_opset13,
+    slice_opset9,
+    shape_chain,
+    resize_opset13,
+    upsample_opset9,
+);

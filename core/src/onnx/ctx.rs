@@ -125,7 +125,8 @@ impl<'a> NodeCtx<'a> {
 
     /// A scalar constant of `dtype` holding `value`.
     pub fn scalar(&mut self, dtype: crate::ir::DType, value: f64) -> Result<ExprId, OnnxError> {
-        let t = Tensor::full(TensorType::scalar(dtype), value).map_err(|e| self.err(e.to_string()))?;
+        let t =
+            Tensor::full(TensorType::scalar(dtype), value).map_err(|e| self.err(e.to_string()))?;
         Ok(self.constant(t))
     }
 
@@ -256,12 +257,10 @@ impl<'a> NodeCtx<'a> {
 
     /// A STRING attribute or its default.
     pub fn str_or(&self, name: &str, default: &str) -> Result<String, OnnxError> {
-        Ok(self
-            .typed_attr(name, attribute_type::STRING)?
-            .map_or_else(
-                || default.to_string(),
-                |a| String::from_utf8_lossy(&a.s).into_owned(),
-            ))
+        Ok(self.typed_attr(name, attribute_type::STRING)?.map_or_else(
+            || default.to_string(),
+            |a| String::from_utf8_lossy(&a.s).into_owned(),
+        ))
     }
 
     /// A TENSOR attribute, converted, if present.

@@ -31,7 +31,10 @@ fn constant_leaves(b: &FunctionBuilder, id: ExprId) -> Option<Vec<Arc<Tensor>>> 
 /// Evaluates the op call `id` (its type already set) if all its arguments are constant and
 /// its op has a host kernel for them. Returns the id of the folded value, or `None` when the
 /// call stays.
-pub(crate) fn fold_call(b: &mut FunctionBuilder, id: ExprId) -> Result<Option<ExprId>, KernelError> {
+pub(crate) fn fold_call(
+    b: &mut FunctionBuilder,
+    id: ExprId,
+) -> Result<Option<ExprId>, KernelError> {
     let Some((op, call)) = b.get(id).and_then(Expr::as_op_call) else {
         return Ok(None);
     };

@@ -72,12 +72,10 @@ pub(crate) fn import(
         _ => g.b.tuple(&outputs)?,
     };
     let names = |list: Vec<String>| AttrValue::List(list.into_iter().map(AttrValue::Str).collect());
-    let attrs = Attrs::new()
-        .with("input_names", names(input_names))
-        .with(
-            "output_names",
-            names(graph.output.iter().map(|o| o.name.clone()).collect()),
-        );
+    let attrs = Attrs::new().with("input_names", names(input_names)).with(
+        "output_names",
+        names(graph.output.iter().map(|o| o.name.clone()).collect()),
+    );
     let main = g.b.finish(params, body, attrs)?;
     // Folding leaves the replaced calls and their constant operands behind; drop them.
     let main = Rebuild::new(&main).run(|_, _| Ok::<_, IrError>(None))?;
@@ -291,7 +289,10 @@ fn input_type(
         .as_ref()
         .and_then(|t| t.tensor_type.as_ref())
         .ok_or_else(|| {
-            bad("graph input is not a tensor (sequence, map and optional inputs are not supported)".into())
+            bad(
+                "graph input is not a tensor (sequence, map and optional inputs are not supported)"
+                    .into(),
+            )
         })?;
     let dtype = dtype_of(tt.elem_type).map_err(bad)?;
     let value_of = |d: &super::proto::Dimension| d.dim_value.filter(|&v| v >= 0);
@@ -356,7 +357,13 @@ fn input_type(
 pub(crate) fn sanitize(name: &str, used: &mut HashSet<String>) -> String {
     let mut base: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     if base.is_empty() || base.starts_with(|c: char| c.is_ascii_digit()) {
         base.insert(0, '_');
@@ -378,23 +385,21 @@ fn convert_node<'g>(
     at: NodeRef,
     values: &mut HashMap<&'g str, ExprId>,
 ) -> Result<(), OnnxError> {
-    let inputs = node
-        .input
-        .iter()
-        .map(|name| {
-            if name.is_empty() {
-                return Ok(None);
-            }
-            values
-                .get(name.as_str())
-                .copied()
-                .map(Some)
-                .ok_or_else(|| OnnxError::UndefinedInput {
-                    node: at.clone(),
-                    input: name.clone(),
+    let inputs =
+        node.input
+            .iter()
+            .map(|name| {
+                if name.is_empty() {
+                    return Ok(None);
+                }
+                values.get(name.as_str()).copied().map(Some).ok_or_else(|| {
+                    OnnxError::UndefinedInput {
+                        node: at.clone(),
+                        input: name.clone(),
+                    }
                 })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+            })
+            .collect::<Result<Vec<_>, _>>()?;
     let convert = converter(&node.op_type).ok_or_else(|| OnnxError::UnsupportedOps {
         ops: vec![UnsupportedOp {
             op_type: node.op_type.clone(),

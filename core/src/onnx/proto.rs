@@ -6,7 +6,10 @@
 //! functions) are left out and skipped by the decoder like any unknown field.
 
 // The derive generates accessors and `Default`s that not every field needs.
-#![allow(clippy::derive_partial_eq_without_eq, reason = "prost derives PartialEq only")]
+#![allow(
+    clippy::derive_partial_eq_without_eq,
+    reason = "prost derives PartialEq only"
+)]
 
 /// A model: IR version, opsets and the main graph.
 #[derive(Clone, PartialEq, prost::Message)]

@@ -84,13 +84,10 @@ pub(super) fn prelu(ctx: &mut NodeCtx<'_>) -> Out {
     let ss = ctx.shape(slope)?;
     let per_channel = xs.len() >= 2 && ss.len() <= xs.len() && {
         let offset = xs.len() - ss.len();
-        ss.iter().enumerate().all(|(i, &d)| {
-            if i + offset == 1 {
-                d == xs[1]
-            } else {
-                d == 1
-            }
-        }) && offset <= 1
+        ss.iter()
+            .enumerate()
+            .all(|(i, &d)| if i + offset == 1 { d == xs[1] } else { d == 1 })
+            && offset <= 1
     };
     if per_channel {
         let alpha = ctx.call(
@@ -109,7 +106,12 @@ pub(super) fn prelu(ctx: &mut NodeCtx<'_>) -> Out {
 }
 
 /// `clip(x * alpha + beta, 0, 1)`.
-fn hard_sigmoid_of(ctx: &mut NodeCtx<'_>, x: ExprId, alpha: f64, beta: f64) -> Result<ExprId, OnnxError> {
+fn hard_sigmoid_of(
+    ctx: &mut NodeCtx<'_>,
+    x: ExprId,
+    alpha: f64,
+    beta: f64,
+) -> Result<ExprId, OnnxError> {
     let dtype = ctx.tensor_ty(x)?.dtype;
     let a = ctx.scalar(dtype, alpha)?;
     let b = ctx.scalar(dtype, beta)?;

@@ -52,7 +52,11 @@ pub(super) fn gemm(ctx: &mut NodeCtx<'_>) -> Out {
         a = scale(ctx, a, alpha)?;
     }
     let units = ctx.shape(b)?[0];
-    let mut y = ctx.call("nn.dense", &[a, b], Attrs::new().with("units", units as i64))?;
+    let mut y = ctx.call(
+        "nn.dense",
+        &[a, b],
+        Attrs::new().with("units", units as i64),
+    )?;
     if let Some(c) = ctx.opt_input(2) {
         if beta != 0.0 {
             let c = scale(ctx, c, beta)?;
@@ -88,9 +92,7 @@ pub(super) fn matmul(ctx: &mut NodeCtx<'_>) -> Out {
     let (m, k) = (sa[sa.len() - 2], sa[sa.len() - 1]);
     let (kb, n) = (sb[sb.len() - 2], sb[sb.len() - 1]);
     if k != kb {
-        return Err(ctx.err(format!(
-            "inner dimensions differ: {sa:?} x {sb:?}"
-        )));
+        return Err(ctx.err(format!("inner dimensions differ: {sa:?} x {sb:?}")));
     }
     let batch_a = &sa[..sa.len() - 2];
     let batch_b = &sb[..sb.len() - 2];
@@ -98,7 +100,11 @@ pub(super) fn matmul(ctx: &mut NodeCtx<'_>) -> Out {
         // A matrix on the right: one dense over every row of A.
         let rows: usize = batch_a.iter().product::<usize>() * m;
         let a2 = reshape(ctx, a, &[rows, k])?;
-        let b2 = if sb.len() == 2 { b } else { reshape(ctx, b, &[k, n])? };
+        let b2 = if sb.len() == 2 {
+            b
+        } else {
+            reshape(ctx, b, &[k, n])?
+        };
         let bt = transpose(ctx, b2, &[1, 0])?;
         let y = ctx.call("nn.dense", &[a2, bt], Attrs::new().with("units", n as i64))?;
         let mut batch = batch_a.to_vec();

@@ -42,7 +42,12 @@ fn spatial_2d(ctx: &NodeCtx<'_>, x: ExprId) -> Result<[usize; 2], OnnxError> {
 }
 
 /// An INTS attribute of length `len`, or `default` repeated.
-fn ints_attr(ctx: &NodeCtx<'_>, name: &str, len: usize, default: i64) -> Result<Vec<i64>, OnnxError> {
+fn ints_attr(
+    ctx: &NodeCtx<'_>,
+    name: &str,
+    len: usize,
+    default: i64,
+) -> Result<Vec<i64>, OnnxError> {
     match ctx.attr_ints(name)? {
         None => Ok(vec![default; len]),
         Some(v) if v.len() == len => Ok(v),

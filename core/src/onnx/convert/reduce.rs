@@ -60,7 +60,10 @@ fn arg_reduce(ctx: &mut NodeCtx<'_>, op: &str) -> Out {
     let attrs = Attrs::new()
         .with("axis", vec![axis])
         .with("keepdims", ctx.int_or("keepdims", 1)? != 0)
-        .with("select_last_index", ctx.int_or("select_last_index", 0)? != 0);
+        .with(
+            "select_last_index",
+            ctx.int_or("select_last_index", 0)? != 0,
+        );
     let y = ctx.call(op, &[x], attrs)?;
     if ctx.tensor_ty(y)?.dtype == DType::Int64 {
         return one(y);

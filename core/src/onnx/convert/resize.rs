@@ -32,10 +32,18 @@ fn method(ctx: &NodeCtx<'_>, mode: &str) -> Result<&'static str, OnnxError> {
 }
 
 /// Computes the output size from `scales` or `sizes` and emits the call.
-fn emit(ctx: &mut NodeCtx<'_>, x: ExprId, scales: Option<Vec<f64>>, sizes: Option<Vec<i64>>, mode: Mode) -> Out {
+fn emit(
+    ctx: &mut NodeCtx<'_>,
+    x: ExprId,
+    scales: Option<Vec<f64>>,
+    sizes: Option<Vec<i64>>,
+    mode: Mode,
+) -> Out {
     let shape = ctx.shape(x)?;
     if shape.len() != 4 {
-        return Err(ctx.err(format!("only 4-D (NCHW) inputs are supported, got {shape:?}")));
+        return Err(ctx.err(format!(
+            "only 4-D (NCHW) inputs are supported, got {shape:?}"
+        )));
     }
     let out: Vec<i64> = match (sizes, scales) {
         (Some(s), _) if s.len() == 4 => s,
@@ -72,7 +80,12 @@ fn legacy_mode(ctx: &NodeCtx<'_>) -> Result<Mode, OnnxError> {
     Ok(Mode {
         method,
         coordinates: "asymmetric".into(),
-        rounding: if method == "nearest_neighbor" { "floor" } else { "" }.into(),
+        rounding: if method == "nearest_neighbor" {
+            "floor"
+        } else {
+            ""
+        }
+        .into(),
         cubic_alpha: -0.75,
         exclude: false,
         extrapolation: 0.0,
@@ -97,7 +110,9 @@ pub(super) fn resize(ctx: &mut NodeCtx<'_>) -> Out {
     }
     let policy = ctx.str_or("keep_aspect_ratio_policy", "stretch")?;
     if policy != "stretch" {
-        return Err(ctx.err(format!("keep_aspect_ratio_policy '{policy}' is not supported")));
+        return Err(ctx.err(format!(
+            "keep_aspect_ratio_policy '{policy}' is not supported"
+        )));
     }
     let method = method(ctx, &ctx.str_or("mode", "nearest")?)?;
     let coordinates = ctx.str_or("coordinate_transformation_mode", "half_pixel")?;

@@ -22,7 +22,11 @@ fn dims_i64(shape: &[usize]) -> Vec<i64> {
 }
 
 fn reshape_to(ctx: &mut NodeCtx<'_>, x: ExprId, shape: &[usize]) -> Result<ExprId, OnnxError> {
-    ctx.call("reshape", &[x], Attrs::new().with("newshape", dims_i64(shape)))
+    ctx.call(
+        "reshape",
+        &[x],
+        Attrs::new().with("newshape", dims_i64(shape)),
+    )
 }
 
 /// Integers from an INTS attribute (before `input_opset`) or from constant input `i` (from it).
@@ -57,8 +61,12 @@ pub(super) fn flatten(ctx: &mut NodeCtx<'_>) -> Out {
     let x = ctx.input(0)?;
     let shape = ctx.shape(x)?;
     let axis = ctx.int_or("axis", 1)?;
-    let axis = normalize_axis(axis, shape.len() + 1)
-        .ok_or_else(|| ctx.err(format!("axis {axis} is out of range for rank {}", shape.len())))?;
+    let axis = normalize_axis(axis, shape.len() + 1).ok_or_else(|| {
+        ctx.err(format!(
+            "axis {axis} is out of range for rank {}",
+            shape.len()
+        ))
+    })?;
     if axis == 1 && shape.len() >= 2 {
         return one(ctx.call("nn.batch_flatten", &[x], Attrs::new())?);
     }
@@ -85,7 +93,9 @@ pub(super) fn reshape(ctx: &mut NodeCtx<'_>) -> Out {
                 1
             }
             0 if !allow_zero => *input.get(i).ok_or_else(|| {
-                ctx.err(format!("shape {target:?} copies dim {i}, which the input {input:?} lacks"))
+                ctx.err(format!(
+                    "shape {target:?} copies dim {i}, which the input {input:?} lacks"
+                ))
             })?,
             d if d >= 0 => d as usize,
             _ => return Err(ctx.err(format!("invalid target shape {target:?}"))),
@@ -95,9 +105,7 @@ pub(super) fn reshape(ctx: &mut NodeCtx<'_>) -> Out {
     if let Some(i) = infer {
         let known: usize = out.iter().product();
         if known == 0 || total % known != 0 {
-            return Err(ctx.err(format!(
-                "cannot reshape {input:?} into {target:?}"
-            )));
+            return Err(ctx.err(format!("cannot reshape {input:?} into {target:?}")));
         }
         out[i] = total / known;
     }
@@ -141,15 +149,17 @@ pub(super) fn squeeze(ctx: &mut NodeCtx<'_>) -> Out {
 pub(super) fn unsqueeze(ctx: &mut NodeCtx<'_>) -> Out {
     let mut x = ctx.input(0)?;
     let rank = ctx.rank(x)?;
-    let axes = ints_attr_or_input(ctx, "axes", 1, 13)?
-        .ok_or_else(|| ctx.err("'axes' is required"))?;
+    let axes =
+        ints_attr_or_input(ctx, "axes", 1, 13)?.ok_or_else(|| ctx.err("'axes' is required"))?;
     let mut axes = axes_in(ctx, &axes, rank + axes.len())?;
     axes.sort_unstable();
     for a in axes {
         x = ctx.call(
             "expand_dims",
             &[x],
-            Attrs::new().with("axis", a as i64).with("num_newaxis", 1i64),
+            Attrs::new()
+                .with("axis", a as i64)
+                .with("num_newaxis", 1i64),
         )?;
     }
     one(x)
@@ -295,19 +305,20 @@ pub(super) fn gather(ctx: &mut NodeCtx<'_>) -> Out {
             .map(|&v| {
                 let n = if v < 0 { v + dim } else { v };
                 (0..dim).contains(&n).then_some(n).ok_or_else(|| {
-                    ctx.err(format!("index {v} is out of range for axis {axis} of size {dim}"))
+                    ctx.err(format!(
+                        "index {v} is out of range for axis {axis} of size {dim}"
+                    ))
                 })
             })
             .collect::<Result<Vec<i64>, _>>()?;
-        let fixed = Tensor::from_vec(t.shape().to_vec(), fixed).map_err(|e| ctx.err(e.to_string()))?;
+        let fixed =
+            Tensor::from_vec(t.shape().to_vec(), fixed).map_err(|e| ctx.err(e.to_string()))?;
         idx = ctx.constant(fixed);
         "clip"
     } else {
         "wrap"
     };
-    let attrs = Attrs::new()
-        .with("axis", axis as i64)
-        .with("mode", mode);
+    let attrs = Attrs::new().with("axis", axis as i64).with("mode", mode);
     one(ctx.call("take", &[x, idx], attrs)?)
 }
 
@@ -338,7 +349,9 @@ pub(super) fn pad(ctx: &mut NodeCtx<'_>) -> Out {
         )));
     }
     if pads.iter().any(|&p| p < 0) {
-        return Err(ctx.err(format!("negative pads {pads:?} (cropping) are not supported")));
+        return Err(ctx.err(format!(
+            "negative pads {pads:?} (cropping) are not supported"
+        )));
     }
     let mut width = vec![vec![0i64, 0]; rank];
     for (k, &a) in axes.iter().enumerate() {
@@ -354,7 +367,7 @@ pub(super) fn pad(ctx: &mut NodeCtx<'_>) -> Out {
     one(ctx.call("nn.pad", &[x, pad_value], attrs)?)
 }
 
-/// `Expand(shape)`: `broadcast_to` the numpy broadcast of the input shape and `shape`.
+/// `Expand(shape)`: broadcasts to the numpy broadcast of the input shape and `shape`.
 pub(super) fn expand(ctx: &mut NodeCtx<'_>) -> Out {
     let x = ctx.input(0)?;
     let input = ctx.shape(x)?;
@@ -373,17 +386,22 @@ pub(super) fn expand(ctx: &mut NodeCtx<'_>) -> Out {
             (a, b) if a == b => a,
             (1, b) => b,
             (a, 1) => a,
-            _ => {
-                return Err(ctx.err(format!(
-                    "shape {input:?} does not broadcast to {target:?}"
-                )))
-            }
+            _ => return Err(ctx.err(format!("shape {input:?} does not broadcast to {target:?}"))),
         };
     }
     if out == input {
         return one(x);
     }
-    one(ctx.call("broadcast_to", &[x], Attrs::new().with("shape", dims_i64(&out)))?)
+    // x * ones(out): broadcasting without changing any value (also -0.0 and NaN).
+    let dtype = ctx.tensor_ty(x)?.dtype;
+    let ones = ctx.call(
+        "ones",
+        &[],
+        Attrs::new()
+            .with("shape", dims_i64(&out))
+            .with("dtype", dtype),
+    )?;
+    one(ctx.call("multiply", &[x, ones], Attrs::new())?)
 }
 
 /// `Shape(start, end)`: the static shape as an int64 constant.
@@ -440,7 +458,9 @@ pub(super) fn constant_of_shape(ctx: &mut NodeCtx<'_>) -> Out {
         .ok_or_else(|| ctx.err("the shape input is required"))?;
     let shape = dims
         .iter()
-        .map(|&d| usize::try_from(d).map_err(|_| ctx.err(format!("negative dimension in {dims:?}"))))
+        .map(|&d| {
+            usize::try_from(d).map_err(|_| ctx.err(format!("negative dimension in {dims:?}")))
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let (dtype, value) = match ctx.attr_tensor("value")? {
         Some(v) => match v.to_f64_vec().as_slice() {
