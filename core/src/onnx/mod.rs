@@ -16,6 +16,13 @@
 //! Errors ([`OnnxError`]) name the node, value, attribute or input concerned; a model with
 //! unsupported ops reports every unsupported op type at once, with counts.
 
+// Errors carry the node and the underlying IR/type error by value; they are built once per
+// failed import, so their size does not matter.
+#![allow(
+    clippy::result_large_err,
+    reason = "errors are cold and carry structured context"
+)]
+
 mod convert;
 mod ctx;
 mod error;
