@@ -33,12 +33,7 @@ fn load(path: &PathBuf) -> Tensor {
         "i8" => Tensor::from_vec(shape, npy.into_vec::<i64>().unwrap()),
         "u1" => Tensor::from_vec(shape, npy.into_vec::<u8>().unwrap()),
         "b1" => {
-            let bytes: Vec<u8> = npy
-                .into_vec::<bool>()
-                .unwrap()
-                .into_iter()
-                .map(u8::from)
-                .collect();
+            let bytes: Vec<u8> = npy.into_vec::<bool>().unwrap().into_iter().map(u8::from).collect();
             Tensor::from_bytes(TensorType::new(shape, DType::Bool), &bytes)
         }
         other => panic!("{}: unexpected dtype {other}", path.display()),
@@ -56,39 +51,21 @@ fn load_all(name: &str, kind: &str) -> Vec<Tensor> {
 }
 
 /// Runs `op` on `inputs` (packed into one tuple argument when `tuple`) and returns its outputs.
-fn run_op(
-    op: &str,
-    attrs: Attrs,
-    inputs: &[Tensor],
-    tuple: bool,
-    threads: usize,
-) -> Result<Vec<Tensor>, KernelError> {
+fn run_op(op: &str, attrs: Attrs, inputs: &[Tensor], tuple: bool, threads: usize) -> Result<Vec<Tensor>, KernelError> {
     let mut b = FunctionBuilder::new();
     let params: Vec<_> = inputs
         .iter()
         .enumerate()
         .map(|(i, t)| b.param(format!("x{i}"), Type::Tensor(t.ty().clone())))
         .collect();
-    let args = if tuple {
-        vec![b.tuple(&params).unwrap()]
-    } else {
-        params.clone()
-    };
+    let args = if tuple { vec![b.tuple(&params).unwrap()] } else { params.clone() };
     let call = b.call(op, &args, attrs).unwrap();
     let f = b.finish(params, call, Attrs::new()).unwrap();
     let mut m = Module::from_main(f);
     infer_types(&mut m).unwrap_or_else(|e| panic!("{op}: {e}"));
     let main = m.main().unwrap();
-    let Expr::Call(c) = main.expr(call) else {
-        unreachable!()
-    };
-    let out_types: Vec<TensorType> = main
-        .ty(call)
-        .unwrap()
-        .flatten_tensors()
-        .into_iter()
-        .cloned()
-        .collect();
+    let Expr::Call(c) = main.expr(call) else { unreachable!() };
+    let out_types: Vec<TensorType> = main.ty(call).unwrap().flatten_tensors().into_iter().cloned().collect();
     let in_types: Vec<TensorType> = inputs.iter().map(|t| t.ty().clone()).collect();
     let def = OpRegistry::lookup(op).unwrap();
     let kernel = def.host_kernel(&c.attrs, &in_types, &out_types)?;
@@ -107,11 +84,7 @@ fn assert_close(case: &str, got: &Tensor, want: &Tensor) {
         _ => 0.0,
     };
     for (i, (g, w)) in got.to_f64_vec().iter().zip(want.to_f64_vec()).enumerate() {
-        let ok = if rtol == 0.0 {
-            *g == w
-        } else {
-            (g - w).abs() <= rtol * (1.0 + w.abs())
-        };
+        let ok = if rtol == 0.0 { *g == w } else { (g - w).abs() <= rtol * (1.0 + w.abs()) };
         assert!(ok, "{case}: element {i}: got {g}, numpy says {w}");
     }
 }
@@ -120,10 +93,7 @@ fn assert_close(case: &str, got: &Tensor, want: &Tensor) {
 fn check(name: &str, op: &str, attrs: Attrs) {
     let inputs = load_all(name, "in");
     let want = load_all(name, "out");
-    assert!(
-        !want.is_empty(),
-        "{name}: no fixture; run scripts/fixtures/gen_tensor_fixtures.py"
-    );
+    assert!(!want.is_empty(), "{name}: no fixture; run scripts/fixtures/gen_tensor_fixtures.py");
     for threads in [1, 4] {
         let got = run_op(op, attrs.clone(), &inputs, op == "concatenate", threads)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -312,14 +282,7 @@ fn integer_division_by_zero_gives_zero_and_shifts_out_of_range_are_defined() {
     let q = run_op("divide", Attrs::new(), &[a.clone(), z], false, 1).unwrap();
     assert_eq!(q[0].as_slice::<i32>().unwrap(), &[0, 0, i32::MIN]);
     let n = Tensor::from_vec([3], vec![32i32, 40, -1]).unwrap();
-    let l = run_op(
-        "left_shift",
-        Attrs::new(),
-        &[a.clone(), n.clone()],
-        false,
-        1,
-    )
-    .unwrap();
+    let l = run_op("left_shift", Attrs::new(), &[a.clone(), n.clone()], false, 1).unwrap();
     assert_eq!(l[0].as_slice::<i32>().unwrap(), &[0, 0, i32::MIN]);
     let r = run_op("right_shift", Attrs::new(), &[a, n], false, 1).unwrap();
     assert_eq!(r[0].as_slice::<i32>().unwrap(), &[0, -1, i32::MIN]);
@@ -342,10 +305,7 @@ fn maximum_and_minimum_propagate_nan() {
     let b = Tensor::from_vec([2], vec![0.0f32, f32::NAN]).unwrap();
     for op in ["maximum", "minimum"] {
         let out = run_op(op, Attrs::new(), &[a.clone(), b.clone()], false, 1).unwrap();
-        assert!(
-            out[0].as_slice::<f32>().unwrap().iter().all(|v| v.is_nan()),
-            "{op}"
-        );
+        assert!(out[0].as_slice::<f32>().unwrap().iter().all(|v| v.is_nan()), "{op}");
     }
 }
 
@@ -377,18 +337,10 @@ fn large_broadcast_is_the_same_in_parallel() {
 fn kernel_rejects_tensors_of_other_types() {
     let def = OpRegistry::lookup("add").unwrap();
     let ty = TensorType::new([2], DType::Float32);
-    let k = def
-        .host_kernel(
-            &def.normalize_attrs(Attrs::new()).unwrap(),
-            &[ty.clone(), ty.clone()],
-            &[ty],
-        )
-        .unwrap();
+    let k = def.host_kernel(&def.normalize_attrs(Attrs::new()).unwrap(), &[ty.clone(), ty.clone()], &[ty]).unwrap();
     let x = Tensor::from_vec([3], vec![1.0f32, 2.0, 3.0]).unwrap();
     let mut out = Tensor::zeros(TensorType::new([2], DType::Float32));
-    let err = k
-        .run(&[x.view(), x.view()], &mut [out.view_mut()], 1)
-        .unwrap_err();
+    let err = k.run(&[x.view(), x.view()], &mut [out.view_mut()], 1).unwrap_err();
     assert_eq!(
         err.to_string(),
         "add: input 0 is Tensor[(3), float32] (12 bytes) but the kernel was built for Tensor[(2), float32]"
@@ -399,10 +351,7 @@ fn kernel_rejects_tensors_of_other_types() {
 fn half_precision_is_left_to_the_executor() {
     let def = OpRegistry::lookup("exp").unwrap();
     let ty = TensorType::new([2], DType::Float16);
-    let err = def
-        .host_kernel(&Attrs::new(), &[ty.clone()], &[ty])
-        .err()
-        .unwrap();
+    let err = def.host_kernel(&Attrs::new(), &[ty.clone()], &[ty]).err().unwrap();
     assert_eq!(err.to_string(), "exp: host kernel does not support float16");
 }
 
@@ -435,11 +384,7 @@ fn type_error(op: &str, attrs: Attrs, args: &[TensorType], tuple: bool) -> Strin
         .enumerate()
         .map(|(i, t)| b.param(format!("x{i}"), Type::Tensor(t.clone())))
         .collect();
-    let call_args = if tuple {
-        vec![b.tuple(&params).unwrap()]
-    } else {
-        params.clone()
-    };
+    let call_args = if tuple { vec![b.tuple(&params).unwrap()] } else { params.clone() };
     let call = b.call(op, &call_args, attrs).unwrap();
     let f = b.finish(params, call, Attrs::new()).unwrap();
     let mut m = Module::from_main(f);
@@ -453,30 +398,15 @@ fn f32t(shape: &[usize]) -> TensorType {
 #[test]
 fn broadcast_mismatch_is_reported() {
     assert_eq!(
-        type_error(
-            "add",
-            Attrs::new(),
-            &[f32t(&[2, 3]), f32t(&[4, 3, 2])],
-            false
-        ),
+        type_error("add", Attrs::new(), &[f32t(&[2, 3]), f32t(&[4, 3, 2])], false),
         "add: shapes [2, 3] and [4, 3, 2] do not broadcast (dimension 1: 2 vs 3)"
     );
     assert_eq!(
-        type_error(
-            "add",
-            Attrs::new(),
-            &[f32t(&[2]), TensorType::new([2], DType::Int8)],
-            false
-        ),
+        type_error("add", Attrs::new(), &[f32t(&[2]), TensorType::new([2], DType::Int8)], false),
         "add: operand dtypes differ: float32 vs int8"
     );
     assert_eq!(
-        type_error(
-            "right_shift",
-            Attrs::new(),
-            &[f32t(&[2]), f32t(&[2])],
-            false
-        ),
+        type_error("right_shift", Attrs::new(), &[f32t(&[2]), f32t(&[2])], false),
         "right_shift: requires integer operands, got float32"
     );
 }
@@ -484,21 +414,11 @@ fn broadcast_mismatch_is_reported() {
 #[test]
 fn reshape_element_count_mismatch_is_reported() {
     assert_eq!(
-        type_error(
-            "reshape",
-            Attrs::new().with("newshape", ints(&[4, 2])),
-            &[f32t(&[2, 3])],
-            false
-        ),
+        type_error("reshape", Attrs::new().with("newshape", ints(&[4, 2])), &[f32t(&[2, 3])], false),
         "reshape: cannot reshape [2, 3] (6 elements) into [4, 2] (8 elements)"
     );
     assert_eq!(
-        type_error(
-            "reshape",
-            Attrs::new().with("newshape", ints(&[4, -1])),
-            &[f32t(&[2, 3])],
-            false
-        ),
+        type_error("reshape", Attrs::new().with("newshape", ints(&[4, -1])), &[f32t(&[2, 3])], false),
         "reshape: cannot infer the -1 in newshape [4, -1] for input shape [2, 3] (6 elements)"
     );
 }
@@ -506,30 +426,15 @@ fn reshape_element_count_mismatch_is_reported() {
 #[test]
 fn concatenate_mismatches_are_reported() {
     assert_eq!(
-        type_error(
-            "concatenate",
-            Attrs::new(),
-            &[f32t(&[2, 3]), f32t(&[2, 3, 1])],
-            true
-        ),
+        type_error("concatenate", Attrs::new(), &[f32t(&[2, 3]), f32t(&[2, 3, 1])], true),
         "concatenate: field 1 has rank 3 but field 0 has rank 2"
     );
     assert_eq!(
-        type_error(
-            "concatenate",
-            Attrs::new(),
-            &[f32t(&[2, 3]), TensorType::new([2, 3], DType::Int32)],
-            true
-        ),
+        type_error("concatenate", Attrs::new(), &[f32t(&[2, 3]), TensorType::new([2, 3], DType::Int32)], true),
         "concatenate: field 1 has dtype int32 but field 0 has dtype float32"
     );
     assert_eq!(
-        type_error(
-            "concatenate",
-            Attrs::new().with("axis", 1i64),
-            &[f32t(&[2, 3]), f32t(&[3, 3])],
-            true
-        ),
+        type_error("concatenate", Attrs::new().with("axis", 1i64), &[f32t(&[2, 3]), f32t(&[3, 3])], true),
         "concatenate: field 1 has shape [3, 3], which differs from field 0's [2, 3] outside axis 1"
     );
 }
@@ -537,39 +442,19 @@ fn concatenate_mismatches_are_reported() {
 #[test]
 fn bad_axes_are_reported() {
     assert_eq!(
-        type_error(
-            "sum",
-            Attrs::new().with("axis", 2i64),
-            &[f32t(&[2, 3])],
-            false
-        ),
+        type_error("sum", Attrs::new().with("axis", 2i64), &[f32t(&[2, 3])], false),
         "sum: axis 2 is out of range for a tensor of rank 2 (expected -2 to 1)"
     );
     assert_eq!(
-        type_error(
-            "concatenate",
-            Attrs::new().with("axis", -3i64),
-            &[f32t(&[2, 3]), f32t(&[2, 3])],
-            true
-        ),
+        type_error("concatenate", Attrs::new().with("axis", -3i64), &[f32t(&[2, 3]), f32t(&[2, 3])], true),
         "concatenate: axis -3 is out of range for a tensor of rank 2 (expected -2 to 1)"
     );
     assert_eq!(
-        type_error(
-            "transpose",
-            Attrs::new().with("axes", ints(&[0, 0])),
-            &[f32t(&[2, 3])],
-            false
-        ),
+        type_error("transpose", Attrs::new().with("axes", ints(&[0, 0])), &[f32t(&[2, 3])], false),
         "transpose: axis 0 is repeated in [0, 0]"
     );
     assert_eq!(
-        type_error(
-            "squeeze",
-            Attrs::new().with("axis", ints(&[0])),
-            &[f32t(&[2, 3])],
-            false
-        ),
+        type_error("squeeze", Attrs::new().with("axis", ints(&[0])), &[f32t(&[2, 3])], false),
         "squeeze: axis 0 has size 2, not 1"
     );
 }
@@ -579,21 +464,14 @@ fn split_sections_must_divide_the_axis() {
     assert_eq!(
         type_error(
             "split",
-            Attrs::new()
-                .with("indices_or_sections", 3i64)
-                .with("axis", 1i64),
+            Attrs::new().with("indices_or_sections", 3i64).with("axis", 1i64),
             &[f32t(&[2, 4])],
             false
         ),
         "split: 3 sections do not evenly divide axis 1 of size 4"
     );
     assert_eq!(
-        type_error(
-            "split",
-            Attrs::new().with("indices_or_sections", ints(&[3, 1])),
-            &[f32t(&[4])],
-            false
-        ),
+        type_error("split", Attrs::new().with("indices_or_sections", ints(&[3, 1])), &[f32t(&[4])], false),
         "split: split indices [3, 1] must be ascending and within 0 to 4 (axis 0)"
     );
 }
@@ -601,21 +479,11 @@ fn split_sections_must_divide_the_axis() {
 #[test]
 fn other_attribute_errors_are_reported() {
     assert_eq!(
-        type_error(
-            "exp",
-            Attrs::new(),
-            &[TensorType::new([2], DType::Int32)],
-            false
-        ),
+        type_error("exp", Attrs::new(), &[TensorType::new([2], DType::Int32)], false),
         "exp: requires a floating-point tensor, got int32"
     );
     assert_eq!(
-        type_error(
-            "clip",
-            Attrs::new().with("a_min", 1.0),
-            &[f32t(&[2])],
-            false
-        ),
+        type_error("clip", Attrs::new().with("a_min", 1.0), &[f32t(&[2])], false),
         "clip: attribute 'a_max' must be a float, got None"
     );
     assert_eq!(
@@ -625,10 +493,7 @@ fn other_attribute_errors_are_reported() {
     assert_eq!(
         type_error(
             "strided_slice",
-            Attrs::new()
-                .with("begin", ints(&[0]))
-                .with("end", ints(&[2]))
-                .with("strides", ints(&[0])),
+            Attrs::new().with("begin", ints(&[0])).with("end", ints(&[2])).with("strides", ints(&[0])),
             &[f32t(&[4])],
             false
         ),

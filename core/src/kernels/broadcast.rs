@@ -92,12 +92,7 @@ impl BroadcastPlan {
     }
 
     /// Runs `row_fn(row_index, out_row)` over every row, in parallel when large.
-    fn for_rows<O: Send>(
-        &self,
-        out: &mut [O],
-        threads: usize,
-        row_fn: impl Fn(usize, &mut [O]) + Sync,
-    ) {
+    fn for_rows<O: Send>(&self, out: &mut [O], threads: usize, row_fn: impl Fn(usize, &mut [O]) + Sync) {
         if out.is_empty() {
             return;
         }
@@ -116,14 +111,8 @@ impl BroadcastPlan {
 }
 
 /// `out = f(a, b)` with broadcasting.
-pub(crate) fn binary<A, B, O, F>(
-    plan: &BroadcastPlan,
-    a: &[A],
-    b: &[B],
-    out: &mut [O],
-    threads: usize,
-    f: F,
-) where
+pub(crate) fn binary<A, B, O, F>(plan: &BroadcastPlan, a: &[A], b: &[B], out: &mut [O], threads: usize, f: F)
+where
     A: Copy + Sync,
     B: Copy + Sync,
     O: Send,

@@ -104,8 +104,9 @@ macro_rules! with_width {
 pub(crate) use {dispatch, with_float, with_int, with_numeric, with_numeric_or_bool, with_width};
 
 /// The loop of a kernel: inputs and outputs already checked against the built-for types.
-type KernelFn =
-    dyn Fn(&[TensorRef<'_>], &mut [TensorMut<'_>], usize) -> Result<(), KernelError> + Send + Sync;
+type KernelFn = dyn Fn(&[TensorRef<'_>], &mut [TensorMut<'_>], usize) -> Result<(), KernelError>
+    + Send
+    + Sync;
 
 /// A host kernel made of a closure plus the tensor types it was built for.
 struct FnKernel {
@@ -116,20 +117,11 @@ struct FnKernel {
 }
 
 impl FnKernel {
-    fn check(
-        &self,
-        what: &str,
-        want: &[TensorType],
-        got: &[(&TensorType, usize)],
-    ) -> Result<(), KernelError> {
+    fn check(&self, what: &str, want: &[TensorType], got: &[(&TensorType, usize)]) -> Result<(), KernelError> {
         if want.len() != got.len() {
             return Err(KernelError::new(
                 &self.op,
-                format!(
-                    "expected {} {what} tensor(s), got {}",
-                    want.len(),
-                    got.len()
-                ),
+                format!("expected {} {what} tensor(s), got {}", want.len(), got.len()),
             ));
         }
         for (i, (w, (ty, len))) in want.iter().zip(got).enumerate() {

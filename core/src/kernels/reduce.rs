@@ -11,23 +11,14 @@ use super::{parallel, transform};
 
 /// Reduces `x` (shape `shape`) over `axes` (sorted, distinct): `out[k] = f(row_k)` where
 /// `row_k` lists, in row-major order of the reduced axes, the elements of output position `k`.
-pub(crate) fn reduce<T, U, F>(
-    x: &[T],
-    shape: &[usize],
-    axes: &[usize],
-    out: &mut [U],
-    threads: usize,
-    f: F,
-) where
+pub(crate) fn reduce<T, U, F>(x: &[T], shape: &[usize], axes: &[usize], out: &mut [U], threads: usize, f: F)
+where
     T: Copy + Send + Sync,
     U: Send,
     F: Fn(&[T]) -> U + Sync,
 {
     let rank = shape.len();
-    let trailing = axes
-        .iter()
-        .enumerate()
-        .all(|(i, &a)| a == rank - axes.len() + i);
+    let trailing = axes.iter().enumerate().all(|(i, &a)| a == rank - axes.len() + i);
     let data: Cow<'_, [T]> = if trailing {
         Cow::Borrowed(x)
     } else {
@@ -42,12 +33,8 @@ pub(crate) fn reduce<T, U, F>(
     let row: usize = axes.iter().map(|&a| shape[a]).product();
     let row_of = |k: usize| &data[k * row..(k + 1) * row];
     if parallel(threads, x.len()) {
-        out.par_iter_mut()
-            .enumerate()
-            .for_each(|(k, o)| *o = f(row_of(k)));
+        out.par_iter_mut().enumerate().for_each(|(k, o)| *o = f(row_of(k)));
     } else {
-        out.iter_mut()
-            .enumerate()
-            .for_each(|(k, o)| *o = f(row_of(k)));
+        out.iter_mut().enumerate().for_each(|(k, o)| *o = f(row_of(k)));
     }
 }

@@ -79,14 +79,7 @@ pub(crate) fn split(src: &[u8], outer: usize, parts: &mut [(&mut [u8], usize)]) 
 
 /// Gathers blocks along an axis: `data` is `[outer, axis_len, block]` bytes-wise, the output
 /// `[outer, indices.len(), block]`; every index is already inside `0..axis_len`.
-pub(crate) fn take(
-    data: &[u8],
-    indices: &[usize],
-    outer: usize,
-    axis_len: usize,
-    block: usize,
-    out: &mut [u8],
-) {
+pub(crate) fn take(data: &[u8], indices: &[usize], outer: usize, axis_len: usize, block: usize, out: &mut [u8]) {
     let mut at = 0;
     for o in 0..outer {
         for &k in indices {

@@ -25,10 +25,7 @@ pub(super) fn broadcast_operands(ctx: &TypeCtx<'_>) -> Result<TensorType, TypeEr
     if a.dtype != b.dtype {
         return Err(ctx.err(format!("operand dtypes differ: {} vs {}", a.dtype, b.dtype)));
     }
-    Ok(TensorType::new(
-        broadcast_shapes(ctx, &a.shape, &b.shape)?,
-        a.dtype,
-    ))
+    Ok(TensorType::new(broadcast_shapes(ctx, &a.shape, &b.shape)?, a.dtype))
 }
 
 /// A host kernel computing `out = f(a, b)` with broadcasting.
@@ -41,18 +38,13 @@ pub(super) fn broadcast_kernel<A: Element, B: Element, O: Element>(
         &spec.outputs[0].shape,
         &[&spec.inputs[0].shape, &spec.inputs[1].shape],
     );
-    Ok(kernels::kernel(
-        spec.op,
-        spec.inputs,
-        spec.outputs,
-        move |ins, outs, threads| {
-            let a = kernels::input::<A>(ins, 0)?;
-            let b = kernels::input::<B>(ins, 1)?;
-            let o = kernels::output::<O>(outs, 0)?;
-            kernels::broadcast::binary(&plan, a, b, o, threads, f);
-            Ok(())
-        },
-    ))
+    Ok(kernels::kernel(spec.op, spec.inputs, spec.outputs, move |ins, outs, threads| {
+        let a = kernels::input::<A>(ins, 0)?;
+        let b = kernels::input::<B>(ins, 1)?;
+        let o = kernels::output::<O>(outs, 0)?;
+        kernels::broadcast::binary(&plan, a, b, o, threads, f);
+        Ok(())
+    }))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,10 +62,7 @@ enum BinaryOp {
 
 struct Binary(BinaryOp);
 
-fn arith_kernel<T: Scalar>(
-    spec: &KernelSpec<'_>,
-    op: BinaryOp,
-) -> Result<Box<dyn HostKernel>, KernelError> {
+fn arith_kernel<T: Scalar>(spec: &KernelSpec<'_>, op: BinaryOp) -> Result<Box<dyn HostKernel>, KernelError> {
     use BinaryOp::*;
     match op {
         Add => broadcast_kernel(spec, |a: T, b: T| a.add(b)),
@@ -90,10 +79,7 @@ fn arith_kernel<T: Scalar>(
     }
 }
 
-fn shift_kernel<T: Int>(
-    spec: &KernelSpec<'_>,
-    op: BinaryOp,
-) -> Result<Box<dyn HostKernel>, KernelError> {
+fn shift_kernel<T: Int>(spec: &KernelSpec<'_>, op: BinaryOp) -> Result<Box<dyn HostKernel>, KernelError> {
     match op {
         BinaryOp::LeftShift => broadcast_kernel(spec, |a: T, b: T| a.shl(b)),
         BinaryOp::RightShift => broadcast_kernel(spec, |a: T, b: T| a.shr(b)),
@@ -131,11 +117,7 @@ pub(super) fn register(ops: &mut Vec<OpDef>) {
         ("add", "a + b with broadcasting", Add),
         ("subtract", "a - b with broadcasting", Subtract),
         ("multiply", "a * b with broadcasting", Multiply),
-        (
-            "divide",
-            "a / b with broadcasting (integers truncate)",
-            Divide,
-        ),
+        ("divide", "a / b with broadcasting (integers truncate)", Divide),
         ("power", "a ** b with broadcasting", Power),
         ("maximum", "elementwise max with broadcasting", Maximum),
         ("minimum", "elementwise min with broadcasting", Minimum),
@@ -143,12 +125,6 @@ pub(super) fn register(ops: &mut Vec<OpDef>) {
         ("right_shift", "a >> b with broadcasting", RightShift),
     ];
     for (name, summary, op) in binary {
-        ops.push(OpDef::new(
-            name,
-            summary,
-            Arity::Exact(2),
-            OpPattern::Broadcast,
-            Binary(op),
-        ));
+        ops.push(OpDef::new(name, summary, Arity::Exact(2), OpPattern::Broadcast, Binary(op)));
     }
 }

@@ -25,10 +25,7 @@ enum CompareOp {
 
 struct Compare(CompareOp);
 
-fn compare_kernel<T: kernels::Scalar>(
-    spec: &KernelSpec<'_>,
-    op: CompareOp,
-) -> Result<Box<dyn HostKernel>, KernelError> {
+fn compare_kernel<T: kernels::Scalar>(spec: &KernelSpec<'_>, op: CompareOp) -> Result<Box<dyn HostKernel>, KernelError> {
     use CompareOp::*;
     match op {
         Equal => broadcast_kernel(spec, |a: T, b: T| u8::from(a == b)),
@@ -102,37 +99,13 @@ pub(super) fn register(ops: &mut Vec<OpDef>) {
         ("greater_equal", "a >= b with broadcasting", GreaterEqual),
     ];
     for (name, summary, op) in compare {
-        ops.push(OpDef::new(
-            name,
-            summary,
-            Arity::Exact(2),
-            OpPattern::Broadcast,
-            Compare(op),
-        ));
+        ops.push(OpDef::new(name, summary, Arity::Exact(2), OpPattern::Broadcast, Compare(op)));
     }
     for (name, summary, arity, pattern, op) in [
-        (
-            "logical_and",
-            "a && b with broadcasting",
-            2,
-            OpPattern::Broadcast,
-            LogicalOp::And,
-        ),
-        (
-            "logical_or",
-            "a || b with broadcasting",
-            2,
-            OpPattern::Broadcast,
-            LogicalOp::Or,
-        ),
+        ("logical_and", "a && b with broadcasting", 2, OpPattern::Broadcast, LogicalOp::And),
+        ("logical_or", "a || b with broadcasting", 2, OpPattern::Broadcast, LogicalOp::Or),
         ("logical_not", "!a", 1, OpPattern::ElemWise, LogicalOp::Not),
     ] {
-        ops.push(OpDef::new(
-            name,
-            summary,
-            Arity::Exact(arity),
-            pattern,
-            Logical(op),
-        ));
+        ops.push(OpDef::new(name, summary, Arity::Exact(arity), pattern, Logical(op)));
     }
 }

@@ -60,17 +60,12 @@ pub(super) fn map_kernel<T: Element, U: Element>(
     spec: &KernelSpec<'_>,
     f: impl Fn(T) -> U + Copy + Send + Sync + 'static,
 ) -> Box<dyn HostKernel> {
-    kernels::kernel(
-        spec.op,
-        spec.inputs,
-        spec.outputs,
-        move |ins, outs, threads| {
-            let x = kernels::input::<T>(ins, 0)?;
-            let y = kernels::output::<U>(outs, 0)?;
-            map(x, y, threads, f);
-            Ok(())
-        },
-    )
+    kernels::kernel(spec.op, spec.inputs, spec.outputs, move |ins, outs, threads| {
+        let x = kernels::input::<T>(ins, 0)?;
+        let y = kernels::output::<U>(outs, 0)?;
+        map(x, y, threads, f);
+        Ok(())
+    })
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,7 +127,10 @@ impl OpImpl for Unary {
     fn infer_type(&self, ctx: &TypeCtx<'_>) -> Result<Type, TypeError> {
         let t = ctx.tensor(0)?;
         if self.0.float_only() && (t.dtype.is_int() || t.dtype == DType::Bool) {
-            return Err(ctx.err(format!("requires a floating-point tensor, got {}", t.dtype)));
+            return Err(ctx.err(format!(
+                "requires a floating-point tensor, got {}",
+                t.dtype
+            )));
         }
         Ok(Type::Tensor(t.clone()))
     }
@@ -144,17 +142,12 @@ impl OpImpl for Unary {
             return Err(spec.unsupported(dtype));
         }
         if self.0 == UnaryOp::Copy {
-            return Ok(kernels::kernel(
-                spec.op,
-                spec.inputs,
-                spec.outputs,
-                |ins, outs, _| {
-                    for (i, o) in ins.iter().zip(outs.iter_mut()) {
-                        o.bytes.copy_from_slice(i.bytes);
-                    }
-                    Ok(())
-                },
-            ));
+            return Ok(kernels::kernel(spec.op, spec.inputs, spec.outputs, |ins, outs, _| {
+                for (i, o) in ins.iter().zip(outs.iter_mut()) {
+                    o.bytes.copy_from_slice(i.bytes);
+                }
+                Ok(())
+            }));
         }
         kernels::with_float!(
             dtype,
@@ -203,11 +196,7 @@ impl OpImpl for Clip {
         check_io(spec, 1, 1)?;
         let (lo, hi) = super::support::with_type_ctx(spec, bounds)?;
         let dtype = spec.inputs[0].dtype;
-        kernels::with_numeric!(
-            dtype,
-            |T| Ok(clip_kernel::<T>(spec, lo, hi)),
-            Err(spec.unsupported(dtype))
-        )
+        kernels::with_numeric!(dtype, |T| Ok(clip_kernel::<T>(spec, lo, hi)), Err(spec.unsupported(dtype)))
     }
 }
 
@@ -219,10 +208,7 @@ fn target_dtype(ctx: &TypeCtx<'_>) -> Result<DType, TypeError> {
     name.parse::<DType>().map_err(|e| ctx.err(e.to_string()))
 }
 
-fn cast_kernel<S: Scalar>(
-    spec: &KernelSpec<'_>,
-    to: DType,
-) -> Result<Box<dyn HostKernel>, KernelError> {
+fn cast_kernel<S: Scalar>(spec: &KernelSpec<'_>, to: DType) -> Result<Box<dyn HostKernel>, KernelError> {
     if to == DType::Bool {
         return Ok(map_kernel(spec, |x: S| u8::from(x != S::ZERO)));
     }
@@ -236,10 +222,7 @@ fn cast_kernel<S: Scalar>(
 impl OpImpl for Cast {
     fn infer_type(&self, ctx: &TypeCtx<'_>) -> Result<Type, TypeError> {
         let t = ctx.tensor(0)?;
-        Ok(Type::Tensor(TensorType::new(
-            t.shape.clone(),
-            target_dtype(ctx)?,
-        )))
+        Ok(Type::Tensor(TensorType::new(t.shape.clone(), target_dtype(ctx)?)))
     }
 
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
@@ -272,35 +255,17 @@ pub(super) fn register(ops: &mut Vec<OpDef>) {
         ("copy", "a copy of x", Copy),
     ];
     for (name, summary, op) in unary {
-        ops.push(OpDef::new(
-            name,
-            summary,
-            Arity::Exact(1),
-            OpPattern::ElemWise,
-            Unary(op),
-        ));
+        ops.push(OpDef::new(name, summary, Arity::Exact(1), OpPattern::ElemWise, Unary(op)));
     }
     ops.push(
-        OpDef::new(
-            "clip",
-            "min(max(x, a_min), a_max)",
-            Arity::Exact(1),
-            OpPattern::ElemWise,
-            Clip,
-        )
-        .with_attrs(vec![
-            AttrDef::optional("a_min", AttrKind::Float),
-            AttrDef::optional("a_max", AttrKind::Float),
-        ]),
+        OpDef::new("clip", "min(max(x, a_min), a_max)", Arity::Exact(1), OpPattern::ElemWise, Clip)
+            .with_attrs(vec![
+                AttrDef::optional("a_min", AttrKind::Float),
+                AttrDef::optional("a_max", AttrKind::Float),
+            ]),
     );
     ops.push(
-        OpDef::new(
-            "cast",
-            "x converted to dtype",
-            Arity::Exact(1),
-            OpPattern::ElemWise,
-            Cast,
-        )
-        .with_attrs(vec![AttrDef::optional("dtype", AttrKind::Str)]),
+        OpDef::new("cast", "x converted to dtype", Arity::Exact(1), OpPattern::ElemWise, Cast)
+            .with_attrs(vec![AttrDef::optional("dtype", AttrKind::Str)]),
     );
 }

@@ -24,9 +24,7 @@ struct Init(InitOp);
 fn shape(ctx: &TypeCtx<'_>) -> Result<Vec<usize>, TypeError> {
     ctx.ints("shape")?
         .into_iter()
-        .map(|d| {
-            usize::try_from(d).map_err(|_| ctx.err(format!("shape has a negative dimension {d}")))
-        })
+        .map(|d| usize::try_from(d).map_err(|_| ctx.err(format!("shape has a negative dimension {d}"))))
         .collect()
 }
 
@@ -51,8 +49,7 @@ fn fill<S: Scalar>(out: &mut TensorMut<'_>, value: S) -> Result<(), KernelError>
                 kernels::Wide::Float(f) => f,
             };
             let n = out.ty.num_elements();
-            out.fill_from_f64(&vec![v; n])
-                .map_err(|e| KernelError::new("full", e.to_string()))
+            out.fill_from_f64(&vec![v; n]).map_err(|e| KernelError::new("full", e.to_string()))
         }
     )
 }
@@ -66,11 +63,7 @@ impl OpImpl for Init {
             if v.rank() != 0 {
                 return Err(ctx.err(format!("fill_value must be a scalar, got {v}")));
             }
-            if name.is_empty() {
-                Ok(v.dtype)
-            } else {
-                name.parse::<DType>()
-            }
+            if name.is_empty() { Ok(v.dtype) } else { name.parse::<DType>() }
         } else {
             name.parse::<DType>()
         }
@@ -84,37 +77,22 @@ impl OpImpl for Init {
         let out_dtype = spec.outputs[0].dtype;
         match self.0 {
             // All-zero bits are zero in every built-in dtype.
-            InitOp::Zeros => Ok(kernels::kernel(
-                spec.op,
-                spec.inputs,
-                spec.outputs,
-                |_, outs, _| {
-                    outs[0].bytes.fill(0);
-                    Ok(())
-                },
-            )),
-            InitOp::Ones | InitOp::Full if out_dtype.is_custom() => {
-                Err(spec.unsupported(out_dtype))
-            }
-            InitOp::Ones => Ok(kernels::kernel(
-                spec.op,
-                spec.inputs,
-                spec.outputs,
-                |_, outs, _| fill(&mut outs[0], 1u8),
-            )),
+            InitOp::Zeros => Ok(kernels::kernel(spec.op, spec.inputs, spec.outputs, |_, outs, _| {
+                outs[0].bytes.fill(0);
+                Ok(())
+            })),
+            InitOp::Ones | InitOp::Full if out_dtype.is_custom() => Err(spec.unsupported(out_dtype)),
+            InitOp::Ones => Ok(kernels::kernel(spec.op, spec.inputs, spec.outputs, |_, outs, _| {
+                fill(&mut outs[0], 1u8)
+            })),
             InitOp::Full => {
                 let from = spec.inputs[0].dtype;
                 kernels::with_numeric_or_bool!(
                     from,
-                    |S| Ok(kernels::kernel(
-                        spec.op,
-                        spec.inputs,
-                        spec.outputs,
-                        |ins, outs, _| {
-                            let v = kernels::input::<S>(ins, 0)?[0];
-                            fill(&mut outs[0], v)
-                        }
-                    )),
+                    |S| Ok(kernels::kernel(spec.op, spec.inputs, spec.outputs, |ins, outs, _| {
+                        let v = kernels::input::<S>(ins, 0)?[0];
+                        fill(&mut outs[0], v)
+                    })),
                     Err(spec.unsupported(format_args!("a {from} fill value")))
                 )
             }
@@ -132,23 +110,8 @@ pub(super) fn register(ops: &mut Vec<OpDef>) {
     for (name, summary, arity, op, dtype) in [
         ("zeros", "a tensor of zeros", 0, InitOp::Zeros, "float32"),
         ("ones", "a tensor of ones", 0, InitOp::Ones, "float32"),
-        (
-            "full",
-            "a tensor filled with fill_value",
-            1,
-            InitOp::Full,
-            "",
-        ),
+        ("full", "a tensor filled with fill_value", 1, InitOp::Full, ""),
     ] {
-        ops.push(
-            OpDef::new(
-                name,
-                summary,
-                Arity::Exact(arity),
-                OpPattern::ElemWise,
-                Init(op),
-            )
-            .with_attrs(attrs(dtype)),
-        );
+        ops.push(OpDef::new(name, summary, Arity::Exact(arity), OpPattern::ElemWise, Init(op)).with_attrs(attrs(dtype)));
     }
 }

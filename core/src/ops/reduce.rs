@@ -72,17 +72,12 @@ fn rows_kernel<T: Element, U: Element>(
     f: impl Fn(&[T]) -> U + Send + Sync + 'static,
 ) -> Box<dyn HostKernel> {
     let shape = spec.inputs[0].shape.clone();
-    kernels::kernel(
-        spec.op,
-        spec.inputs,
-        spec.outputs,
-        move |ins, outs, threads| {
-            let x = kernels::input::<T>(ins, 0)?;
-            let y = kernels::output::<U>(outs, 0)?;
-            reduce(x, &shape, &axes, y, threads, &f);
-            Ok(())
-        },
-    )
+    kernels::kernel(spec.op, spec.inputs, spec.outputs, move |ins, outs, threads| {
+        let x = kernels::input::<T>(ins, 0)?;
+        let y = kernels::output::<U>(outs, 0)?;
+        reduce(x, &shape, &axes, y, threads, &f);
+        Ok(())
+    })
 }
 
 /// Position of the extreme element of `row` under `better(candidate, best)`.
@@ -96,25 +91,14 @@ fn arg_extreme<T: Scalar>(row: &[T], better: impl Fn(T, T) -> bool) -> i32 {
     i32::try_from(best).unwrap_or(i32::MAX)
 }
 
-fn reduce_kernel<T: Scalar>(
-    spec: &KernelSpec<'_>,
-    op: ReduceOp,
-    axes: Vec<usize>,
-    last: bool,
-) -> Box<dyn HostKernel> {
+fn reduce_kernel<T: Scalar>(spec: &KernelSpec<'_>, op: ReduceOp, axes: Vec<usize>, last: bool) -> Box<dyn HostKernel> {
     let count: usize = axes.iter().map(|&a| spec.inputs[0].shape[a]).product();
     match op {
-        ReduceOp::Sum => rows_kernel(spec, axes, |r: &[T]| {
-            r.iter().fold(T::ZERO, |a, &b| a.add(b))
-        }),
-        ReduceOp::Prod => rows_kernel(spec, axes, |r: &[T]| {
-            r.iter().fold(T::ONE, |a, &b| a.mul(b))
-        }),
+        ReduceOp::Sum => rows_kernel(spec, axes, |r: &[T]| r.iter().fold(T::ZERO, |a, &b| a.add(b))),
+        ReduceOp::Prod => rows_kernel(spec, axes, |r: &[T]| r.iter().fold(T::ONE, |a, &b| a.mul(b))),
         ReduceOp::Mean => {
             let n = T::from_wide(Wide::Int(count as i64));
-            rows_kernel(spec, axes, move |r: &[T]| {
-                r.iter().fold(T::ZERO, |a, &b| a.add(b)).div(n)
-            })
+            rows_kernel(spec, axes, move |r: &[T]| r.iter().fold(T::ZERO, |a, &b| a.add(b)).div(n))
         }
         ReduceOp::Max => rows_kernel(spec, axes, |r: &[T]| {
             r.iter().fold(T::LOWEST, |a, &b| if b > a { b } else { a })
@@ -122,13 +106,9 @@ fn reduce_kernel<T: Scalar>(
         ReduceOp::Min => rows_kernel(spec, axes, |r: &[T]| {
             r.iter().fold(T::HIGHEST, |a, &b| if b < a { b } else { a })
         }),
-        ReduceOp::ArgMax if last => {
-            rows_kernel(spec, axes, |r: &[T]| arg_extreme(r, |v, b| v >= b))
-        }
+        ReduceOp::ArgMax if last => rows_kernel(spec, axes, |r: &[T]| arg_extreme(r, |v, b| v >= b)),
         ReduceOp::ArgMax => rows_kernel(spec, axes, |r: &[T]| arg_extreme(r, |v, b| v > b)),
-        ReduceOp::ArgMin if last => {
-            rows_kernel(spec, axes, |r: &[T]| arg_extreme(r, |v, b| v <= b))
-        }
+        ReduceOp::ArgMin if last => rows_kernel(spec, axes, |r: &[T]| arg_extreme(r, |v, b| v <= b)),
         ReduceOp::ArgMin => rows_kernel(spec, axes, |r: &[T]| arg_extreme(r, |v, b| v < b)),
     }
 }
@@ -137,11 +117,7 @@ impl OpImpl for Reduce {
     fn infer_type(&self, ctx: &TypeCtx<'_>) -> Result<Type, TypeError> {
         let t = ctx.tensor(0)?;
         let (_, shape) = reduce_axes(ctx, t)?;
-        let dtype = if self.0.is_arg() {
-            DType::Int32
-        } else {
-            t.dtype
-        };
+        let dtype = if self.0.is_arg() { DType::Int32 } else { t.dtype };
         Ok(Type::tensor(shape, dtype))
     }
 
@@ -182,15 +158,6 @@ pub(super) fn register(ops: &mut Vec<OpDef>) {
         if op.is_arg() {
             attrs.push(AttrDef::new("select_last_index", AttrKind::Bool, false));
         }
-        ops.push(
-            OpDef::new(
-                name,
-                summary,
-                Arity::Exact(1),
-                OpPattern::CommReduce,
-                Reduce(op),
-            )
-            .with_attrs(attrs),
-        );
+        ops.push(OpDef::new(name, summary, Arity::Exact(1), OpPattern::CommReduce, Reduce(op)).with_attrs(attrs));
     }
 }

@@ -21,15 +21,10 @@ use super::support::{check_io, normalize_axes, normalize_axis};
 /// A kernel copying the input's bytes to the output.
 fn copy_kernel(spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
     check_io(spec, 1, 1)?;
-    Ok(kernels::kernel(
-        spec.op,
-        spec.inputs,
-        spec.outputs,
-        |ins, outs, _| {
-            outs[0].bytes.copy_from_slice(ins[0].bytes);
-            Ok(())
-        },
-    ))
+    Ok(kernels::kernel(spec.op, spec.inputs, spec.outputs, |ins, outs, _| {
+        outs[0].bytes.copy_from_slice(ins[0].bytes);
+        Ok(())
+    }))
 }
 
 /// The output shape of an op computed from the input type and attributes.
@@ -59,10 +54,7 @@ fn reshape_shape(ctx: &TypeCtx<'_>, t: &TensorType) -> Result<Vec<usize>, TypeEr
     let input = &t.shape;
     let src_dim = |i: usize| {
         input.get(i).copied().ok_or_else(|| {
-            ctx.err(format!(
-                "newshape {newshape:?} refers to input dimension {i} but the input has rank {}",
-                input.len()
-            ))
+            ctx.err(format!("newshape {newshape:?} refers to input dimension {i} but the input has rank {}", input.len()))
         })
     };
     let mut out: Vec<usize> = Vec::new();
@@ -97,17 +89,11 @@ fn reshape_shape(ctx: &TypeCtx<'_>, t: &TensorType) -> Result<Vec<usize>, TypeEr
             }
             -4 => {
                 let (Some(&a), Some(&b)) = (newshape.get(i + 1), newshape.get(i + 2)) else {
-                    return Err(ctx.err(format!(
-                        "newshape {newshape:?}: -4 must be followed by two dimensions"
-                    )));
+                    return Err(ctx.err(format!("newshape {newshape:?}: -4 must be followed by two dimensions")));
                 };
                 let d = src_dim(src)?;
                 let (a, b) = match (a, b) {
-                    (-1, -1) => {
-                        return Err(ctx.err(format!(
-                            "newshape {newshape:?}: -4 splits into at most one -1"
-                        )))
-                    }
+                    (-1, -1) => return Err(ctx.err(format!("newshape {newshape:?}: -4 splits into at most one -1"))),
                     (-1, b) => {
                         let b = dim(ctx, b)?;
                         (if b == 0 { 0 } else { d / b }, b)
@@ -131,12 +117,7 @@ fn reshape_shape(ctx: &TypeCtx<'_>, t: &TensorType) -> Result<Vec<usize>, TypeEr
     }
     let total = t.num_elements();
     if let Some(k) = infer {
-        let known: usize = out
-            .iter()
-            .enumerate()
-            .filter(|&(j, _)| j != k)
-            .map(|(_, &d)| d)
-            .product();
+        let known: usize = out.iter().enumerate().filter(|&(j, _)| j != k).map(|(_, &d)| d).product();
         if known == 0 || total % known != 0 {
             return Err(ctx.err(format!(
                 "cannot infer the -1 in newshape {newshape:?} for input shape {input:?} ({total} elements)"
@@ -163,18 +144,12 @@ fn squeeze_shape(ctx: &TypeCtx<'_>, t: &TensorType) -> Result<Vec<usize>, TypeEr
             return Err(ctx.err(format!("axis {a} has size {}, not 1", t.shape[a])));
         }
     }
-    Ok(t.shape
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| !axes.contains(i))
-        .map(|(_, &d)| d)
-        .collect())
+    Ok(t.shape.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect())
 }
 
 fn expand_dims_shape(ctx: &TypeCtx<'_>, t: &TensorType) -> Result<Vec<usize>, TypeError> {
     let num = ctx.int("num_newaxis")?;
-    let num = usize::try_from(num)
-        .map_err(|_| ctx.err(format!("num_newaxis must be non-negative, got {num}")))?;
+    let num = usize::try_from(num).map_err(|_| ctx.err(format!("num_newaxis must be non-negative, got {num}")))?;
     let axis = normalize_axis(ctx, ctx.int("axis")?, t.rank() + 1)?;
     let mut shape = t.shape.clone();
     for _ in 0..num {
@@ -192,22 +167,10 @@ fn batch_flatten_shape(ctx: &TypeCtx<'_>, t: &TensorType) -> Result<Vec<usize>, 
 
 pub(super) fn register(ops: &mut Vec<OpDef>) {
     let injective = |name: &str, summary: &'static str, f: ShapeFn| {
-        OpDef::new(
-            name,
-            summary,
-            Arity::Exact(1),
-            OpPattern::Injective,
-            View(f),
-        )
-        .view()
+        OpDef::new(name, summary, Arity::Exact(1), OpPattern::Injective, View(f)).view()
     };
     ops.push(
-        injective(
-            "reshape",
-            "the same elements under a new shape",
-            reshape_shape,
-        )
-        .with_attrs(vec![
+        injective("reshape", "the same elements under a new shape", reshape_shape).with_attrs(vec![
             AttrDef::optional("newshape", AttrKind::Ints),
             AttrDef::new("allowzero", AttrKind::Bool, false),
         ]),
@@ -217,12 +180,7 @@ pub(super) fn register(ops: &mut Vec<OpDef>) {
             .with_attrs(vec![AttrDef::optional("axis", AttrKind::OptInts)]),
     );
     ops.push(
-        injective(
-            "expand_dims",
-            "inserts size-1 dimensions at axis",
-            expand_dims_shape,
-        )
-        .with_attrs(vec![
+        injective("expand_dims", "inserts size-1 dimensions at axis", expand_dims_shape).with_attrs(vec![
             AttrDef::optional("axis", AttrKind::Int),
             AttrDef::new("num_newaxis", AttrKind::Int, 1i64),
         ]),

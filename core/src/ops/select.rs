@@ -28,50 +28,35 @@ impl OpImpl for Where {
             return Err(ctx.err(format!("x and y dtypes differ: {} vs {}", x.dtype, y.dtype)));
         }
         let xy = broadcast_shapes(ctx, &x.shape, &y.shape)?;
-        Ok(Type::Tensor(TensorType::new(
-            broadcast_shapes(ctx, &c.shape, &xy)?,
-            x.dtype,
-        )))
+        Ok(Type::Tensor(TensorType::new(broadcast_shapes(ctx, &c.shape, &xy)?, x.dtype)))
     }
 
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         check_io(spec, 3, 1)?;
         let cond_dtype = spec.inputs[0].dtype;
-        if !(cond_dtype == DType::Bool
-            || cond_dtype.is_int()
-            || matches!(cond_dtype, DType::Float32 | DType::Float64))
-        {
+        if !(cond_dtype == DType::Bool || cond_dtype.is_int() || matches!(cond_dtype, DType::Float32 | DType::Float64)) {
             return Err(spec.unsupported(format_args!("a {cond_dtype} condition")));
         }
         let width = spec.outputs[0].dtype.size_bytes();
         let plan = BroadcastPlan::new(
             &spec.outputs[0].shape,
-            &[
-                &spec.inputs[0].shape,
-                &spec.inputs[1].shape,
-                &spec.inputs[2].shape,
-            ],
+            &[&spec.inputs[0].shape, &spec.inputs[1].shape, &spec.inputs[2].shape],
         );
         let op = spec.op.to_string();
         kernels::with_width!(
             width,
-            |W| Ok(kernels::kernel(
-                spec.op,
-                spec.inputs,
-                spec.outputs,
-                move |ins, outs, threads| {
-                    let cond = kernels::with_numeric_or_bool!(
-                        ins[0].ty.dtype,
-                        |T| truth::<T>(&ins[0])?,
-                        return Err(KernelError::new(&op, "unsupported condition dtype"))
-                    );
-                    let x = kernels::words::<W>(ins[1].bytes)?;
-                    let y = kernels::words::<W>(ins[2].bytes)?;
-                    let o = kernels::words_mut::<W>(outs[0].bytes)?;
-                    kernels::broadcast::select(&plan, &cond, x, y, o, threads);
-                    Ok(())
-                }
-            )),
+            |W| Ok(kernels::kernel(spec.op, spec.inputs, spec.outputs, move |ins, outs, threads| {
+                let cond = kernels::with_numeric_or_bool!(
+                    ins[0].ty.dtype,
+                    |T| truth::<T>(&ins[0])?,
+                    return Err(KernelError::new(&op, "unsupported condition dtype"))
+                );
+                let x = kernels::words::<W>(ins[1].bytes)?;
+                let y = kernels::words::<W>(ins[2].bytes)?;
+                let o = kernels::words_mut::<W>(outs[0].bytes)?;
+                kernels::broadcast::select(&plan, &cond, x, y, o, threads);
+                Ok(())
+            })),
             Err(spec.unsupported(format_args!("{}-byte elements", width)))
         )
     }

@@ -40,18 +40,13 @@ fn slice_geometry(ctx: &TypeCtx<'_>, t: &TensorType) -> Result<SliceGeometry, Ty
     let strides = ctx.opt_ints("strides")?.unwrap_or_else(|| vec![1]);
     let mode = ctx.str("slice_mode")?;
     if mode != "end" && mode != "size" {
-        return Err(ctx.err(format!(
-            "slice_mode must be \"end\" or \"size\", got \"{mode}\""
-        )));
+        return Err(ctx.err(format!("slice_mode must be \"end\" or \"size\", got \"{mode}\"")));
     }
     let axes = match ctx.opt_ints("axes")? {
         Some(axes) => normalize_axes(ctx, &axes, t.rank())?,
         None => {
             if begin.len() > t.rank() {
-                return Err(ctx.err(format!(
-                    "begin {begin:?} has more entries than the rank {}",
-                    t.rank()
-                )));
+                return Err(ctx.err(format!("begin {begin:?} has more entries than the rank {}", t.rank())));
             }
             (0..begin.len()).collect()
         }
@@ -63,10 +58,7 @@ fn slice_geometry(ctx: &TypeCtx<'_>, t: &TensorType) -> Result<SliceGeometry, Ty
         )));
     }
     if strides.len() != 1 && strides.len() != axes.len() {
-        return Err(ctx.err(format!(
-            "strides {strides:?} must have 1 or {} entries",
-            axes.len()
-        )));
+        return Err(ctx.err(format!("strides {strides:?} must have 1 or {} entries", axes.len())));
     }
     let mut g = SliceGeometry {
         begin: vec![0; t.rank()],
@@ -75,11 +67,7 @@ fn slice_geometry(ctx: &TypeCtx<'_>, t: &TensorType) -> Result<SliceGeometry, Ty
     };
     for (k, &axis) in axes.iter().enumerate() {
         let dim = t.shape[axis] as i64;
-        let stride = if mode == "size" {
-            1
-        } else {
-            strides[if strides.len() == 1 { 0 } else { k }]
-        };
+        let stride = if mode == "size" { 1 } else { strides[if strides.len() == 1 { 0 } else { k }] };
         if stride == 0 {
             return Err(ctx.err(format!("stride of axis {axis} is 0")));
         }
@@ -87,20 +75,12 @@ fn slice_geometry(ctx: &TypeCtx<'_>, t: &TensorType) -> Result<SliceGeometry, Ty
         let canon = |i: i64| (if i < 0 { i + dim } else { i }).clamp(lo, hi);
         let b = canon(begin[k]);
         let e = if mode == "size" {
-            if end[k] < 0 {
-                dim
-            } else {
-                b.saturating_add(end[k]).min(dim)
-            }
+            if end[k] < 0 { dim } else { b.saturating_add(end[k]).min(dim) }
         } else {
             canon(end[k])
         };
         let len = if stride > 0 {
-            if e > b {
-                (e - b + stride - 1) / stride
-            } else {
-                0
-            }
+            if e > b { (e - b + stride - 1) / stride } else { 0 }
         } else if b > e {
             (b - e + (-stride) - 1) / (-stride)
         } else {
@@ -126,27 +106,17 @@ impl OpImpl for StridedSlice {
         let g = with_type_ctx(spec, |ctx| slice_geometry(ctx, input))?;
         let strides = kernels::strides(&input.shape);
         let base: usize = g.begin.iter().zip(&strides).map(|(b, s)| b * s).sum();
-        let step: Vec<isize> = g
-            .step
-            .iter()
-            .zip(&strides)
-            .map(|(&k, &s)| k * s as isize)
-            .collect();
+        let step: Vec<isize> = g.step.iter().zip(&strides).map(|(&k, &s)| k * s as isize).collect();
         let shape = g.shape;
         let width = input.dtype.size_bytes();
         kernels::with_width!(
             width,
-            |W| Ok(kernels::kernel(
-                spec.op,
-                spec.inputs,
-                spec.outputs,
-                move |ins, outs, _| {
-                    let x = kernels::words::<W>(ins[0].bytes)?;
-                    let y = kernels::words_mut::<W>(outs[0].bytes)?;
-                    transform::strided_gather(x, y, &shape, base, &step);
-                    Ok(())
-                }
-            )),
+            |W| Ok(kernels::kernel(spec.op, spec.inputs, spec.outputs, move |ins, outs, _| {
+                let x = kernels::words::<W>(ins[0].bytes)?;
+                let y = kernels::words_mut::<W>(outs[0].bytes)?;
+                transform::strided_gather(x, y, &shape, base, &step);
+                Ok(())
+            })),
             Err(spec.unsupported(format_args!("{width}-byte elements")))
         )
     }
@@ -165,10 +135,7 @@ enum TakeMode {
 fn take_type(ctx: &TypeCtx<'_>) -> Result<(Option<usize>, TakeMode, TensorType), TypeError> {
     let (data, indices) = (ctx.tensor(0)?, ctx.tensor(1)?);
     if !matches!(indices.dtype, DType::Int32 | DType::Int64) {
-        return Err(ctx.err(format!(
-            "indices must be int32 or int64, got {}",
-            indices.dtype
-        )));
+        return Err(ctx.err(format!("indices must be int32 or int64, got {}", indices.dtype)));
     }
     let batch_dims = ctx.int("batch_dims")?;
     if batch_dims != 0 {
@@ -178,16 +145,9 @@ fn take_type(ctx: &TypeCtx<'_>) -> Result<(Option<usize>, TakeMode, TensorType),
         "clip" => TakeMode::Clip,
         "wrap" => TakeMode::Wrap,
         "fast" => TakeMode::Fast,
-        m => {
-            return Err(ctx.err(format!(
-                "mode must be \"clip\", \"wrap\" or \"fast\", got \"{m}\""
-            )))
-        }
+        m => return Err(ctx.err(format!("mode must be \"clip\", \"wrap\" or \"fast\", got \"{m}\""))),
     };
-    let axis = ctx
-        .opt_int("axis")?
-        .map(|a| normalize_axis(ctx, a, data.rank()))
-        .transpose()?;
+    let axis = ctx.opt_int("axis")?.map(|a| normalize_axis(ctx, a, data.rank())).transpose()?;
     let (shape, axis_len) = match axis {
         None => (indices.shape.clone(), data.num_elements()),
         Some(a) => {
@@ -204,24 +164,13 @@ fn take_type(ctx: &TypeCtx<'_>) -> Result<(Option<usize>, TakeMode, TensorType),
 }
 
 /// Maps raw indices into `0..n` according to `mode`.
-fn resolve(
-    op: &str,
-    raw: impl Iterator<Item = i64>,
-    n: usize,
-    mode: TakeMode,
-) -> Result<Vec<usize>, KernelError> {
+fn resolve(op: &str, raw: impl Iterator<Item = i64>, n: usize, mode: TakeMode) -> Result<Vec<usize>, KernelError> {
     let m = n as i64;
     raw.map(|i| {
         let k = match mode {
             TakeMode::Clip => i.clamp(0, m - 1),
             TakeMode::Wrap => i.rem_euclid(m),
-            TakeMode::Fast if (-m..m).contains(&i) => {
-                if i < 0 {
-                    i + m
-                } else {
-                    i
-                }
-            }
+            TakeMode::Fast if (-m..m).contains(&i) => if i < 0 { i + m } else { i },
             TakeMode::Fast => {
                 return Err(KernelError::new(
                     op,
@@ -253,65 +202,30 @@ impl OpImpl for Take {
             ),
         };
         let op = spec.op.to_string();
-        Ok(kernels::kernel(
-            spec.op,
-            spec.inputs,
-            spec.outputs,
-            move |ins, outs, _| {
-                let indices = match ins[1].ty.dtype {
-                    DType::Int32 => resolve(
-                        &op,
-                        kernels::input::<i32>(ins, 1)?.iter().map(|&i| i64::from(i)),
-                        axis_len,
-                        mode,
-                    )?,
-                    _ => resolve(
-                        &op,
-                        kernels::input::<i64>(ins, 1)?.iter().copied(),
-                        axis_len,
-                        mode,
-                    )?,
-                };
-                transform::take(
-                    ins[0].bytes,
-                    &indices,
-                    outer,
-                    axis_len,
-                    block,
-                    outs[0].bytes,
-                );
-                Ok(())
-            },
-        ))
+        Ok(kernels::kernel(spec.op, spec.inputs, spec.outputs, move |ins, outs, _| {
+            let indices = match ins[1].ty.dtype {
+                DType::Int32 => resolve(&op, kernels::input::<i32>(ins, 1)?.iter().map(|&i| i64::from(i)), axis_len, mode)?,
+                _ => resolve(&op, kernels::input::<i64>(ins, 1)?.iter().copied(), axis_len, mode)?,
+            };
+            transform::take(ins[0].bytes, &indices, outer, axis_len, block, outs[0].bytes);
+            Ok(())
+        }))
     }
 }
 
 pub(super) fn register(ops: &mut Vec<OpDef>) {
     ops.push(
-        OpDef::new(
-            "strided_slice",
-            "a strided window of the input",
-            Arity::Exact(1),
-            OpPattern::Injective,
-            StridedSlice,
-        )
-        .with_attrs(vec![
-            AttrDef::optional("begin", AttrKind::OptInts),
-            AttrDef::optional("end", AttrKind::OptInts),
-            AttrDef::optional("strides", AttrKind::OptInts),
-            AttrDef::optional("axes", AttrKind::OptInts),
-            AttrDef::new("slice_mode", AttrKind::Str, "end"),
-        ]),
+        OpDef::new("strided_slice", "a strided window of the input", Arity::Exact(1), OpPattern::Injective, StridedSlice)
+            .with_attrs(vec![
+                AttrDef::optional("begin", AttrKind::OptInts),
+                AttrDef::optional("end", AttrKind::OptInts),
+                AttrDef::optional("strides", AttrKind::OptInts),
+                AttrDef::optional("axes", AttrKind::OptInts),
+                AttrDef::new("slice_mode", AttrKind::Str, "end"),
+            ]),
     );
     ops.push(
-        OpDef::new(
-            "take",
-            "gathers elements along axis",
-            Arity::Exact(2),
-            OpPattern::Injective,
-            Take,
-        )
-        .with_attrs(vec![
+        OpDef::new("take", "gathers elements along axis", Arity::Exact(2), OpPattern::Injective, Take).with_attrs(vec![
             AttrDef::new("batch_dims", AttrKind::Int, 0i64),
             AttrDef::optional("axis", AttrKind::OptInt),
             AttrDef::new("mode", AttrKind::Str, "clip"),

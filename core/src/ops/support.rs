@@ -3,11 +3,7 @@
 use crate::op::{KernelError, KernelSpec, TypeCtx, TypeError};
 
 /// Resolves a possibly negative `axis` against `rank` (Python style: -1 is the last axis).
-pub(super) fn normalize_axis(
-    ctx: &TypeCtx<'_>,
-    axis: i64,
-    rank: usize,
-) -> Result<usize, TypeError> {
+pub(super) fn normalize_axis(ctx: &TypeCtx<'_>, axis: i64, rank: usize) -> Result<usize, TypeError> {
     let r = rank as i64;
     if axis < -r || axis >= r {
         return Err(ctx.err(format!(
@@ -20,11 +16,7 @@ pub(super) fn normalize_axis(
 }
 
 /// Resolves a list of axes; rejects duplicates. The result keeps the given order.
-pub(super) fn normalize_axes(
-    ctx: &TypeCtx<'_>,
-    axes: &[i64],
-    rank: usize,
-) -> Result<Vec<usize>, TypeError> {
+pub(super) fn normalize_axes(ctx: &TypeCtx<'_>, axes: &[i64], rank: usize) -> Result<Vec<usize>, TypeError> {
     let mut out = Vec::with_capacity(axes.len());
     for &a in axes {
         let n = normalize_axis(ctx, a, rank)?;
@@ -37,11 +29,7 @@ pub(super) fn normalize_axes(
 }
 
 /// Checks that a kernel spec has `inputs` input and `outputs` output tensors.
-pub(super) fn check_io(
-    spec: &KernelSpec<'_>,
-    inputs: usize,
-    outputs: usize,
-) -> Result<(), KernelError> {
+pub(super) fn check_io(spec: &KernelSpec<'_>, inputs: usize, outputs: usize) -> Result<(), KernelError> {
     if spec.inputs.len() != inputs || spec.outputs.len() != outputs {
         return Err(KernelError::new(
             spec.op,

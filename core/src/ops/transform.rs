@@ -20,9 +20,7 @@ fn transpose_axes(ctx: &TypeCtx<'_>, rank: usize) -> Result<Vec<usize>, TypeErro
         return Ok((0..rank).rev().collect());
     };
     if axes.len() != rank {
-        return Err(ctx.err(format!(
-            "axes {axes:?} must list {rank} axes for a tensor of rank {rank}"
-        )));
+        return Err(ctx.err(format!("axes {axes:?} must list {rank} axes for a tensor of rank {rank}")));
     }
     super::support::normalize_axes(ctx, &axes, rank)
 }
@@ -31,10 +29,7 @@ impl OpImpl for Transpose {
     fn infer_type(&self, ctx: &TypeCtx<'_>) -> Result<Type, TypeError> {
         let t = ctx.tensor(0)?;
         let axes = transpose_axes(ctx, t.rank())?;
-        Ok(Type::tensor(
-            axes.iter().map(|&a| t.shape[a]).collect::<Vec<_>>(),
-            t.dtype,
-        ))
+        Ok(Type::tensor(axes.iter().map(|&a| t.shape[a]).collect::<Vec<_>>(), t.dtype))
     }
 
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
@@ -44,17 +39,12 @@ impl OpImpl for Transpose {
         let width = input.dtype.size_bytes();
         kernels::with_width!(
             width,
-            |W| Ok(kernels::kernel(
-                spec.op,
-                spec.inputs,
-                spec.outputs,
-                move |ins, outs, _| {
-                    let x = kernels::words::<W>(ins[0].bytes)?;
-                    let y = kernels::words_mut::<W>(outs[0].bytes)?;
-                    transform::permute(x, y, &input.shape, &axes);
-                    Ok(())
-                }
-            )),
+            |W| Ok(kernels::kernel(spec.op, spec.inputs, spec.outputs, move |ins, outs, _| {
+                let x = kernels::words::<W>(ins[0].bytes)?;
+                let y = kernels::words_mut::<W>(outs[0].bytes)?;
+                transform::permute(x, y, &input.shape, &axes);
+                Ok(())
+            })),
             Err(spec.unsupported(format_args!("{width}-byte elements")))
         )
     }
@@ -63,10 +53,7 @@ impl OpImpl for Transpose {
 struct Concatenate;
 
 /// The output type and normalized axis of concatenating `fields`.
-fn concat_type(
-    ctx: &TypeCtx<'_>,
-    fields: &[&TensorType],
-) -> Result<(TensorType, usize), TypeError> {
+fn concat_type(ctx: &TypeCtx<'_>, fields: &[&TensorType]) -> Result<(TensorType, usize), TypeError> {
     let Some(first) = fields.first() else {
         return Err(ctx.err("needs at least one tensor"));
     };
@@ -74,17 +61,10 @@ fn concat_type(
     let mut shape = first.shape.clone();
     for (i, f) in fields.iter().enumerate().skip(1) {
         if f.rank() != first.rank() {
-            return Err(ctx.err(format!(
-                "field {i} has rank {} but field 0 has rank {}",
-                f.rank(),
-                first.rank()
-            )));
+            return Err(ctx.err(format!("field {i} has rank {} but field 0 has rank {}", f.rank(), first.rank())));
         }
         if f.dtype != first.dtype {
-            return Err(ctx.err(format!(
-                "field {i} has dtype {} but field 0 has dtype {}",
-                f.dtype, first.dtype
-            )));
+            return Err(ctx.err(format!("field {i} has dtype {} but field 0 has dtype {}", f.dtype, first.dtype)));
         }
         let differs = (0..f.rank()).any(|d| d != axis && f.shape[d] != first.shape[d]);
         if differs {
@@ -108,10 +88,7 @@ impl OpImpl for Concatenate {
         let tensors = fields
             .iter()
             .enumerate()
-            .map(|(i, f)| {
-                f.as_tensor()
-                    .ok_or_else(|| ctx.err(format!("field {i} must be a tensor, got {f}")))
-            })
+            .map(|(i, f)| f.as_tensor().ok_or_else(|| ctx.err(format!("field {i} must be a tensor, got {f}"))))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Type::Tensor(concat_type(ctx, &tensors)?.0))
     }
@@ -119,11 +96,7 @@ impl OpImpl for Concatenate {
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         check_io(spec, spec.inputs.len().max(1), 1)?;
         let fields: Vec<&TensorType> = spec.inputs.iter().collect();
-        let ctx = TypeCtx {
-            op: spec.op,
-            attrs: spec.attrs,
-            args: &[],
-        };
+        let ctx = TypeCtx { op: spec.op, attrs: spec.attrs, args: &[] };
         let (_, axis) = concat_type(&ctx, &fields)?;
         let width = spec.outputs[0].dtype.size_bytes();
         let outer: usize = spec.outputs[0].shape[..axis].iter().product();
@@ -132,20 +105,11 @@ impl OpImpl for Concatenate {
             .iter()
             .map(|t| t.shape[axis..].iter().product::<usize>() * width)
             .collect();
-        Ok(kernels::kernel(
-            spec.op,
-            spec.inputs,
-            spec.outputs,
-            move |ins, outs, _| {
-                let parts: Vec<(&[u8], usize)> = ins
-                    .iter()
-                    .map(|t| t.bytes)
-                    .zip(blocks.iter().copied())
-                    .collect();
-                transform::concat(&parts, outer, outs[0].bytes);
-                Ok(())
-            },
-        ))
+        Ok(kernels::kernel(spec.op, spec.inputs, spec.outputs, move |ins, outs, _| {
+            let parts: Vec<(&[u8], usize)> = ins.iter().map(|t| t.bytes).zip(blocks.iter().copied()).collect();
+            transform::concat(&parts, outer, outs[0].bytes);
+            Ok(())
+        }))
     }
 }
 
@@ -158,22 +122,16 @@ fn split_sizes(ctx: &TypeCtx<'_>, t: &TensorType) -> Result<(usize, Vec<usize>),
     let sizes = match ctx.attr("indices_or_sections") {
         AttrValue::Int(n) => {
             let n = usize::try_from(*n).ok().filter(|&n| n > 0).ok_or_else(|| {
-                ctx.err(format!(
-                    "indices_or_sections must be a positive number of sections, got {n}"
-                ))
+                ctx.err(format!("indices_or_sections must be a positive number of sections, got {n}"))
             })?;
             if len % n != 0 {
-                return Err(ctx.err(format!(
-                    "{n} sections do not evenly divide axis {axis} of size {len}"
-                )));
+                return Err(ctx.err(format!("{n} sections do not evenly divide axis {axis} of size {len}")));
             }
             vec![len / n; n]
         }
         v => {
             let indices = v.as_int_list().ok_or_else(|| {
-                ctx.err(format!(
-                    "indices_or_sections must be an int or a list of ints, got {v}"
-                ))
+                ctx.err(format!("indices_or_sections must be an int or a list of ints, got {v}"))
             })?;
             let mut sizes = Vec::with_capacity(indices.len() + 1);
             let mut begin = 0usize;
@@ -210,43 +168,26 @@ impl OpImpl for Split {
     }
 
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
-        let input = spec
-            .inputs
-            .first()
-            .ok_or_else(|| KernelError::new(spec.op, "missing input"))?;
+        let input = spec.inputs.first().ok_or_else(|| KernelError::new(spec.op, "missing input"))?;
         let (axis, sizes) = with_type_ctx(spec, |ctx| split_sizes(ctx, input))?;
         check_io(spec, 1, sizes.len())?;
         let width = input.dtype.size_bytes();
         let outer: usize = input.shape[..axis].iter().product();
         let inner: usize = input.shape[axis + 1..].iter().product::<usize>() * width;
         let blocks: Vec<usize> = sizes.iter().map(|s| s * inner).collect();
-        Ok(kernels::kernel(
-            spec.op,
-            spec.inputs,
-            spec.outputs,
-            move |ins, outs, _| {
-                let mut parts: Vec<(&mut [u8], usize)> = outs
-                    .iter_mut()
-                    .map(|t| &mut *t.bytes)
-                    .zip(blocks.iter().copied())
-                    .collect();
-                transform::split(ins[0].bytes, outer, &mut parts);
-                Ok(())
-            },
-        ))
+        Ok(kernels::kernel(spec.op, spec.inputs, spec.outputs, move |ins, outs, _| {
+            let mut parts: Vec<(&mut [u8], usize)> =
+                outs.iter_mut().map(|t| &mut *t.bytes).zip(blocks.iter().copied()).collect();
+            transform::split(ins[0].bytes, outer, &mut parts);
+            Ok(())
+        }))
     }
 }
 
 pub(super) fn register(ops: &mut Vec<OpDef>) {
     ops.push(
-        OpDef::new(
-            "transpose",
-            "permutes the dimensions",
-            Arity::Exact(1),
-            OpPattern::Injective,
-            Transpose,
-        )
-        .with_attrs(vec![AttrDef::optional("axes", AttrKind::OptInts)]),
+        OpDef::new("transpose", "permutes the dimensions", Arity::Exact(1), OpPattern::Injective, Transpose)
+            .with_attrs(vec![AttrDef::optional("axes", AttrKind::OptInts)]),
     );
     ops.push(
         OpDef::new(
@@ -259,16 +200,10 @@ pub(super) fn register(ops: &mut Vec<OpDef>) {
         .with_attrs(vec![AttrDef::new("axis", AttrKind::Int, 0i64)]),
     );
     ops.push(
-        OpDef::new(
-            "split",
-            "cuts a tensor into a tuple along axis",
-            Arity::Exact(1),
-            OpPattern::Injective,
-            Split,
-        )
-        .with_attrs(vec![
-            AttrDef::optional("indices_or_sections", AttrKind::Any),
-            AttrDef::new("axis", AttrKind::Int, 0i64),
-        ]),
+        OpDef::new("split", "cuts a tensor into a tuple along axis", Arity::Exact(1), OpPattern::Injective, Split)
+            .with_attrs(vec![
+                AttrDef::optional("indices_or_sections", AttrKind::Any),
+                AttrDef::new("axis", AttrKind::Int, 0i64),
+            ]),
     );
 }
