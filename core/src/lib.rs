@@ -10,6 +10,7 @@ pub mod exec;
 pub mod io;
 pub mod ir;
 mod kernels;
+pub mod onnx;
 pub mod op;
 mod ops;
 pub mod passes;

@@ -1,0 +1,1 @@
+B	rmean_allJ ~ú½
