@@ -1,4 +1,7 @@
-//! The byoc driver library: the pipeline that takes a model from a file to results, used by the
-//! `byoc` command-line tool.
+//! The byoc driver library: loading models from files, preparing them, and the commands of the
+//! `byoc` tool. The binary in `main.rs` only parses arguments and maps errors to exit codes.
+
+pub mod cli;
+pub mod model;
 
 pub use byoc_core as core;

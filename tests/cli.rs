@@ -1,0 +1,197 @@
+//! End-to-end tests of the `byoc` binary: the default model against a numpy reference, and bad
+//! input of every kind giving a clear message and exit code 2.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use byoc::core::io::read_npz;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn byoc(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_byoc"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("the byoc binary starts")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("byoc-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir.join(name)
+}
+
+fn write(name: &str, text: &str) -> PathBuf {
+    let p = tmp(name);
+    std::fs::write(&p, text).expect("write temp file");
+    p
+}
+
+/// Asserts exit code 2, no panic, and that stderr contains every fragment.
+fn assert_bad_input(out: &Output, fragments: &[&str]) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
+    assert!(!err.contains("panicked") && !err.contains("internal error"), "{err}");
+    for f in fragments {
+        assert!(err.contains(f), "expected {f:?} in: {err}");
+    }
+}
+
+#[test]
+fn default_model_matches_numpy_reference() {
+    let out_path = tmp("small_cnn_out.npz");
+    let out = byoc(&[
+        "run",
+        "examples/models/small_cnn.relay",
+        "--inputs",
+        "tests/data/small_cnn/input.npz",
+        "-o",
+        out_path.to_str().expect("utf-8 temp path"),
+        "--threads",
+        "2",
+    ]);
+    assert!(out.status.success(), "stderr: {}", stderr(&out));
+    let got = read_npz(&out_path).expect("outputs written");
+    let want = read_npz(&root().join("tests/data/small_cnn/expected.npz")).expect("reference");
+    let (g, w) = (got["output_0"].to_f64_vec(), want["output_0"].to_f64_vec());
+    assert_eq!(got["output_0"].shape(), want["output_0"].shape());
+    for (a, b) in g.iter().zip(&w) {
+        assert!((a - b).abs() <= 1e-5 + 1e-4 * b.abs(), "{a} vs {b}");
+    }
+}
+
+#[test]
+fn inspect_prints_the_typed_module() {
+    let out = byoc(&["inspect", "examples/models/small_cnn.relay", "--stage", "parse"]);
+    assert!(out.status.success(), "stderr: {}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("def @main(%data: Tensor[(1, 3, 16, 16), float32]"), "{text}");
+    assert!(text.contains("ty=Tensor[(1, 10), float32]"), "{text}");
+}
+
+#[test]
+fn random_inputs_are_deterministic() {
+    let run = || {
+        let out = byoc(&["run", "examples/models/small_cnn.relay", "--random-inputs", "3"]);
+        assert!(out.status.success(), "stderr: {}", stderr(&out));
+        out.stdout
+    };
+    assert_eq!(run(), run());
+}
+
+#[test]
+fn missing_input_names_it() {
+    let out = byoc(&["run", "examples/models/small_cnn.relay"]);
+    assert_bad_input(&out, &["missing input 'data'", "--random-inputs"]);
+}
+
+#[test]
+fn malformed_text_is_reported_with_position() {
+    let cases: &[(&str, &str, &[&str])] = &[
+        (
+            "truncated.relay",
+            "def @main(%x: Tensor[(2), float32]) {\n  nn.relu(%x",
+            &["truncated.relay", "2:"],
+        ),
+        (
+            "unknown_op.relay",
+            "def @main(%x: Tensor[(2), float32]) {\n  nn.relux(%x)\n}\n",
+            &["unknown_op.relay", "2:3", "nn.relux"],
+        ),
+        (
+            "attr_type.relay",
+            "def @main(%x: Tensor[(1, 2, 4, 4), float32]) {\n  nn.max_pool2d(%x, pool_size=\"big\")\n}\n",
+            &["attr_type.relay", "2:", "pool_size"],
+        ),
+        (
+            "duplicate.relay",
+            "def @main(%x: Tensor[(2), float32], %x: Tensor[(2), float32]) {\n  %x\n}\n",
+            &["duplicate.relay", "1:", "%x"],
+        ),
+        (
+            "undefined.relay",
+            "def @main(%x: Tensor[(2), float32]) {\n  add(%x, %y)\n}\n",
+            &["undefined.relay", "2:", "%y"],
+        ),
+        (
+            "type_error.relay",
+            "def @main(%x: Tensor[(2, 3), float32], %y: Tensor[(4), float32]) {\n  add(%x, %y)\n}\n",
+            &["type_error.relay", "2:3", "do not broadcast"],
+        ),
+    ];
+    for (name, text, fragments) in cases {
+        let path = write(name, text);
+        let out = byoc(&["run", path.to_str().expect("utf-8"), "--random-inputs", "0"]);
+        assert_bad_input(&out, fragments);
+    }
+}
+
+#[test]
+fn wrong_input_shape_and_dtype_are_named() {
+    let model = write(
+        "relu.relay",
+        "def @main(%x: Tensor[(2, 3), float32]) {\n  nn.relu(%x)\n}\n",
+    );
+    let model = model.to_str().expect("utf-8");
+    let mut inputs = std::collections::BTreeMap::new();
+    inputs.insert(
+        "x".to_string(),
+        byoc::core::Tensor::from_vec([3, 2], vec![0f32; 6]).expect("tensor"),
+    );
+    let shape_npz = tmp("wrong_shape.npz");
+    byoc::core::io::write_npz(&shape_npz, &inputs).expect("write npz");
+    let out = byoc(&["run", model, "--inputs", shape_npz.to_str().expect("utf-8")]);
+    assert_bad_input(&out, &["input 'x'", "Tensor[(2, 3), float32]", "Tensor[(3, 2), float32]"]);
+
+    inputs.insert(
+        "x".to_string(),
+        byoc::core::Tensor::from_vec([2, 3], vec![0i32; 6]).expect("tensor"),
+    );
+    let dtype_npz = tmp("wrong_dtype.npz");
+    byoc::core::io::write_npz(&dtype_npz, &inputs).expect("write npz");
+    let out = byoc(&["run", model, "--inputs", dtype_npz.to_str().expect("utf-8")]);
+    assert_bad_input(&out, &["input 'x'", "int32"]);
+
+    inputs.insert(
+        "y".to_string(),
+        byoc::core::Tensor::from_vec([1], vec![0f32]).expect("tensor"),
+    );
+    let extra_npz = tmp("extra.npz");
+    byoc::core::io::write_npz(&extra_npz, &inputs).expect("write npz");
+    let out = byoc(&["run", model, "--inputs", extra_npz.to_str().expect("utf-8")]);
+    assert_bad_input(&out, &["input 'y' is not an input of the model"]);
+}
+
+#[test]
+fn corrupt_npz_and_missing_files_are_reported() {
+    let corrupt = write("corrupt.npz", "PK\u{3}\u{4} this is not a zip archive");
+    let out = byoc(&[
+        "run",
+        "examples/models/small_cnn.relay",
+        "--inputs",
+        corrupt.to_str().expect("utf-8"),
+    ]);
+    assert_bad_input(&out, &["corrupt.npz"]);
+
+    let out = byoc(&["run", "no/such/model.relay"]);
+    assert_bad_input(&out, &["no/such/model.relay"]);
+
+    let out = byoc(&["run", "model.pb"]);
+    assert_bad_input(&out, &["unsupported model format"]);
+}
+
+#[test]
+fn bad_usage_exits_2() {
+    let out = byoc(&["run"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = byoc(&["frobnicate"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(Path::new(env!("CARGO_BIN_EXE_byoc")).exists());
+}
