@@ -208,7 +208,7 @@ impl Executor {
         );
         let mut calls = Vec::new();
         let result = self.run_instructions(inputs, &mut bufs, &mut calls);
-        let outputs = result.and_then(|()| Ok(self.collect_outputs(inputs, &mut bufs)));
+        let outputs = result.map(|()| self.collect_outputs(inputs, &mut bufs));
         bufs.truncate(n_slots);
         let mut idle = lock(&self.arenas);
         if idle.len() < ARENA_POOL_SIZE {

@@ -110,11 +110,11 @@ fn reshape_shape(ctx: &TypeCtx<'_>, t: &TensorType) -> Result<Vec<usize>, TypeEr
                     }
                     (-1, b) => {
                         let b = dim(ctx, b)?;
-                        (if b == 0 { 0 } else { d / b }, b)
+                        (d.checked_div(b).unwrap_or(0), b)
                     }
                     (a, -1) => {
                         let a = dim(ctx, a)?;
-                        (a, if a == 0 { 0 } else { d / a })
+                        (a, d.checked_div(a).unwrap_or(0))
                     }
                     (a, b) => (dim(ctx, a)?, dim(ctx, b)?),
                 };
