@@ -10,6 +10,7 @@ pub mod op;
 mod ops;
 pub mod passes;
 pub mod tensor;
+pub mod text;
 
 pub use ir::{DType, Module, TensorType, Type};
 pub use tensor::Tensor;
