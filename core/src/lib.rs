@@ -16,6 +16,7 @@ mod ops;
 pub mod passes;
 pub mod target;
 pub mod tensor;
+pub mod text;
 
 pub use ir::{DType, Module, TensorType, Type};
 pub use tensor::Tensor;
