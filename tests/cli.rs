@@ -38,7 +38,10 @@ fn write(name: &str, text: &str) -> PathBuf {
 fn assert_bad_input(out: &Output, fragments: &[&str]) {
     let err = stderr(out);
     assert_eq!(out.status.code(), Some(2), "stderr: {err}");
-    assert!(!err.contains("panicked") && !err.contains("internal error"), "{err}");
+    assert!(
+        !err.contains("panicked") && !err.contains("internal error"),
+        "{err}"
+    );
     for f in fragments {
         assert!(err.contains(f), "expected {f:?} in: {err}");
     }
@@ -59,7 +62,7 @@ fn default_model_matches_numpy_reference() {
     ]);
     assert!(out.status.success(), "stderr: {}", stderr(&out));
     let got = read_npz(&out_path).expect("outputs written");
-    let want = read_npz(&root().join("tests/data/small_cnn/expected.npz")).expect("reference");
+    let want = read_npz(root().join("tests/data/small_cnn/expected.npz")).expect("reference");
     let (g, w) = (got["output_0"].to_f64_vec(), want["output_0"].to_f64_vec());
     assert_eq!(got["output_0"].shape(), want["output_0"].shape());
     for (a, b) in g.iter().zip(&w) {
@@ -69,17 +72,30 @@ fn default_model_matches_numpy_reference() {
 
 #[test]
 fn inspect_prints_the_typed_module() {
-    let out = byoc(&["inspect", "examples/models/small_cnn.relay", "--stage", "parse"]);
+    let out = byoc(&[
+        "inspect",
+        "examples/models/small_cnn.relay",
+        "--stage",
+        "parse",
+    ]);
     assert!(out.status.success(), "stderr: {}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("def @main(%data: Tensor[(1, 3, 16, 16), float32]"), "{text}");
+    assert!(
+        text.contains("def @main(%data: Tensor[(1, 3, 16, 16), float32]"),
+        "{text}"
+    );
     assert!(text.contains("ty=Tensor[(1, 10), float32]"), "{text}");
 }
 
 #[test]
 fn random_inputs_are_deterministic() {
     let run = || {
-        let out = byoc(&["run", "examples/models/small_cnn.relay", "--random-inputs", "3"]);
+        let out = byoc(&[
+            "run",
+            "examples/models/small_cnn.relay",
+            "--random-inputs",
+            "3",
+        ]);
         assert!(out.status.success(), "stderr: {}", stderr(&out));
         out.stdout
     };
@@ -148,7 +164,14 @@ fn wrong_input_shape_and_dtype_are_named() {
     let shape_npz = tmp("wrong_shape.npz");
     byoc::core::io::write_npz(&shape_npz, &inputs).expect("write npz");
     let out = byoc(&["run", model, "--inputs", shape_npz.to_str().expect("utf-8")]);
-    assert_bad_input(&out, &["input 'x'", "Tensor[(2, 3), float32]", "Tensor[(3, 2), float32]"]);
+    assert_bad_input(
+        &out,
+        &[
+            "input 'x'",
+            "Tensor[(2, 3), float32]",
+            "Tensor[(3, 2), float32]",
+        ],
+    );
 
     inputs.insert(
         "x".to_string(),

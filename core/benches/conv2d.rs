@@ -89,7 +89,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .and_then(Type::as_tensor)
             .ok_or("conv2d result is not a tensor")?
             .clone();
-        let kernel = op.host_kernel(&c.attrs, &[dt.clone(), wt.clone()], &[out_ty.clone()])?;
+        let kernel = op.host_kernel(
+            &c.attrs,
+            &[dt.clone(), wt.clone()],
+            std::slice::from_ref(&out_ty),
+        )?;
         let xs = Tensor::from_vec(layer.data, pseudo_random(dt.num_elements(), 1))?;
         let ws = Tensor::from_vec(layer.weight, pseudo_random(wt.num_elements(), 2))?;
         let mut y = Tensor::zeros(out_ty.clone());

@@ -625,7 +625,12 @@ fn type_errors_name_the_problem() {
 fn half_precision_kernels_are_rejected_cleanly() {
     let f16 = TensorType::new([1, 2, 4, 4], DType::Float16);
     let op = OpRegistry::lookup("nn.max_pool2d").unwrap();
-    let (attrs, ty) = typed_call("nn.max_pool2d", &[f16.clone()], pool(&[2, 2], &[2, 2])).unwrap();
+    let (attrs, ty) = typed_call(
+        "nn.max_pool2d",
+        std::slice::from_ref(&f16),
+        pool(&[2, 2], &[2, 2]),
+    )
+    .unwrap();
     let out = ty.as_tensor().unwrap().clone();
     let err = op.host_kernel(&attrs, &[f16], &[out]).err().unwrap();
     assert_eq!(

@@ -376,7 +376,11 @@ fn half_precision_is_left_to_the_executor() {
     let def = OpRegistry::lookup("exp").unwrap();
     let ty = TensorType::new([2], DType::Float16);
     let err = def
-        .host_kernel(&Attrs::new(), &[ty.clone()], &[ty])
+        .host_kernel(
+            &Attrs::new(),
+            std::slice::from_ref(&ty),
+            std::slice::from_ref(&ty),
+        )
         .err()
         .unwrap();
     assert_eq!(err.to_string(), "exp: host kernel does not support float16");

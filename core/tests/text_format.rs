@@ -181,7 +181,7 @@ fn shared_constants_print_in_the_common_scope() {
     let mut b = FunctionBuilder::new();
     let x = b.param("x", Type::tensor([2], DType::Float32));
     let c = b.constant(Tensor::from_vec([2], vec![1.0f32, 2.0]).unwrap());
-    let mut lit = |b: &mut FunctionBuilder, name: &str| {
+    let lit = |b: &mut FunctionBuilder, name: &str| {
         let p = b.param("p", Type::tensor([2], DType::Float32));
         let s = b.call("add", &[p, c], Attrs::new()).unwrap();
         b.function(&[p], s, Attrs::new().with("Composite", name))

@@ -17,7 +17,10 @@ pub fn model_inputs(module: &Module) -> Result<Vec<(String, TensorType)>> {
             let var = main.var(p).context("@main parameter is not a variable")?;
             match &var.ty {
                 Type::Tensor(t) => Ok((var.name.clone(), t.clone())),
-                other => bail!("@main parameter %{} has type {other}; only tensor inputs are supported", var.name),
+                other => bail!(
+                    "@main parameter %{} has type {other}; only tensor inputs are supported",
+                    var.name
+                ),
             }
         })
         .collect()
@@ -25,15 +28,26 @@ pub fn model_inputs(module: &Module) -> Result<Vec<(String, TensorType)>> {
 
 /// The inputs for a run: those in `npz` (checked against the model's input names), the rest
 /// random when `seed` is given. A missing input without `seed` is an error naming it.
-pub fn resolve_inputs(module: &Module, npz: Option<&Path>, seed: Option<u64>) -> Result<BTreeMap<String, Tensor>> {
+pub fn resolve_inputs(
+    module: &Module,
+    npz: Option<&Path>,
+    seed: Option<u64>,
+) -> Result<BTreeMap<String, Tensor>> {
     let expected = model_inputs(module)?;
     let mut given = match npz {
-        Some(path) => byoc_core::io::read_npz(path).with_context(|| format!("cannot read inputs '{}'", path.display()))?,
+        Some(path) => byoc_core::io::read_npz(path)
+            .with_context(|| format!("cannot read inputs '{}'", path.display()))?,
         None => BTreeMap::new(),
     };
-    if let Some(unknown) = given.keys().find(|k| !expected.iter().any(|(n, _)| n == *k)) {
+    if let Some(unknown) = given
+        .keys()
+        .find(|k| !expected.iter().any(|(n, _)| n == *k))
+    {
         let names: Vec<&str> = expected.iter().map(|(n, _)| n.as_str()).collect();
-        bail!("input '{unknown}' is not an input of the model (inputs: {})", names.join(", "));
+        bail!(
+            "input '{unknown}' is not an input of the model (inputs: {})",
+            names.join(", ")
+        );
     }
     let mut rng = seed.map(StdRng::seed_from_u64);
     for (name, ty) in &expected {
@@ -65,7 +79,8 @@ pub fn random_tensor(ty: &TensorType, rng: &mut StdRng) -> Result<Tensor> {
             }
         })
         .collect();
-    Tensor::from_f64(ty.clone(), &values).with_context(|| format!("cannot make random values of type {ty}"))
+    Tensor::from_f64(ty.clone(), &values)
+        .with_context(|| format!("cannot make random values of type {ty}"))
 }
 
 /// Names outputs `output_0`, `output_1`, ... in order.

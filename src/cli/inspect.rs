@@ -35,7 +35,9 @@ pub fn inspect(args: &InspectArgs) -> Result<()> {
         Stage::Parse => print_module_with(&module, &PrintOptions { show_types: true }),
     };
     match &args.output {
-        Some(path) => std::fs::write(path, text).with_context(|| format!("cannot write '{}'", path.display())),
+        Some(path) => {
+            std::fs::write(path, text).with_context(|| format!("cannot write '{}'", path.display()))
+        }
         None => {
             print!("{text}");
             Ok(())

@@ -2,9 +2,9 @@
 //!
 //! A [`BroadcastPlan`] collapses the output shape into groups of adjacent dimensions that every
 //! operand walks the same way (all contiguous, or all broadcast), then splits the collapsed
-//! shape into rows: the innermost group. Within a row each operand is either contiguous (stride
-//! 1) or one repeated element (stride 0), so the binary loop specializes into four simple loops
-//! the compiler vectorizes; same-shape operands collapse to a single row.
+//! shape into rows: the innermost group. Within a row each operand is either contiguous (unit
+//! stride) or one repeated element (zero stride), so the binary loop specializes into four
+//! simple loops the compiler vectorizes; same-shape operands collapse to a single row.
 
 use rayon::prelude::*;
 
