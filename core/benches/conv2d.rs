@@ -66,7 +66,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let op = OpRegistry::lookup("nn.conv2d").ok_or("nn.conv2d is not registered")?;
     // `cargo bench` passes `--bench`; under `cargo test --all-targets` one timed run per layer
     // checks that the benchmark still works without spending the time of a measurement.
-    let reps = if std::env::args().any(|a| a == "--bench") { 11 } else { 2 };
+    let reps = if std::env::args().any(|a| a == "--bench") {
+        11
+    } else {
+        2
+    };
     println!(
         "{:<30} {:>7} {:>10} {:>9}",
         "layer", "threads", "median ms", "GFLOP/s"
