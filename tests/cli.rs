@@ -207,7 +207,10 @@ fn corrupt_npz_and_missing_files_are_reported() {
     assert_bad_input(&out, &["no/such/model.relay"]);
 
     let out = byoc(&["run", "model.pb"]);
-    assert_bad_input(&out, &["unsupported model format"]);
+    assert_bad_input(
+        &out,
+        &["unsupported model format", "expected .relay or .onnx"],
+    );
 }
 
 #[test]
@@ -217,4 +220,66 @@ fn bad_usage_exits_2() {
     let out = byoc(&["frobnicate"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(Path::new(env!("CARGO_BIN_EXE_byoc")).exists());
+}
+
+#[test]
+fn onnx_models_run_with_their_input_and_output_names() {
+    let out_path = tmp("conv_out.npz");
+    let out = byoc(&[
+        "run",
+        "tests/data/onnx/conv/model.onnx",
+        "--random-inputs",
+        "1",
+        "-o",
+        out_path.to_str().expect("utf-8 temp path"),
+    ]);
+    assert!(out.status.success(), "stderr: {}", stderr(&out));
+    let got = read_npz(&out_path).expect("outputs written");
+    let names: Vec<&str> = got.keys().map(String::as_str).collect();
+    assert_eq!(
+        names,
+        [
+            "conv",
+            "conv_g",
+            "convt",
+            "convt_g",
+            "convt_shape",
+            "same_l",
+            "same_u",
+            "valid"
+        ]
+    );
+    let inspect = byoc(&["inspect", "tests/data/onnx/conv/model.onnx"]);
+    assert!(inspect.status.success(), "stderr: {}", stderr(&inspect));
+    assert!(String::from_utf8_lossy(&inspect.stdout).contains("nn.conv2d("));
+}
+
+#[test]
+fn bad_onnx_and_input_shapes_are_reported() {
+    let truncated = tmp("truncated.onnx");
+    let bytes = std::fs::read(root().join("tests/data/onnx/conv/model.onnx")).expect("fixture");
+    std::fs::write(&truncated, &bytes[..bytes.len() / 2]).expect("write");
+    let out = byoc(&[
+        "run",
+        truncated.to_str().expect("utf-8"),
+        "--random-inputs",
+        "0",
+    ]);
+    assert_bad_input(&out, &["truncated.onnx", "cannot import"]);
+
+    let out = byoc(&[
+        "run",
+        "tests/data/onnx/conv/model.onnx",
+        "--input-shape",
+        "x=1,four",
+    ]);
+    assert_bad_input(&out, &["--input-shape 'x=1,four'", "non-negative integers"]);
+
+    let out = byoc(&[
+        "run",
+        "examples/models/small_cnn.relay",
+        "--input-shape",
+        "data=1,3,16,16",
+    ]);
+    assert_bad_input(&out, &["--input-shape applies to .onnx models"]);
 }

@@ -8,26 +8,56 @@ use byoc_core::{Module, Tensor, TensorType, Type};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-/// The @main parameters of `module` with their tensor types.
-pub fn model_inputs(module: &Module) -> Result<Vec<(String, TensorType)>> {
+/// One input of a model: the name users give it (the ONNX name for imported models), the
+/// @main parameter it binds, and its type.
+pub struct ModelInput {
+    /// The name in .npz files and messages.
+    pub name: String,
+    /// The @main parameter name.
+    pub param: String,
+    /// The tensor type.
+    pub ty: TensorType,
+}
+
+/// The names an importer recorded in @main's attribute `attr` (`input_names`, `output_names`).
+fn recorded_names(module: &Module, attr: &str) -> Option<Vec<String>> {
+    let list = module.main().ok()?.attrs.get(attr)?.as_list()?;
+    list.iter()
+        .map(|v| v.as_str().map(str::to_string))
+        .collect()
+}
+
+/// The @main parameters of `module` with their user-facing names and tensor types.
+pub fn model_inputs(module: &Module) -> Result<Vec<ModelInput>> {
     let main = module.main()?;
+    let recorded = recorded_names(module, "input_names").filter(|n| n.len() == main.params.len());
     main.params
         .iter()
-        .map(|&p| {
+        .enumerate()
+        .map(|(i, &p)| {
             let var = main.var(p).context("@main parameter is not a variable")?;
-            match &var.ty {
-                Type::Tensor(t) => Ok((var.name.clone(), t.clone())),
-                other => bail!(
-                    "@main parameter %{} has type {other}; only tensor inputs are supported",
-                    var.name
-                ),
-            }
+            let Type::Tensor(ty) = &var.ty else {
+                bail!(
+                    "@main parameter %{} has type {}; only tensor inputs are supported",
+                    var.name,
+                    var.ty
+                );
+            };
+            let name = recorded
+                .as_ref()
+                .map_or_else(|| var.name.clone(), |n| n[i].clone());
+            Ok(ModelInput {
+                name,
+                param: var.name.clone(),
+                ty: ty.clone(),
+            })
         })
         .collect()
 }
 
-/// The inputs for a run: those in `npz` (checked against the model's input names), the rest
-/// random when `seed` is given. A missing input without `seed` is an error naming it.
+/// The inputs for a run, keyed by @main parameter name: those in `npz` (keyed by the model's
+/// input names, checked), the rest random when `seed` is given. A missing input without `seed`
+/// is an error naming it.
 pub fn resolve_inputs(
     module: &Module,
     npz: Option<&Path>,
@@ -41,25 +71,29 @@ pub fn resolve_inputs(
     };
     if let Some(unknown) = given
         .keys()
-        .find(|k| !expected.iter().any(|(n, _)| n == *k))
+        .find(|k| !expected.iter().any(|e| &e.name == *k))
     {
-        let names: Vec<&str> = expected.iter().map(|(n, _)| n.as_str()).collect();
+        let names: Vec<&str> = expected.iter().map(|e| e.name.as_str()).collect();
         bail!(
             "input '{unknown}' is not an input of the model (inputs: {})",
             names.join(", ")
         );
     }
     let mut rng = seed.map(StdRng::seed_from_u64);
-    for (name, ty) in &expected {
-        if given.contains_key(name) {
-            continue;
-        }
-        let Some(rng) = rng.as_mut() else {
-            bail!("missing input '{name}' of type {ty} (give it in --inputs or pass --random-inputs SEED)");
+    let mut inputs = BTreeMap::new();
+    for input in &expected {
+        let tensor = match (given.remove(&input.name), rng.as_mut()) {
+            (Some(t), _) => t,
+            (None, Some(rng)) => random_tensor(&input.ty, rng)?,
+            (None, None) => bail!(
+                "missing input '{}' of type {} (give it in --inputs or pass --random-inputs SEED)",
+                input.name,
+                input.ty
+            ),
         };
-        given.insert(name.clone(), random_tensor(ty, rng)?);
+        inputs.insert(input.param.clone(), tensor);
     }
-    Ok(given)
+    Ok(inputs)
 }
 
 /// A tensor of uniform random values: [-1, 1) for floats, [-8, 8) for signed and [0, 16)
@@ -83,11 +117,18 @@ pub fn random_tensor(ty: &TensorType, rng: &mut StdRng) -> Result<Tensor> {
         .with_context(|| format!("cannot make random values of type {ty}"))
 }
 
-/// Names outputs `output_0`, `output_1`, ... in order.
-pub fn output_map(outputs: Vec<Tensor>) -> BTreeMap<String, Tensor> {
+/// Names outputs by the names an importer recorded (ONNX output names), else `output_0`,
+/// `output_1`, ... in order.
+pub fn output_map(module: &Module, outputs: Vec<Tensor>) -> BTreeMap<String, Tensor> {
+    let recorded = recorded_names(module, "output_names").filter(|n| n.len() == outputs.len());
     outputs
         .into_iter()
         .enumerate()
-        .map(|(i, t)| (format!("output_{i}"), t))
+        .map(|(i, t)| {
+            let name = recorded
+                .as_ref()
+                .map_or_else(|| format!("output_{i}"), |n| n[i].clone());
+            (name, t)
+        })
         .collect()
 }

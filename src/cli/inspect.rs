@@ -6,13 +6,16 @@ use anyhow::{Context, Result};
 use byoc_core::text::{print_module_with, PrintOptions};
 use clap::{Args, ValueEnum};
 
-use crate::model::load_model;
+use crate::model::{load_model, parse_input_shapes};
 
 /// Arguments of `byoc inspect`.
 #[derive(Debug, Args)]
 pub struct InspectArgs {
-    /// The model (.relay).
+    /// The model (.relay or .onnx).
     pub model: PathBuf,
+    /// Fix an ONNX input's shape (symbolic dimensions): NAME=D0,D1,... (repeatable).
+    #[arg(long = "input-shape", value_name = "NAME=DIMS")]
+    pub input_shapes: Vec<String>,
     /// The stage after which to print the module.
     #[arg(long, value_enum, default_value_t = Stage::Parse)]
     pub stage: Stage,
@@ -30,7 +33,7 @@ pub enum Stage {
 
 /// Runs `byoc inspect`.
 pub fn inspect(args: &InspectArgs) -> Result<()> {
-    let module = load_model(&args.model)?;
+    let module = load_model(&args.model, &parse_input_shapes(&args.input_shapes)?)?;
     let text = match args.stage {
         Stage::Parse => print_module_with(&module, &PrintOptions { show_types: true }),
     };
