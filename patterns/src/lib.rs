@@ -1,0 +1,30 @@
+//! byoc-patterns: the dataflow pattern language of byoc and the passes built on it.
+//!
+//! - [`Pattern`]: the language (DESIGN §3.2), built with the builder API or parsed from text
+//!   (`"nn.relu(add(nn.conv2d(*, *), *))".parse::<Pattern>()`), printed back with `Display`.
+//! - [`Matcher`] / [`match_at`]: TVM's matching semantics on a typed function.
+//! - [`partition()`]: every match becomes a call of a local function literal.
+//! - [`PatternTable`] and [`merge_composite()`]: MergeComposite, the first BYOC pass.
+//! - [`Rewriter`]: callback rewriting to a fixed point with an iteration limit.
+
+mod graph;
+mod matcher;
+mod merge_composite;
+mod partition;
+mod pattern;
+mod rewrite;
+mod syntax;
+mod table;
+
+pub use graph::Graph;
+pub use matcher::{match_at, Match, Matcher};
+pub use merge_composite::{
+    is_skipped, merge_composite, merge_composite_function, MergeCompositeError, COMPOSITE,
+};
+pub use partition::{
+    find_groups, partition, try_partition, Check, Group, PartitionError, PARTITIONED_FROM_PATTERN,
+};
+pub use pattern::{Pattern, PatternKind, TypeConstraint};
+pub use rewrite::{RewriteCtx, RewriteError, RewriteFn, Rewriter};
+pub use syntax::{ParseErrorKind, PatternParseError};
+pub use table::{PatternTable, TableEntry, TableError};

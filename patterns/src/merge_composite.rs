@@ -1,0 +1,91 @@
+//! MergeComposite (reference §3): applies a pattern table to every optimizable function,
+//! turning each match into a composite function literal with `Composite=<entry name>` and
+//! `PartitionedFromPattern=<ops>`.
+//!
+//! Needs: a verified module; types are inferred first when the module is not typed yet.
+//! Holds after: types stay inferred (each partition carries them over; no whole-function
+//! re-inference between entries, unlike TVM). Entries apply in table order, so earlier entries
+//! win; nodes already inside a composite are never matched again, though a later entry may
+//! match a call of one with a wildcard. Functions with a `Compiler` attribute, or a non-zero
+//! `Extern` or `SkipOptimization`, are left alone (TVM's function-pass skipping).
+//!
+//! Cost: for each entry, one match attempt per node plus a linear rebuild when the entry
+//! matched; near-linear in the graph size for a fixed table.
+
+use byoc_core::ir::{Attrs, Function, Module};
+use byoc_core::passes::{infer_types, TypeInferError};
+use thiserror::Error;
+
+use crate::partition::{try_partition, PartitionError};
+use crate::table::PatternTable;
+
+/// The function attribute naming a composite's table entry.
+pub const COMPOSITE: &str = "Composite";
+
+/// Errors of MergeComposite.
+#[derive(Debug, Error, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum MergeCompositeError {
+    /// The module does not type-check.
+    #[error(transparent)]
+    TypeInfer(#[from] TypeInferError),
+    /// Partitioning by one entry failed.
+    #[error("in @{function}, pattern '{entry}': {source}")]
+    Partition {
+        /// The global function.
+        function: String,
+        /// The table entry.
+        entry: String,
+        /// What failed.
+        source: PartitionError,
+    },
+}
+
+/// True for functions function passes skip: already external, or marked to be left alone.
+pub fn is_skipped(f: &Function) -> bool {
+    f.attrs.contains("Compiler")
+        || f.attrs.get_int("Extern").is_some_and(|v| v != 0)
+        || f.attrs.get_int("SkipOptimization").is_some_and(|v| v != 0)
+}
+
+/// Applies `table` to one typed function (`name` is for error messages).
+pub fn merge_composite_function(
+    name: &str,
+    f: &Function,
+    table: &PatternTable,
+) -> Result<Function, MergeCompositeError> {
+    let mut current: Option<Function> = None;
+    for entry in table.entries() {
+        let attrs = Attrs::new().with(COMPOSITE, entry.name.as_str());
+        let src = current.as_ref().unwrap_or(f);
+        let next = try_partition(src, &entry.pattern, &attrs, entry.check.as_ref()).map_err(
+            |source| MergeCompositeError::Partition {
+                function: name.to_string(),
+                entry: entry.name.clone(),
+                source,
+            },
+        )?;
+        if next.is_some() {
+            current = next;
+        }
+    }
+    Ok(current.unwrap_or_else(|| f.clone()))
+}
+
+/// Applies `table` to every function of `module` that function passes visit.
+pub fn merge_composite(module: &mut Module, table: &PatternTable) -> Result<(), MergeCompositeError> {
+    let untyped = module
+        .functions()
+        .any(|(_, f)| !is_skipped(f) && f.ty(f.body).is_none());
+    if untyped {
+        infer_types(module)?;
+    }
+    for name in module.names() {
+        let Some(f) = module.get(&name).filter(|f| !is_skipped(f)) else {
+            continue;
+        };
+        let merged = merge_composite_function(&name, f, table)?;
+        module.insert(name, merged);
+    }
+    Ok(())
+}

@@ -1,0 +1,375 @@
+//! Partition by pattern (TVM's `pattern.partition`, reference §2.5): every match of a pattern
+//! becomes a call of a local function literal holding the matched subgraph.
+//!
+//! Needs: a typed function (run `byoc_core::passes::infer_types` first). Holds after: each
+//! accepted match root is replaced by `fn (FunctionVar_g_0, ...) { copy of the match }(inputs)`
+//! with the function attrs given plus `PartitionedFromPattern`; every new node carries its type,
+//! so no re-inference is needed.
+//!
+//! Rules, as TVM's `PatternGrouper`:
+//! - Candidate roots are visited from the last node backwards, so a larger match containing a
+//!   smaller one wins. Matches never overlap (shared constants excepted, they are copied).
+//!   Nodes of composite functions (those with `PartitionedFromPattern`) are never matched.
+//! - Inputs come from the pattern's leaves (`*`, `?x`, `var`, `const`, expression patterns) and
+//!   from the arguments of `op(..)` / fields of `(..)`, in the pattern's post-order,
+//!   de-duplicated. A constant matched by `const` or an expression pattern is embedded in the
+//!   body; other constants become parameters.
+//! - A match whose interior node is used outside it is rejected unless the root post-dominates
+//!   that use; then the interior node is duplicated (the outside keeps the original).
+//! - `PartitionedFromPattern` is the post-order of the copied calls: `nn.conv2d_add_nn.relu_`.
+//!
+//! Where this differs from TVM (on purpose): a check callback that rejects a match leaves its
+//! nodes free for other matches (TVM keeps them claimed, hiding smaller matches); a parameter
+//! the copy reaches without a pattern leaf binding it (below a dominator's parent, say) becomes
+//! an extra input instead of a free variable, and a match that would copy a function literal is
+//! rejected, so a composite is always closed. Nodes matched by a dominator's parent or path are
+//! never inputs, as in TVM.
+//!
+//! Cost: one match attempt per node, plus for each accepted match its size and the users of
+//! its nodes; the rebuild is linear in the function size. A pattern that matches nowhere leaves
+//! the function untouched without a rebuild.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use byoc_core::ir::{
+    Attrs, Callee, Expr, ExprId, FuncType, Function, IrError, Type,
+};
+use thiserror::Error;
+
+use crate::matcher::{Match, Matcher};
+use crate::pattern::{Pattern, PatternKind};
+
+/// A check callback: sees the typed function and the root call of a match; `false` rejects
+/// the match.
+pub type Check = Arc<dyn Fn(&Function, ExprId) -> bool + Send + Sync>;
+
+/// The attribute naming the pattern a composite came from.
+pub const PARTITIONED_FROM_PATTERN: &str = "PartitionedFromPattern";
+
+/// Errors of partitioning.
+#[derive(Debug, Error, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum PartitionError {
+    /// An input of a match has no inferred type.
+    #[error("input {at} of the match at {root} has no inferred type (run type inference first)")]
+    Untyped {
+        /// The match root.
+        root: ExprId,
+        /// The untyped input.
+        at: ExprId,
+    },
+    /// Building the rewritten function failed.
+    #[error(transparent)]
+    Ir(#[from] IrError),
+}
+
+/// One accepted match: what it replaces and how.
+#[derive(Clone, Debug)]
+pub struct Group {
+    /// The match root (in the source function).
+    pub root: ExprId,
+    /// The inputs, in parameter order.
+    pub inputs: Vec<ExprId>,
+    /// The copied nodes in post-order (the root last); inputs excluded.
+    pub nodes: Vec<ExprId>,
+    /// The `PartitionedFromPattern` name.
+    pub name: String,
+    /// The match.
+    pub matched: Match,
+}
+
+/// Finds the non-overlapping matches of `pattern` in `f` (see the module docs).
+pub fn find_groups(f: &Function, pattern: &Pattern, check: Option<&Check>) -> Vec<Group> {
+    let skip = composite_nodes(f);
+    let order = pattern.post_order();
+    let mut matcher = Matcher::new(f);
+    let mut claimed = vec![false; f.len()];
+    let mut groups = Vec::new();
+    for root in f.live_ids().into_iter().rev() {
+        if claimed[root.index()] || skip[root.index()] {
+            continue;
+        }
+        let Some(m) = matcher.try_match(pattern, root) else {
+            continue;
+        };
+        let Some(group) = extract(f, &order, m) else {
+            continue;
+        };
+        let valid = group.nodes.iter().all(|&n| {
+            if matches!(f.expr(n), Expr::Constant(_)) {
+                return true;
+            }
+            if claimed[n.index()] || skip[n.index()] {
+                return false;
+            }
+            n == root
+                || matcher.graph().users(n).iter().all(|u| {
+                    group.nodes.binary_search(u).is_ok()
+                        || matcher.graph().post_dominates(root, *u)
+                })
+        });
+        if !valid || check.is_some_and(|c| !c(f, root)) {
+            continue;
+        }
+        for &n in &group.nodes {
+            if !matches!(f.expr(n), Expr::Constant(_)) {
+                claimed[n.index()] = true;
+            }
+        }
+        groups.push(group);
+    }
+    groups.reverse();
+    groups
+}
+
+/// Marks the function literals with `PartitionedFromPattern` and everything in their bodies.
+fn composite_nodes(f: &Function) -> Vec<bool> {
+    let mut skip = vec![false; f.len()];
+    for (id, node) in f.iter().rev() {
+        if let Expr::Function(lit) = &node.expr {
+            if lit.attrs.contains(PARTITIONED_FROM_PATTERN) && !skip[id.index()] {
+                let mut stack = vec![id];
+                while let Some(x) = stack.pop() {
+                    if !std::mem::replace(&mut skip[x.index()], true) {
+                        stack.extend(f.expr(x).operands());
+                    }
+                }
+            }
+        }
+    }
+    skip
+}
+
+/// The inputs of a match from the pattern's leaves, in pattern post-order, de-duplicated.
+fn pattern_inputs(f: &Function, order: &[&Pattern], m: &Match) -> Vec<ExprId> {
+    let mut inputs: Vec<ExprId> = Vec::new();
+    for p in order {
+        let Some(e) = m.matched(p) else { continue };
+        let cands: Vec<ExprId> = match (p.kind(), f.expr(e)) {
+            (PatternKind::Tuple(None), Expr::Tuple(fields)) => fields.clone(),
+            (PatternKind::Call { args: None, .. }, Expr::Call(call)) => call.args.clone(),
+            (
+                PatternKind::Wildcard
+                | PatternKind::Named(_)
+                | PatternKind::Var
+                | PatternKind::Const
+                | PatternKind::Expr(_),
+                _,
+            ) => vec![e],
+            _ => Vec::new(),
+        };
+        for c in cands {
+            let embedded = matches!(f.expr(c), Expr::Constant(_))
+                && matches!(p.kind(), PatternKind::Const | PatternKind::Expr(_));
+            let fuzzy = m.is_fuzzy(c) || matches!(f.expr(c), Expr::Function(_));
+            if !embedded && !fuzzy && !inputs.contains(&c) {
+                inputs.push(c);
+            }
+        }
+    }
+    inputs
+}
+
+/// Collects the nodes a match copies and its name; `None` when it would copy a function
+/// literal.
+fn extract(f: &Function, order: &[&Pattern], m: Match) -> Option<Group> {
+    let root = m.root();
+    let mut inputs = pattern_inputs(f, order, &m);
+    if inputs.contains(&root) {
+        return None;
+    }
+    let mut visited: HashSet<ExprId> = inputs.iter().copied().collect();
+    let mut nodes = Vec::new();
+    let mut name = String::new();
+    // Iterative depth-first post-order, operands left to right: (node, operands pushed yet).
+    let mut stack = vec![(root, false)];
+    while let Some((id, expanded)) = stack.pop() {
+        let expr = f.expr(id);
+        if expanded {
+            match expr {
+                Expr::Call(call) => match &call.callee {
+                    Callee::Op(op) => {
+                        name.push_str(op.name());
+                        name.push('_');
+                    }
+                    _ => name.push_str("Call_"),
+                },
+                Expr::Tuple(_) => name.push_str("Tuple_"),
+                Expr::TupleGetItem { index, .. } => {
+                    name.push_str(&format!("TupleGetItem{index}_"));
+                }
+                Expr::Function(_) | Expr::Var(_) | Expr::Constant(_) => {}
+            }
+            nodes.push(id);
+            continue;
+        }
+        if !visited.insert(id) {
+            continue;
+        }
+        match expr {
+            Expr::Var(_) => {
+                inputs.push(id);
+                continue;
+            }
+            Expr::Function(_) => return None,
+            _ => {}
+        }
+        stack.push((id, true));
+        for op in expr.operands().into_iter().rev() {
+            if !visited.contains(&op) {
+                stack.push((op, false));
+            }
+        }
+    }
+    nodes.sort_unstable();
+    Some(Group {
+        root,
+        inputs,
+        nodes,
+        name,
+        matched: m,
+    })
+}
+
+/// Replaces every match of `pattern` in `f` by a call of a local function with `attrs` plus
+/// `PartitionedFromPattern` (see the module docs). Returns `f` unchanged (a clone) when nothing
+/// matches.
+pub fn partition(
+    f: &Function,
+    pattern: &Pattern,
+    attrs: &Attrs,
+    check: Option<&Check>,
+) -> Result<Function, PartitionError> {
+    Ok(try_partition(f, pattern, attrs, check)?.unwrap_or_else(|| f.clone()))
+}
+
+/// As [`partition`], but `None` when nothing matches (no copy made).
+pub fn try_partition(
+    f: &Function,
+    pattern: &Pattern,
+    attrs: &Attrs,
+    check: Option<&Check>,
+) -> Result<Option<Function>, PartitionError> {
+    let groups = find_groups(f, pattern, check);
+    if groups.is_empty() {
+        return Ok(None);
+    }
+    rebuild_with_groups(f, &groups, attrs).map(Some)
+}
+
+/// Rebuilds `f` with each group's root replaced by a call of its composite function.
+fn rebuild_with_groups(
+    f: &Function,
+    groups: &[Group],
+    attrs: &Attrs,
+) -> Result<Function, PartitionError> {
+    let mut group_at: HashMap<ExprId, usize> = HashMap::with_capacity(groups.len());
+    for (g, group) in groups.iter().enumerate() {
+        group_at.insert(group.root, g);
+    }
+    // Liveness after the rewrite: a group root needs its inputs, not its operands.
+    let mut needed = vec![false; f.len()];
+    needed[f.body.index()] = true;
+    for &p in &f.params {
+        needed[p.index()] = true;
+    }
+    for i in (0..f.len()).rev() {
+        if !needed[i] {
+            continue;
+        }
+        let id = ExprId::from_index(i);
+        match group_at.get(&id) {
+            Some(&g) => groups[g].inputs.iter().for_each(|x| needed[x.index()] = true),
+            None => f
+                .expr(id)
+                .operands()
+                .into_iter()
+                .for_each(|x| needed[x.index()] = true),
+        }
+    }
+    let mut rb = byoc_core::ir::rewrite::Rebuild::new(f);
+    for i in 0..f.len() {
+        if !needed[i] {
+            continue;
+        }
+        let id = ExprId::from_index(i);
+        match group_at.get(&id) {
+            Some(&g) => {
+                let call = build_composite(&mut rb, &groups[g], g, attrs)?;
+                rb.set(id, call);
+            }
+            None => {
+                rb.copy(id)?;
+            }
+        }
+    }
+    Ok(rb.finish()?)
+}
+
+/// Appends the composite function of `group` and its call; returns the call.
+fn build_composite(
+    rb: &mut byoc_core::ir::rewrite::Rebuild<'_>,
+    group: &Group,
+    g: usize,
+    attrs: &Attrs,
+) -> Result<ExprId, PartitionError> {
+    let src = rb.src;
+    let ty_of = |at: ExprId| {
+        src.ty(at).cloned().ok_or(PartitionError::Untyped {
+            root: group.root,
+            at,
+        })
+    };
+    let mut local: HashMap<ExprId, ExprId> = HashMap::new();
+    let mut params = Vec::with_capacity(group.inputs.len());
+    let mut param_types = Vec::with_capacity(group.inputs.len());
+    for (i, &input) in group.inputs.iter().enumerate() {
+        let ty = ty_of(input)?;
+        let p = rb.builder.param(format!("FunctionVar_{g}_{i}"), ty.clone());
+        local.insert(input, p);
+        params.push(p);
+        param_types.push(ty);
+    }
+    for &n in &group.nodes {
+        let mut missing = None;
+        let expr = src.expr(n).map_ids(|x| match local.get(&x) {
+            Some(&y) => y,
+            None => {
+                missing = Some(x);
+                x
+            }
+        });
+        if let Some(x) = missing {
+            return Err(IrError::BadId(x).into());
+        }
+        let new = rb.builder.push(expr)?;
+        if let Some(ty) = src.ty(n) {
+            rb.builder.set_ty(new, ty.clone());
+        }
+        if let Some(span) = src.node(n).span {
+            rb.builder.set_span(new, span);
+        }
+        local.insert(n, new);
+    }
+    let body = local[&group.root];
+    let ret = ty_of(group.root)?;
+    let mut fattrs = attrs.clone();
+    fattrs.set(PARTITIONED_FROM_PATTERN, group.name.clone());
+    let func = rb.builder.function(&params, body, fattrs)?;
+    rb.builder.set_ty(
+        func,
+        Type::Func(FuncType {
+            params: param_types,
+            ret: Box::new(ret.clone()),
+        }),
+    );
+    let args = group
+        .inputs
+        .iter()
+        .map(|&x| rb.get(x))
+        .collect::<Result<Vec<_>, _>>()?;
+    let call = rb.builder.call_local(func, &args)?;
+    rb.builder.set_ty(call, ret);
+    Ok(call)
+}
