@@ -12,22 +12,43 @@ use byoc_patterns::{merge_composite, PatternTable};
 use common::{call, finish, ops, t};
 
 const TABLE: &[(&str, &str)] = &[
-    ("dnnl.conv2d_bias_sum_relu", "nn.relu(add(nn.bias_add(nn.conv2d(*, *), *), *))"),
-    ("dnnl.conv2d_bias_sum", "add(nn.bias_add(nn.conv2d(*, *), *), *)"),
-    ("dnnl.conv2d_bias_relu", "nn.relu(nn.bias_add(nn.conv2d(*, *), *))"),
-    ("dnnl.conv2d_bias_tanh", "tanh(nn.bias_add(nn.conv2d(*, *), *))"),
-    ("dnnl.conv2d_bias_sigmoid", "sigmoid(nn.bias_add(nn.conv2d(*, *), *))"),
+    (
+        "dnnl.conv2d_bias_sum_relu",
+        "nn.relu(add(nn.bias_add(nn.conv2d(*, *), *), *))",
+    ),
+    (
+        "dnnl.conv2d_bias_sum",
+        "add(nn.bias_add(nn.conv2d(*, *), *), *)",
+    ),
+    (
+        "dnnl.conv2d_bias_relu",
+        "nn.relu(nn.bias_add(nn.conv2d(*, *), *))",
+    ),
+    (
+        "dnnl.conv2d_bias_tanh",
+        "tanh(nn.bias_add(nn.conv2d(*, *), *))",
+    ),
+    (
+        "dnnl.conv2d_bias_sigmoid",
+        "sigmoid(nn.bias_add(nn.conv2d(*, *), *))",
+    ),
     ("dnnl.conv2d_bias", "nn.bias_add(nn.conv2d(*, *), *)"),
     ("dnnl.conv2d_sum_relu", "nn.relu(add(nn.conv2d(*, *), *))"),
     ("dnnl.conv2d_relu", "nn.relu(nn.conv2d(*, *))"),
     ("dnnl.conv2d_tanh", "tanh(nn.conv2d(*, *))"),
     ("dnnl.conv2d_sigmoid", "sigmoid(nn.conv2d(*, *))"),
-    ("dnnl.conv2d_const", "nn.relu?(nn.bias_add?(nn.conv2d(*, const), const))"),
+    (
+        "dnnl.conv2d_const",
+        "nn.relu?(nn.bias_add?(nn.conv2d(*, const), const))",
+    ),
     ("dnnl.conv2d_nhwc", "nn.conv2d(*, *){data_layout=\"NHWC\"}"),
     ("dnnl.bn_relu", "nn.relu(nn.batch_norm(*, *, *, *, *).0)"),
     ("dnnl.add_relu", "nn.relu(add(*, *))"),
     ("dnnl.multiply_add", "add(multiply(*, *), *)"),
-    ("dnnl.add_sub_mul", "multiply(add(?x, ?y), subtract(?x, ?y))"),
+    (
+        "dnnl.add_sub_mul",
+        "multiply(add(?x, ?y), subtract(?x, ?y))",
+    ),
     ("dnnl.abs_relu", "nn.relu(abs(*))"),
     ("dnnl.exp_sum", "add(exp(*), *)"),
     ("dnnl.clip", "clip(*) : float32"),

@@ -270,9 +270,11 @@ fn dataflow_inputs(expr: &Expr) -> Vec<ExprId> {
 fn attrs_match(expr: &Expr, want: &Attrs) -> bool {
     match expr {
         Expr::Call(call) => match &call.callee {
-            Callee::Op(op) => want
-                .iter()
-                .all(|(k, v)| call.attrs.get(k).is_some_and(|have| op_attr_eq(op, k, v, have))),
+            Callee::Op(op) => want.iter().all(|(k, v)| {
+                call.attrs
+                    .get(k)
+                    .is_some_and(|have| op_attr_eq(op, k, v, have))
+            }),
             _ => want
                 .iter()
                 .all(|(k, v)| call.attrs.get(k).is_some_and(|have| value_eq(v, have))),

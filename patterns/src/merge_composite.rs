@@ -36,8 +36,8 @@ pub enum MergeCompositeError {
         function: String,
         /// The table entry.
         entry: String,
-        /// What failed.
-        source: PartitionError,
+        /// What failed (boxed: the error is large and travels only on failure).
+        source: Box<PartitionError>,
     },
 }
 
@@ -58,13 +58,14 @@ pub fn merge_composite_function(
     for entry in table.entries() {
         let attrs = Attrs::new().with(COMPOSITE, entry.name.as_str());
         let src = current.as_ref().unwrap_or(f);
-        let next = try_partition(src, &entry.pattern, &attrs, entry.check.as_ref()).map_err(
-            |source| MergeCompositeError::Partition {
-                function: name.to_string(),
-                entry: entry.name.clone(),
-                source,
-            },
-        )?;
+        let next =
+            try_partition(src, &entry.pattern, &attrs, entry.check.as_ref()).map_err(|source| {
+                MergeCompositeError::Partition {
+                    function: name.to_string(),
+                    entry: entry.name.clone(),
+                    source: Box::new(source),
+                }
+            })?;
         if next.is_some() {
             current = next;
         }
@@ -73,7 +74,10 @@ pub fn merge_composite_function(
 }
 
 /// Applies `table` to every function of `module` that function passes visit.
-pub fn merge_composite(module: &mut Module, table: &PatternTable) -> Result<(), MergeCompositeError> {
+pub fn merge_composite(
+    module: &mut Module,
+    table: &PatternTable,
+) -> Result<(), MergeCompositeError> {
     let untyped = module
         .functions()
         .any(|(_, f)| !is_skipped(f) && f.ty(f.body).is_none());

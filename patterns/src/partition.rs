@@ -32,9 +32,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use byoc_core::ir::{
-    Attrs, Callee, Expr, ExprId, FuncType, Function, IrError, Type,
-};
+use byoc_core::ir::{Attrs, Callee, Expr, ExprId, FuncType, Function, IrError, Type};
 use thiserror::Error;
 
 use crate::matcher::{Match, Matcher};
@@ -105,8 +103,7 @@ pub fn find_groups(f: &Function, pattern: &Pattern, check: Option<&Check>) -> Ve
             }
             n == root
                 || matcher.graph().users(n).iter().all(|u| {
-                    group.nodes.binary_search(u).is_ok()
-                        || matcher.graph().post_dominates(root, *u)
+                    group.nodes.binary_search(u).is_ok() || matcher.graph().post_dominates(root, *u)
                 })
         });
         if !valid || check.is_some_and(|c| !c(f, root)) {
@@ -280,7 +277,10 @@ fn rebuild_with_groups(
         }
         let id = ExprId::from_index(i);
         match group_at.get(&id) {
-            Some(&g) => groups[g].inputs.iter().for_each(|x| needed[x.index()] = true),
+            Some(&g) => groups[g]
+                .inputs
+                .iter()
+                .for_each(|x| needed[x.index()] = true),
             None => f
                 .expr(id)
                 .operands()
@@ -289,10 +289,7 @@ fn rebuild_with_groups(
         }
     }
     let mut rb = byoc_core::ir::rewrite::Rebuild::new(f);
-    for i in 0..f.len() {
-        if !needed[i] {
-            continue;
-        }
+    for (i, _) in needed.iter().enumerate().filter(|(_, &n)| n) {
         let id = ExprId::from_index(i);
         match group_at.get(&id) {
             Some(&g) => {

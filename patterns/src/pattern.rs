@@ -327,9 +327,9 @@ impl Pattern {
             | PatternKind::Const
             | PatternKind::Expr(_) => false,
             PatternKind::Optional { args, .. } => args.first().is_some_and(Pattern::is_structural),
-            PatternKind::Call { .. }
-            | PatternKind::Tuple(_)
-            | PatternKind::TupleGetItem { .. } => true,
+            PatternKind::Call { .. } | PatternKind::Tuple(_) | PatternKind::TupleGetItem { .. } => {
+                true
+            }
             PatternKind::Alt(a, b) => a.is_structural() && b.is_structural(),
             PatternKind::Attr { inner, .. } | PatternKind::Type { inner, .. } => {
                 inner.is_structural()

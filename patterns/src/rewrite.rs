@@ -13,9 +13,7 @@
 //! plus a rebuild per effective rule.
 
 use byoc_core::ir::rewrite::Rebuild;
-use byoc_core::ir::{
-    structural_eq_function, ExprId, Function, FunctionBuilder, IrError, Module,
-};
+use byoc_core::ir::{structural_eq_function, ExprId, Function, FunctionBuilder, IrError, Module};
 use byoc_core::passes::{infer_types, TypeInferError};
 use thiserror::Error;
 
@@ -144,7 +142,11 @@ impl Rewriter {
 }
 
 /// Applies one rule to `f`; `None` when the result is structurally the same.
-fn apply(f: &Function, pattern: &Pattern, callback: &RewriteFn) -> Result<Option<Function>, IrError> {
+fn apply(
+    f: &Function,
+    pattern: &Pattern,
+    callback: &RewriteFn,
+) -> Result<Option<Function>, IrError> {
     let groups = find_groups(f, pattern, None);
     if groups.is_empty() {
         return Ok(None);
@@ -164,5 +166,7 @@ fn apply(f: &Function, pattern: &Pattern, callback: &RewriteFn) -> Result<Option
     })?;
     // The replaced matches' interiors were copied before their roots; drop them.
     let compact = Rebuild::new(&rewritten).run(|_, _| Ok::<_, IrError>(None))?;
-    Ok(structural_eq_function(f, &compact).is_err().then_some(compact))
+    Ok(structural_eq_function(f, &compact)
+        .is_err()
+        .then_some(compact))
 }

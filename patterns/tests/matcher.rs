@@ -103,11 +103,17 @@ fn attributes_count_defaults_and_convert_like_the_op() {
         &mut b,
         "nn.conv2d",
         &[x, w],
-        Attrs::new().with("padding", vec![1, 1, 1, 1]).with("channels", 4),
+        Attrs::new()
+            .with("padding", vec![1, 1, 1, 1])
+            .with("channels", 4),
     );
     let f = finish(b, vec![x, w], conv);
     assert!(matches(&f, "nn.conv2d(*, *){data_layout=\"NCHW\"}", conv));
-    assert!(matches(&f, "nn.conv2d(*, *){padding=[1, 1, 1, 1], channels=4}", conv));
+    assert!(matches(
+        &f,
+        "nn.conv2d(*, *){padding=[1, 1, 1, 1], channels=4}",
+        conv
+    ));
     assert!(!matches(&f, "nn.conv2d(*, *){data_layout=\"NHWC\"}", conv));
     assert!(!matches(&f, "nn.conv2d(*, *){groups=2}", conv));
     // Attribute constraints on something that is not a call or function fail.
@@ -200,5 +206,9 @@ fn dominator_pattern_matches_diamonds_only() {
     // Two different convs: the parent would have to bind twice.
     assert!(!matches(&f, dom, fake));
     // A path op outside the path pattern breaks it.
-    assert!(!matches(&f, "dominates(nn.conv2d(*, *), nn.relu(*), add(*, *))", diamond));
+    assert!(!matches(
+        &f,
+        "dominates(nn.conv2d(*, *), nn.relu(*), add(*, *))",
+        diamond
+    ));
 }

@@ -5,8 +5,8 @@ mod common;
 use std::sync::Arc;
 
 use byoc_core::ir::{AttrValue, Attrs, Expr, ExprId, Function, FunctionBuilder};
-use byoc_core::Tensor;
 use byoc_core::DType;
+use byoc_core::Tensor;
 use byoc_patterns::{Pattern, PatternTable};
 use common::*;
 
@@ -23,10 +23,16 @@ fn simple_merge() {
     let mut e = FunctionBuilder::new();
     let a = e.param("a", t(&[10, 10]));
     let bb = e.param("b", t(&[10, 10]));
-    let f = composite(&mut e, "add_relu", "add_nn.relu_", &[t(&[10, 10]), t(&[10, 10])], |e, p| {
-        let s = call(e, "add", &[p[0], p[1]]);
-        call(e, "nn.relu", &[s])
-    });
+    let f = composite(
+        &mut e,
+        "add_relu",
+        "add_nn.relu_",
+        &[t(&[10, 10]), t(&[10, 10])],
+        |e, p| {
+            let s = call(e, "add", &[p[0], p[1]]);
+            call(e, "nn.relu", &[s])
+        },
+    );
     let c = e.call_local(f, &[a, bb]).unwrap();
     assert_same(&got, &finish(e, vec![a, bb], c));
 }
@@ -55,13 +61,21 @@ fn branch_merge() {
     let bb = e.param("b", ty.clone());
     let c = e.param("c", ty.clone());
     let name = "add_subtract_multiply_";
-    let f1 = composite(&mut e, "add_sub_mul", name, &[ty.clone(), ty.clone()], |e, p| {
-        add_sub_mul(e, p[0], p[1])
-    });
+    let f1 = composite(
+        &mut e,
+        "add_sub_mul",
+        name,
+        &[ty.clone(), ty.clone()],
+        |e, p| add_sub_mul(e, p[0], p[1]),
+    );
     let c1 = e.call_local(f1, &[a, bb]).unwrap();
-    let f2 = composite(&mut e, "add_sub_mul", name, &[ty.clone(), ty.clone()], |e, p| {
-        add_sub_mul(e, p[0], p[1])
-    });
+    let f2 = composite(
+        &mut e,
+        "add_sub_mul",
+        name,
+        &[ty.clone(), ty.clone()],
+        |e, p| add_sub_mul(e, p[0], p[1]),
+    );
     let c2 = e.call_local(f2, &[c, c1]).unwrap();
     let r = call(&mut e, "nn.relu", &[c2]);
     assert_same(&got, &finish(e, vec![a, bb, c], r));
@@ -91,11 +105,17 @@ fn reuse_call_merge_needs_the_shared_sub_pattern() {
     let a = e.param("a", ty.clone());
     let bb = e.param("b", ty.clone());
     let sub = call(&mut e, "subtract", &[a, bb]);
-    let f = composite(&mut e, "add_add_add", "add_add_add_", &[ty.clone(), ty.clone()], |e, p| {
-        let n0 = call(e, "add", &[p[0], p[1]]);
-        let n1 = call(e, "add", &[p[0], n0]);
-        call(e, "add", &[n1, n0])
-    });
+    let f = composite(
+        &mut e,
+        "add_add_add",
+        "add_add_add_",
+        &[ty.clone(), ty.clone()],
+        |e, p| {
+            let n0 = call(e, "add", &[p[0], p[1]]);
+            let n1 = call(e, "add", &[p[0], n0]);
+            call(e, "add", &[n1, n0])
+        },
+    );
     let c = e.call_local(f, &[sub, bb]).unwrap();
     assert_same(&got, &finish(e, vec![a, bb], c));
 }
@@ -121,11 +141,23 @@ fn conv_bias_relu_net(layout: &str) -> Function {
 #[test]
 fn multiple_patterns() {
     let tab = table(&[
-        ("conv2d_bias_relu", "nn.relu(nn.bias_add(nn.conv2d(*, *), *))"),
+        (
+            "conv2d_bias_relu",
+            "nn.relu(nn.bias_add(nn.conv2d(*, *), *))",
+        ),
         ("add_relu", "nn.relu(add(*, *))"),
     ]);
-    let (d, k, bi, o) = (t(&[1, 8, 6, 6]), t(&[4, 8, 1, 1]), t(&[4]), t(&[1, 4, 6, 6]));
-    let conv_attrs = || Attrs::new().with("kernel_size", vec![1, 1]).with("padding", vec![0, 0]);
+    let (d, k, bi, o) = (
+        t(&[1, 8, 6, 6]),
+        t(&[4, 8, 1, 1]),
+        t(&[4]),
+        t(&[1, 4, 6, 6]),
+    );
+    let conv_attrs = || {
+        Attrs::new()
+            .with("kernel_size", vec![1, 1])
+            .with("padding", vec![0, 0])
+    };
     let mut b = FunctionBuilder::new();
     let data = b.param("data", d.clone());
     let kernel = b.param("kernel", k.clone());
@@ -158,10 +190,16 @@ fn multiple_patterns() {
         },
     );
     let c1 = e.call_local(f1, &[data, kernel, bias]).unwrap();
-    let f2 = composite(&mut e, "add_relu", "add_nn.relu_", &[o.clone(), o], |e, p| {
-        let s = call(e, "add", &[p[0], p[1]]);
-        call(e, "nn.relu", &[s])
-    });
+    let f2 = composite(
+        &mut e,
+        "add_relu",
+        "add_nn.relu_",
+        &[o.clone(), o],
+        |e, p| {
+            let s = call(e, "add", &[p[0], p[1]]);
+            call(e, "nn.relu", &[s])
+        },
+    );
     let c2 = e.call_local(f2, &[c1, pa]).unwrap();
     let out = call(&mut e, "multiply", &[c2, pb]);
     assert_same(&got, &finish(e, vec![data, kernel, bias, pa, pb], out));
@@ -187,11 +225,17 @@ fn merge_order_gives_earlier_entries_priority() {
     let mut e = FunctionBuilder::new();
     let i1 = e.param("input_1", ty.clone());
     let i2 = e.param("input_2", ty.clone());
-    let f = composite(&mut e, "A", "add_abs_nn.relu_", &[ty.clone(), ty.clone()], |e, p| {
-        let s = call(e, "add", &[p[0], p[1]]);
-        let ab = call(e, "abs", &[s]);
-        call(e, "nn.relu", &[ab])
-    });
+    let f = composite(
+        &mut e,
+        "A",
+        "add_abs_nn.relu_",
+        &[ty.clone(), ty.clone()],
+        |e, p| {
+            let s = call(e, "add", &[p[0], p[1]]);
+            let ab = call(e, "abs", &[s]);
+            call(e, "nn.relu", &[ab])
+        },
+    );
     let r = e.call_local(f, &[i1, i2]).unwrap();
     assert_same(&got, &finish(e, vec![i1, i2], r));
 
@@ -200,10 +244,16 @@ fn merge_order_gives_earlier_entries_priority() {
     let mut e = FunctionBuilder::new();
     let i1 = e.param("input_1", ty.clone());
     let i2 = e.param("input_2", ty.clone());
-    let f = composite(&mut e, "B", "add_abs_", &[ty.clone(), ty.clone()], |e, p| {
-        let s = call(e, "add", &[p[0], p[1]]);
-        call(e, "abs", &[s])
-    });
+    let f = composite(
+        &mut e,
+        "B",
+        "add_abs_",
+        &[ty.clone(), ty.clone()],
+        |e, p| {
+            let s = call(e, "add", &[p[0], p[1]]);
+            call(e, "abs", &[s])
+        },
+    );
     let cb = e.call_local(f, &[i1, i2]).unwrap();
     let r = call(&mut e, "nn.relu", &[cb]);
     assert_same(&got, &finish(e, vec![i1, i2], r));
@@ -214,10 +264,16 @@ fn merge_order_gives_earlier_entries_priority() {
     let i1 = e.param("input_1", ty.clone());
     let i2 = e.param("input_2", ty.clone());
     let s = call(&mut e, "add", &[i1, i2]);
-    let f = composite(&mut e, "C", "abs_nn.relu_", &[ty.clone()], |e, p| {
-        let ab = call(e, "abs", &[p[0]]);
-        call(e, "nn.relu", &[ab])
-    });
+    let f = composite(
+        &mut e,
+        "C",
+        "abs_nn.relu_",
+        std::slice::from_ref(&ty),
+        |e, p| {
+            let ab = call(e, "abs", &[p[0]]);
+            call(e, "nn.relu", &[ab])
+        },
+    );
     let r = e.call_local(f, &[s]).unwrap();
     assert_same(&got, &finish(e, vec![i1, i2], r));
 }
@@ -238,13 +294,21 @@ fn parallel_merge_keeps_shared_inputs() {
     let i1 = e.param("input_1", ty.clone());
     let i2 = e.param("input_2", ty.clone());
     let name = "add_subtract_multiply_";
-    let f1 = composite(&mut e, "add_sub_mul", name, &[ty.clone(), ty.clone()], |e, p| {
-        add_sub_mul(e, p[0], p[1])
-    });
+    let f1 = composite(
+        &mut e,
+        "add_sub_mul",
+        name,
+        &[ty.clone(), ty.clone()],
+        |e, p| add_sub_mul(e, p[0], p[1]),
+    );
     let c1 = e.call_local(f1, &[i1, i2]).unwrap();
-    let f2 = composite(&mut e, "add_sub_mul", name, &[ty.clone(), ty.clone()], |e, p| {
-        add_sub_mul(e, p[0], p[1])
-    });
+    let f2 = composite(
+        &mut e,
+        "add_sub_mul",
+        name,
+        &[ty.clone(), ty.clone()],
+        |e, p| add_sub_mul(e, p[0], p[1]),
+    );
     let c2 = e.call_local(f2, &[i1, i2]).unwrap();
     let out = call(&mut e, "multiply", &[c1, c2]);
     assert_same(&got, &finish(e, vec![i1, i2], out));
@@ -263,36 +327,54 @@ fn multiple_input_subgraphs_need_identical_inputs() {
     };
     // Case A: the add and the subtract read the same two values.
     let mut b = FunctionBuilder::new();
-    let ins: Vec<_> = (0..4).map(|i| b.param(format!("input_{i}"), ty.clone())).collect();
+    let ins: Vec<_> = (0..4)
+        .map(|i| b.param(format!("input_{i}"), ty.clone()))
+        .collect();
     let r1 = add_relu(&mut b, ins[0], ins[1]);
     let r2 = add_relu(&mut b, ins[2], ins[3]);
     let out = add_sub_mul(&mut b, r1, r2);
     let got = merge(finish(b, ins.clone(), out), &tab);
 
     let mut e = FunctionBuilder::new();
-    let ins: Vec<_> = (0..4).map(|i| e.param(format!("input_{i}"), ty.clone())).collect();
+    let ins: Vec<_> = (0..4)
+        .map(|i| e.param(format!("input_{i}"), ty.clone()))
+        .collect();
     let two = [ty.clone(), ty.clone()];
-    let f1 = composite(&mut e, "add_relu", "add_nn.relu_", &two, |e, p| add_relu(e, p[0], p[1]));
-    let c1 = e.call_local(f1, &[ins[0], ins[1]]).unwrap();
-    let f2 = composite(&mut e, "add_relu", "add_nn.relu_", &two, |e, p| add_relu(e, p[0], p[1]));
-    let c2 = e.call_local(f2, &[ins[2], ins[3]]).unwrap();
-    let f3 = composite(&mut e, "add_sub_mul", "add_subtract_multiply_", &two, |e, p| {
-        add_sub_mul(e, p[0], p[1])
+    let f1 = composite(&mut e, "add_relu", "add_nn.relu_", &two, |e, p| {
+        add_relu(e, p[0], p[1])
     });
+    let c1 = e.call_local(f1, &[ins[0], ins[1]]).unwrap();
+    let f2 = composite(&mut e, "add_relu", "add_nn.relu_", &two, |e, p| {
+        add_relu(e, p[0], p[1])
+    });
+    let c2 = e.call_local(f2, &[ins[2], ins[3]]).unwrap();
+    let f3 = composite(
+        &mut e,
+        "add_sub_mul",
+        "add_subtract_multiply_",
+        &two,
+        |e, p| add_sub_mul(e, p[0], p[1]),
+    );
     let c3 = e.call_local(f3, &[c1, c2]).unwrap();
     assert_same(&got, &finish(e, ins, c3));
 
     // Case B: four different values; add_sub_mul must not match.
     let mut b = FunctionBuilder::new();
-    let ins: Vec<_> = (0..8).map(|i| b.param(format!("input_{i}"), ty.clone())).collect();
-    let rs: Vec<_> = (0..4).map(|i| add_relu(&mut b, ins[2 * i], ins[2 * i + 1])).collect();
+    let ins: Vec<_> = (0..8)
+        .map(|i| b.param(format!("input_{i}"), ty.clone()))
+        .collect();
+    let rs: Vec<_> = (0..4)
+        .map(|i| add_relu(&mut b, ins[2 * i], ins[2 * i + 1]))
+        .collect();
     let s = call(&mut b, "add", &[rs[0], rs[1]]);
     let d = call(&mut b, "subtract", &[rs[2], rs[3]]);
     let out = call(&mut b, "multiply", &[s, d]);
     let got = merge(finish(b, ins.clone(), out), &tab);
 
     let mut e = FunctionBuilder::new();
-    let ins: Vec<_> = (0..8).map(|i| e.param(format!("input_{i}"), ty.clone())).collect();
+    let ins: Vec<_> = (0..8)
+        .map(|i| e.param(format!("input_{i}"), ty.clone()))
+        .collect();
     let calls: Vec<_> = (0..4)
         .map(|i| {
             let f = composite(&mut e, "add_relu", "add_nn.relu_", &two, |e, p| {
@@ -329,11 +411,17 @@ fn tuple_get_item_merge_orders_params_by_pattern() {
         .map(|(i, n)| e.param(*n, if i == 0 { x.clone() } else { v.clone() }))
         .collect();
     let tys = [x.clone(), v.clone(), v.clone(), v.clone(), v.clone()];
-    let f = composite(&mut e, "bn_relu", "nn.batch_norm_TupleGetItem0_nn.relu_", &tys, |e, p| {
-        let bn = call(e, "nn.batch_norm", p);
-        let g = e.tuple_get_item(bn, 0).unwrap();
-        call(e, "nn.relu", &[g])
-    });
+    let f = composite(
+        &mut e,
+        "bn_relu",
+        "nn.batch_norm_TupleGetItem0_nn.relu_",
+        &tys,
+        |e, p| {
+            let bn = call(e, "nn.batch_norm", p);
+            let g = e.tuple_get_item(bn, 0).unwrap();
+            call(e, "nn.relu", &[g])
+        },
+    );
     let c = e.call_local(f, &ps).unwrap();
     assert_same(&got, &finish(e, ps, c));
 }
@@ -368,7 +456,11 @@ fn pattern_with_check_can_reject() {
         panic!("body is not a composite call")
     };
     assert_eq!(
-        got.expr(f).as_function().unwrap().attrs.get_str("Composite"),
+        got.expr(f)
+            .as_function()
+            .unwrap()
+            .attrs
+            .get_str("Composite"),
         Some("conv_bias_relu")
     );
 }
@@ -410,7 +502,12 @@ fn diamond_does_not_merge_through_a_different_path() {
     let relu = call(&mut b, "nn.relu", &[ba]);
     let one = b.constant(Tensor::scalar(1.0f32));
     let add = call(&mut b, "add", &[relu, one]);
-    let clip = call_attrs(&mut b, "clip", &[add], Attrs::new().with("a_min", 0.0).with("a_max", 255.0));
+    let clip = call_attrs(
+        &mut b,
+        "clip",
+        &[add],
+        Attrs::new().with("a_min", 0.0).with("a_max", 255.0),
+    );
     let mul = call(&mut b, "multiply", &[relu, clip]);
     let net = finish(b, vec![data, kernel, bias], mul);
     assert_same(&merge(net.clone(), &tab), &net);
@@ -433,11 +530,17 @@ fn constants_are_embedded_only_when_matched_by_const() {
     let got = merge(net(), &table(&[("add_relu", "nn.relu(add(*, const))")]));
     let mut e = FunctionBuilder::new();
     let x = e.param("x", ty.clone());
-    let f = composite(&mut e, "add_relu", "add_nn.relu_", &[ty.clone()], |e, p| {
-        let k = e.constant(data.clone());
-        let s = call(e, "add", &[p[0], k]);
-        call(e, "nn.relu", &[s])
-    });
+    let f = composite(
+        &mut e,
+        "add_relu",
+        "add_nn.relu_",
+        std::slice::from_ref(&ty),
+        |e, p| {
+            let k = e.constant(data.clone());
+            let s = call(e, "add", &[p[0], k]);
+            call(e, "nn.relu", &[s])
+        },
+    );
     let c = e.call_local(f, &[x]).unwrap();
     assert_same(&got, &finish(e, vec![x], c));
 
@@ -446,10 +549,16 @@ fn constants_are_embedded_only_when_matched_by_const() {
     let mut e = FunctionBuilder::new();
     let x = e.param("x", ty.clone());
     let k = e.constant(data.clone());
-    let f = composite(&mut e, "add_relu", "add_nn.relu_", &[ty.clone(), ty.clone()], |e, p| {
-        let s = call(e, "add", &[p[0], p[1]]);
-        call(e, "nn.relu", &[s])
-    });
+    let f = composite(
+        &mut e,
+        "add_relu",
+        "add_nn.relu_",
+        &[ty.clone(), ty.clone()],
+        |e, p| {
+            let s = call(e, "add", &[p[0], p[1]]);
+            call(e, "nn.relu", &[s])
+        },
+    );
     let c = e.call_local(f, &[x, k]).unwrap();
     assert_same(&got, &finish(e, vec![x], c));
 }
@@ -486,7 +595,11 @@ fn optional_pattern_takes_the_longest_form() {
         panic!("not a composite call")
     };
     assert_eq!(
-        got.expr(f).as_function().unwrap().attrs.get_str("PartitionedFromPattern"),
+        got.expr(f)
+            .as_function()
+            .unwrap()
+            .attrs
+            .get_str("PartitionedFromPattern"),
         Some("nn.conv2d_nn.bias_add_")
     );
 }
@@ -504,12 +617,24 @@ fn later_entries_may_consume_composite_calls_but_never_enter_them() {
 
     let mut e = FunctionBuilder::new();
     let x = e.param("x", ty.clone());
-    let f = composite(&mut e, "add_relu", "add_nn.relu_", &[ty.clone()], |e, p| {
-        let s = call(e, "add", &[p[0], p[0]]);
-        call(e, "nn.relu", &[s])
-    });
+    let f = composite(
+        &mut e,
+        "add_relu",
+        "add_nn.relu_",
+        std::slice::from_ref(&ty),
+        |e, p| {
+            let s = call(e, "add", &[p[0], p[0]]);
+            call(e, "nn.relu", &[s])
+        },
+    );
     let c = e.call_local(f, &[x]).unwrap();
-    let g = composite(&mut e, "abs_any", "abs_", &[ty.clone()], |e, p| call(e, "abs", &[p[0]]));
+    let g = composite(
+        &mut e,
+        "abs_any",
+        "abs_",
+        std::slice::from_ref(&ty),
+        |e, p| call(e, "abs", &[p[0]]),
+    );
     let c2 = e.call_local(g, &[c]).unwrap();
     assert_same(&got, &finish(e, vec![x], c2));
 }
@@ -529,8 +654,18 @@ fn functions_for_external_compilers_are_skipped() {
     let mut b = FunctionBuilder::new();
     let x = b.param("x", t(&[3]));
     let c = b.call_global("ext", &[x]).unwrap();
-    m.add("main", b.finish(vec![x], c, Attrs::new()).unwrap()).unwrap();
+    m.add("main", b.finish(vec![x], c, Attrs::new()).unwrap())
+        .unwrap();
     byoc_patterns::merge_composite(&mut m, &tab).unwrap();
     assert_same(m.get("ext").unwrap(), &f);
-    assert_eq!(DType::Float32, m.get("ext").unwrap().ty(m.get("ext").unwrap().body).unwrap().as_tensor().unwrap().dtype);
+    assert_eq!(
+        DType::Float32,
+        m.get("ext")
+            .unwrap()
+            .ty(m.get("ext").unwrap().body)
+            .unwrap()
+            .as_tensor()
+            .unwrap()
+            .dtype
+    );
 }

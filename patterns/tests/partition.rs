@@ -69,7 +69,10 @@ fn parallel_branches_with_the_same_input_share_one_parameter() {
     let b1 = call(&mut b, "multiply", &[l, conv]);
     let b2 = call(&mut b, "add", &[conv, r]);
     let s = call(&mut b, "add", &[b1, b2]);
-    let got = part(&finish(b, vec![i, wt, l, r], s), "add(multiply(*, *), add(*, *))");
+    let got = part(
+        &finish(b, vec![i, wt, l, r], s),
+        "add(multiply(*, *), add(*, *))",
+    );
 
     let mut e = FunctionBuilder::new();
     let i = e.param("input", x);
@@ -77,11 +80,17 @@ fn parallel_branches_with_the_same_input_share_one_parameter() {
     let l = e.param("left", o.clone());
     let r = e.param("right", o.clone());
     let conv = call(&mut e, "nn.conv2d", &[i, wt]);
-    let f = composite(&mut e, "", "multiply_add_add_", &[o.clone(), o.clone(), o], |e, p| {
-        let m = call(e, "multiply", &[p[0], p[1]]);
-        let a = call(e, "add", &[p[1], p[2]]);
-        call(e, "add", &[m, a])
-    });
+    let f = composite(
+        &mut e,
+        "",
+        "multiply_add_add_",
+        &[o.clone(), o.clone(), o],
+        |e, p| {
+            let m = call(e, "multiply", &[p[0], p[1]]);
+            let a = call(e, "add", &[p[1], p[2]]);
+            call(e, "add", &[m, a])
+        },
+    );
     let c = e.call_local(f, &[l, conv, r]).unwrap();
     assert_same(&got, &finish(e, vec![i, wt, l, r], c));
 }
@@ -99,7 +108,10 @@ fn interior_used_outside_rejects_the_match() {
     assert_same(&part(&f, "nn.relu(nn.conv2d(*, *))"), &f);
     // The root itself may be used anywhere.
     let g = part(&f, "nn.conv2d(*, *)");
-    assert_eq!(find_groups(&f, &"nn.conv2d(*, *)".parse().unwrap(), None).len(), 1);
+    assert_eq!(
+        find_groups(&f, &"nn.conv2d(*, *)".parse().unwrap(), None).len(),
+        1
+    );
     assert_eq!(g.live_ids().len(), f.live_ids().len() + 4);
 }
 
@@ -118,10 +130,16 @@ fn larger_matches_win_and_matches_never_overlap() {
     let mut e = FunctionBuilder::new();
     let x = e.param("x", ty.clone());
     let r1 = call(&mut e, "nn.relu", &[x]);
-    let g = composite(&mut e, "", "nn.relu_nn.relu_", &[ty.clone()], |e, p| {
-        let a = call(e, "nn.relu", &[p[0]]);
-        call(e, "nn.relu", &[a])
-    });
+    let g = composite(
+        &mut e,
+        "",
+        "nn.relu_nn.relu_",
+        std::slice::from_ref(&ty),
+        |e, p| {
+            let a = call(e, "nn.relu", &[p[0]]);
+            call(e, "nn.relu", &[a])
+        },
+    );
     let c = e.call_local(g, &[r1]).unwrap();
     assert_same(&got, &finish(e, vec![x], c));
 }
@@ -171,15 +189,24 @@ fn parameters_follow_the_pattern_post_order() {
     // another order.
     let ty = t(&[4]);
     let mut b = FunctionBuilder::new();
-    let ps: Vec<_> = ["x", "m", "g", "b"].iter().map(|n| b.param(*n, ty.clone())).collect();
+    let ps: Vec<_> = ["x", "m", "g", "b"]
+        .iter()
+        .map(|n| b.param(*n, ty.clone()))
+        .collect();
     let (x, m, g, bb) = (ps[0], ps[1], ps[2], ps[3]);
     let s = call(&mut b, "subtract", &[x, m]);
     let mul = call(&mut b, "multiply", &[s, g]);
     let out = call(&mut b, "add", &[mul, bb]);
-    let got = part(&finish(b, ps.clone(), out), "add(multiply(?g, subtract(?x, ?m)), ?b)");
+    let got = part(
+        &finish(b, ps.clone(), out),
+        "add(multiply(?g, subtract(?x, ?m)), ?b)",
+    );
 
     let mut e = FunctionBuilder::new();
-    let ps: Vec<_> = ["x", "m", "g", "b"].iter().map(|n| e.param(*n, ty.clone())).collect();
+    let ps: Vec<_> = ["x", "m", "g", "b"]
+        .iter()
+        .map(|n| e.param(*n, ty.clone()))
+        .collect();
     let four = [ty.clone(), ty.clone(), ty.clone(), ty.clone()];
     let f = composite(&mut e, "", "subtract_multiply_add_", &four, |e, p| {
         let s = call(e, "subtract", &[p[1], p[2]]);
@@ -203,10 +230,16 @@ fn any_argument_calls_take_their_arguments_as_inputs() {
     let mut e = FunctionBuilder::new();
     let x = e.param("x", ty.clone());
     let y = e.param("y", ty.clone());
-    let f = composite(&mut e, "", "add_nn.relu_", &[ty.clone(), ty.clone()], |e, p| {
-        let s = call(e, "add", &[p[0], p[1]]);
-        call(e, "nn.relu", &[s])
-    });
+    let f = composite(
+        &mut e,
+        "",
+        "add_nn.relu_",
+        &[ty.clone(), ty.clone()],
+        |e, p| {
+            let s = call(e, "add", &[p[0], p[1]]);
+            call(e, "nn.relu", &[s])
+        },
+    );
     let c = e.call_local(f, &[x, y]).unwrap();
     assert_same(&got, &finish(e, vec![x, y], c));
 }

@@ -66,23 +66,34 @@ fn spacing_and_trailing_commas_are_free() {
     assert_eq!(parse("  add( * ,const ) ").to_string(), "add(*, const)");
     assert_eq!(parse("(*, *, )").to_string(), "(*, *)");
     assert_eq!(parse("((*))").to_string(), "*");
-    assert_eq!(parse("clip(*){a_min=1, a_max=2.5}").to_string(), "clip(*){a_max=2.5f, a_min=1}");
+    assert_eq!(
+        parse("clip(*){a_min=1, a_max=2.5}").to_string(),
+        "clip(*){a_max=2.5f, a_min=1}"
+    );
 }
 
 #[test]
 fn parses_to_the_builder_patterns() {
     common::ops();
-    let built = Pattern::call("nn.relu", [Pattern::call(
-        "add",
-        [Pattern::call("nn.conv2d", [Pattern::wildcard(), Pattern::constant()]), Pattern::wildcard()],
-    )]);
+    let built = Pattern::call(
+        "nn.relu",
+        [Pattern::call(
+            "add",
+            [
+                Pattern::call("nn.conv2d", [Pattern::wildcard(), Pattern::constant()]),
+                Pattern::wildcard(),
+            ],
+        )],
+    );
     assert_eq!(parse("nn.relu(add(nn.conv2d(*, const), *))"), built);
     let opt = Pattern::call("nn.conv2d", [Pattern::wildcard(), Pattern::wildcard()])
         .optional("nn.relu", []);
     assert_eq!(parse("nn.relu?(nn.conv2d(*, *))"), opt);
     assert_eq!(
         parse("*.0 | var : int8"),
-        Pattern::wildcard().get(0).or(Pattern::var().has_dtype(DType::Int8))
+        Pattern::wildcard()
+            .get(0)
+            .or(Pattern::var().has_dtype(DType::Int8))
     );
     assert_eq!(
         parse("* : Tensor[(2, 3), float32]"),
@@ -91,11 +102,18 @@ fn parses_to_the_builder_patterns() {
     assert_eq!(parse("* : (2, 3)"), Pattern::wildcard().has_shape([2, 3]));
     assert_eq!(
         parse("nn.conv2d(*, *){groups=2}"),
-        Pattern::call("nn.conv2d", [Pattern::wildcard(), Pattern::wildcard()]).has_attr("groups", 2)
+        Pattern::call("nn.conv2d", [Pattern::wildcard(), Pattern::wildcard()])
+            .has_attr("groups", 2)
     );
     match parse("*.0.1").kind() {
-        PatternKind::TupleGetItem { tuple, index: Some(1) } => {
-            assert!(matches!(tuple.kind(), PatternKind::TupleGetItem { index: Some(0), .. }))
+        PatternKind::TupleGetItem {
+            tuple,
+            index: Some(1),
+        } => {
+            assert!(matches!(
+                tuple.kind(),
+                PatternKind::TupleGetItem { index: Some(0), .. }
+            ))
         }
         other => panic!("{other:?}"),
     }
@@ -105,7 +123,10 @@ fn parses_to_the_builder_patterns() {
 fn unbalanced_parentheses_are_located() {
     let e = err("nn.relu(add(*, *)");
     assert_eq!(e.span, at(18));
-    assert!(matches!(e.kind, ParseErrorKind::Unclosed { open: '(', open_at, .. } if open_at == at(8)), "{e}");
+    assert!(
+        matches!(e.kind, ParseErrorKind::Unclosed { open: '(', open_at, .. } if open_at == at(8)),
+        "{e}"
+    );
     assert_eq!(
         e.to_string(),
         "1:18: '(' opened at 1:8 is not closed: expected ')', found end of input"
@@ -128,7 +149,10 @@ fn unknown_ops_are_located() {
 fn arity_and_attributes_are_checked_against_the_op() {
     let e = err("nn.relu(*, *)");
     assert_eq!(e.span, at(1));
-    assert!(matches!(e.kind, ParseErrorKind::Arity { got: 2, .. }), "{e}");
+    assert!(
+        matches!(e.kind, ParseErrorKind::Arity { got: 2, .. }),
+        "{e}"
+    );
     let e = err("nn.conv2d(*, *){strides=\"x\"}");
     assert_eq!(e.span, at(16));
     assert!(e.to_string().contains("strides"), "{e}");
@@ -141,7 +165,10 @@ fn empty_alternatives_are_located() {
     let e = err("nn.relu(*) |");
     assert_eq!(e.span, at(12));
     assert_eq!(e.kind, ParseErrorKind::EmptyAlternative { side: "after" });
-    assert_eq!(err("| *").kind, ParseErrorKind::EmptyAlternative { side: "before" });
+    assert_eq!(
+        err("| *").kind,
+        ParseErrorKind::EmptyAlternative { side: "before" }
+    );
     assert_eq!(err("add(* | , *)").span, at(7));
     assert_eq!(err("* | | *").span, at(3));
 }
@@ -155,7 +182,10 @@ fn conflicting_named_wildcards_are_rejected() {
         "1:24: ?x is constrained to int8 here but to float32 at 1:10; no expression can be both"
     );
     let e = err("add(?x : Tensor[(2), float32], ?x : (3))");
-    assert!(matches!(e.kind, ParseErrorKind::ConflictingBinding { .. }), "{e}");
+    assert!(
+        matches!(e.kind, ParseErrorKind::ConflictingBinding { .. }),
+        "{e}"
+    );
     // Compatible constraints are fine.
     parse("add(?x : float32, ?x : (2))");
     parse("add(?x : float32, ?y : int8)");
@@ -163,15 +193,30 @@ fn conflicting_named_wildcards_are_rejected() {
 
 #[test]
 fn other_errors_name_what_was_expected() {
-    assert_eq!(err("").to_string(), "1:1: expected a pattern, found end of input");
-    assert_eq!(err("add").to_string(), "1:4: expected '(' after the op name 'add', found end of input");
+    assert_eq!(
+        err("").to_string(),
+        "1:1: expected a pattern, found end of input"
+    );
+    assert_eq!(
+        err("add").to_string(),
+        "1:4: expected '(' after the op name 'add', found end of input"
+    );
     assert_eq!(err("* : float33").span, at(5));
     assert!(matches!(err("* : float33").kind, ParseErrorKind::DType(_)));
-    assert_eq!(err("*.x").to_string(), "1:3: expected a field index or '*' after '.', found 'x'");
-    assert_eq!(err("?").to_string(), "1:2: expected a name after '?', found end of input");
+    assert_eq!(
+        err("*.x").to_string(),
+        "1:3: expected a field index or '*' after '.', found 'x'"
+    );
+    assert_eq!(
+        err("?").to_string(),
+        "1:2: expected a name after '?', found end of input"
+    );
     assert_eq!(err("* $").kind, ParseErrorKind::BadChar('$'));
     assert!(matches!(err("*{a=\"x}").kind, ParseErrorKind::BadString(_)));
-    assert_eq!(err("expr(%1)").kind, ParseErrorKind::BuilderOnly("expression"));
+    assert_eq!(
+        err("expr(%1)").kind,
+        ParseErrorKind::BuilderOnly("expression")
+    );
     assert_eq!(err("nn.relu(*)\n | ").span, Span { line: 2, col: 2 });
 }
 
@@ -209,7 +254,12 @@ fn attr_value() -> impl Strategy<Value = AttrValue> {
 }
 
 fn constraint() -> impl Strategy<Value = TypeConstraint> {
-    let dtype = prop::sample::select(vec![DType::Float32, DType::Int8, DType::Float16, DType::Bool]);
+    let dtype = prop::sample::select(vec![
+        DType::Float32,
+        DType::Int8,
+        DType::Float16,
+        DType::Bool,
+    ]);
     let shape = prop::collection::vec(0usize..64, 0..4);
     prop_oneof![
         dtype.clone().prop_map(TypeConstraint::DType),

@@ -212,10 +212,11 @@ impl Parser {
                     let attrs = self.attrs(open_at)?;
                     if let PatternKind::Call { op, .. } = p.kind() {
                         if let Some(op) = OpRegistry::lookup(op) {
-                            op.normalize_attrs(attrs.clone()).map_err(|e| PatternParseError {
-                                span: open_at,
-                                kind: ParseErrorKind::Attr(e),
-                            })?;
+                            op.normalize_attrs(attrs.clone())
+                                .map_err(|e| PatternParseError {
+                                    span: open_at,
+                                    kind: ParseErrorKind::Attr(e),
+                                })?;
                         }
                     }
                     p = p.has_attrs(attrs);
@@ -419,9 +420,7 @@ impl Parser {
 
     fn constraint(&mut self) -> PResult<TypeConstraint> {
         match self.peek().clone() {
-            Tok::LParen
-                if matches!(self.peek_at(1), Tok::Int(_) | Tok::RParen) =>
-            {
+            Tok::LParen if matches!(self.peek_at(1), Tok::Int(_) | Tok::RParen) => {
                 Ok(TypeConstraint::Shape(self.shape()?))
             }
             Tok::LParen => Ok(TypeConstraint::Type(self.full_type()?)),

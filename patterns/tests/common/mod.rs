@@ -4,7 +4,9 @@
 #![allow(dead_code, reason = "each test file uses a different subset")]
 
 use byoc_core::ir::{Attrs, ExprId, Function, FunctionBuilder, Module, Type};
-use byoc_core::op::{AttrDef, AttrKind, Arity, OpDef, OpImpl, OpPattern, OpRegistry, TypeCtx, TypeError};
+use byoc_core::op::{
+    Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, OpRegistry, TypeCtx, TypeError,
+};
 use byoc_core::{DType, TensorType};
 use byoc_patterns::{merge_composite, PatternTable};
 
@@ -132,7 +134,9 @@ pub fn call_attrs(b: &mut FunctionBuilder, op: &str, args: &[ExprId], attrs: Att
 
 /// Finishes and types a function.
 pub fn finish(b: FunctionBuilder, params: Vec<ExprId>, body: ExprId) -> Function {
-    let f = b.finish(params, body, Attrs::new()).expect("test function verifies");
+    let f = b
+        .finish(params, body, Attrs::new())
+        .expect("test function verifies");
     let mut m = Module::from_main(f);
     byoc_core::passes::infer_types(&mut m).expect("test function type-checks");
     m.remove("main").expect("main exists")
