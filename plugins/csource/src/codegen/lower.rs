@@ -54,7 +54,8 @@ pub(crate) fn lower(partition: &str, f: &Function, fuse: bool) -> Result<Program
     };
     let mut env = HashMap::new();
     for (i, &p) in f.params.iter().enumerate() {
-        let ty = lw.tensor_type(p, || format!("parameter {p}"))?;
+        let name = f.var(p).map_or_else(|| p.to_string(), |v| format!("%{}", v.name));
+        let ty = lw.tensor_type(p, || format!("parameter {name}"))?;
         let v = lw.program.push_value(ty.shape.clone(), Source::Input(i));
         lw.program.inputs.push(v);
         env.insert(p, Lowered::Tensor(v));
