@@ -2,7 +2,7 @@
 //!
 //! Exit codes: 0 ok, 1 a check failed ([`CheckFailed`]), 2 bad usage or bad input.
 
-mod inputs;
+pub mod inputs;
 mod inspect;
 mod run;
 
