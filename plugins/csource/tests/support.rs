@@ -14,7 +14,11 @@ fn listed_ops_exist_with_their_attributes() -> Result<()> {
     for s in SUPPORTED_OPS {
         let op = OpRegistry::lookup(s.op).ok_or_else(|| anyhow!("{} is not registered", s.op))?;
         for (name, _) in s.required_attrs {
-            assert!(op.default_attr(name).is_some(), "{}: no attribute {name}", s.op);
+            assert!(
+                op.default_attr(name).is_some(),
+                "{}: no attribute {name}",
+                s.op
+            );
         }
     }
     Ok(())
