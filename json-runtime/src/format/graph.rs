@@ -102,6 +102,12 @@ impl NodeAttrs {
         }
     }
 
+    /// Removes an attribute, returning its strings.
+    pub fn remove(&mut self, name: &str) -> Option<Vec<String>> {
+        let i = self.0.iter().position(|(k, _)| k == name)?;
+        Some(self.0.remove(i).1)
+    }
+
     /// The attribute's strings.
     pub fn get(&self, name: &str) -> Option<&[String]> {
         self.0
