@@ -113,7 +113,7 @@ fn guess(s: &str) -> AttrValue {
         .unwrap_or_else(|| AttrValue::Str(s.to_string()))
 }
 
-fn one<'s>(strings: &'s [String]) -> Option<&'s str> {
+fn one(strings: &[String]) -> Option<&str> {
     match strings {
         [s] => Some(s),
         _ => None,
@@ -141,7 +141,10 @@ pub fn decode_attr(
     let (value, expected) = match kind {
         AttrKind::Int => (one(strings).and_then(parse_int), "an integer"),
         AttrKind::Float => (one(strings).and_then(parse_float), "a number"),
-        AttrKind::Bool => (one(strings).and_then(parse_bool), "a boolean (\"1\" or \"0\")"),
+        AttrKind::Bool => (
+            one(strings).and_then(parse_bool),
+            "a boolean (\"1\" or \"0\")",
+        ),
         AttrKind::Str => (one(strings).map(AttrValue::from), "one string"),
         AttrKind::Ints => (list(strings, parse_int), "a list of integers"),
         AttrKind::Floats => (list(strings, parse_float), "a list of numbers"),

@@ -78,7 +78,8 @@ fn build_op(op: &Op, spec: &KernelSpec<'_>) -> Result<HostNodeKernel, ProviderEr
     op.check_arity(args.len()).map_err(err)?;
     let inferred = op.infer_type(&args, &attrs).map_err(err)?;
     let inferred: Vec<&TensorType> = inferred.flatten_tensors();
-    if inferred.len() != spec.outputs.len() || inferred.iter().zip(spec.outputs).any(|(a, b)| *a != b)
+    if inferred.len() != spec.outputs.len()
+        || inferred.iter().zip(spec.outputs).any(|(a, b)| *a != b)
     {
         return Err(ProviderError::new(format!(
             "{}: the graph declares outputs {} but the op gives {}",
@@ -138,7 +139,11 @@ fn parse_composite_name(name: &str) -> Result<CompositeName<'_>, ProviderError> 
             "relu" | "tanh" | "sigmoid" | "clip" | "swish" if parsed.activation.is_none() => {
                 parsed.activation = Some(part)
             }
-            _ => return Err(unknown(&format!("has an unknown or misplaced part '{part}'"))),
+            _ => {
+                return Err(unknown(&format!(
+                    "has an unknown or misplaced part '{part}'"
+                )))
+            }
         }
     }
     Ok(parsed)
@@ -220,7 +225,8 @@ fn build_composite(spec: &KernelSpec<'_>) -> Result<HostNodeKernel, ProviderErro
     )
     .map_err(|e| ProviderError::new(format!("composite '{}': {e}", spec.name)))?;
     let produced = executor.result_type().flatten_tensors();
-    if produced.len() != spec.outputs.len() || produced.iter().zip(spec.outputs).any(|(a, b)| *a != b)
+    if produced.len() != spec.outputs.len()
+        || produced.iter().zip(spec.outputs).any(|(a, b)| *a != b)
     {
         return Err(ProviderError::new(format!(
             "composite '{}': the graph declares outputs {} but the op sequence gives {}",

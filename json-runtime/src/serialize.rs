@@ -29,7 +29,7 @@ use byoc_core::TensorType;
 use thiserror::Error;
 
 use crate::attr_text::{encode_attr, AttrEncodeError};
-use crate::format::{Entry, JsonGraph, JsonNode, NodeAttrs, NodeKind};
+use crate::format::{Entry, FormatError, JsonGraph, JsonNode, NodeAttrs, NodeKind};
 use crate::runtime::ConstantMap;
 
 /// Why a function could not be serialized.
@@ -65,6 +65,14 @@ pub enum SerializeError {
         op: String,
         /// The attribute problem.
         source: AttrEncodeError,
+    },
+    /// The function maps to a graph the format cannot hold (e.g. an empty tuple result).
+    #[error("{symbol}: the function gives an invalid JSON graph: {source}")]
+    Invalid {
+        /// The serializer symbol.
+        symbol: String,
+        /// What is wrong with the graph.
+        source: FormatError,
     },
 }
 
@@ -174,9 +182,18 @@ fn normalized_padding(op: &Op, name: &str, value: &AttrValue) -> Option<AttrValu
 impl Serializer<'_> {
     fn run(mut self) -> Result<Serialized, SerializeError> {
         for &param in &self.func.params {
-            let var = self.func.var(param).ok_or_else(|| self.unsupported(param, "a non-variable parameter"))?;
+            let var = self
+                .func
+                .var(param)
+                .ok_or_else(|| self.unsupported(param, "a non-variable parameter"))?;
             let outputs = leaves(&var.ty);
-            let entries = self.add_node(NodeKind::Input, var.name.clone(), Vec::new(), outputs, NodeAttrs::new());
+            let entries = self.add_node(
+                NodeKind::Input,
+                var.name.clone(),
+                Vec::new(),
+                outputs,
+                NodeAttrs::new(),
+            );
             self.memo.insert(param, entries);
         }
         let memo = &self.memo;
@@ -196,14 +213,19 @@ impl Serializer<'_> {
         let arg_nodes = (0..self.nodes.len() as u32)
             .filter(|&i| self.nodes[i as usize].kind != NodeKind::Kernel)
             .collect();
+        let graph = JsonGraph {
+            symbol: Some(self.symbol.to_string()),
+            nodes: self.nodes,
+            arg_nodes,
+            heads,
+            node_row_ptr,
+        };
+        graph.validate().map_err(|source| SerializeError::Invalid {
+            symbol: self.symbol.to_string(),
+            source,
+        })?;
         Ok(Serialized {
-            graph: JsonGraph {
-                symbol: Some(self.symbol.to_string()),
-                nodes: self.nodes,
-                arg_nodes,
-                heads,
-                node_row_ptr,
-            },
+            graph,
             constants: self.constants,
         })
     }
@@ -224,10 +246,9 @@ impl Serializer<'_> {
     }
 
     fn entries(&self, id: ExprId) -> Result<&[Entry], SerializeError> {
-        self.memo
-            .get(&id)
-            .map(Vec::as_slice)
-            .ok_or_else(|| self.unsupported(id, "a variable that is not a parameter of the function"))
+        self.memo.get(&id).map(Vec::as_slice).ok_or_else(|| {
+            self.unsupported(id, "a variable that is not a parameter of the function")
+        })
     }
 
     fn add_node(
@@ -272,13 +293,13 @@ impl Serializer<'_> {
                     .iter()
                     .map(|t| t.flatten_tensors().len())
                     .sum();
-                let count = fields
-                    .get(*index)
-                    .map_or(0, |t| t.flatten_tensors().len());
+                let count = fields.get(*index).map_or(0, |t| t.flatten_tensors().len());
                 let all = self.entries(*tuple)?;
                 all.get(start..start + count)
                     .map(<[Entry]>::to_vec)
-                    .ok_or_else(|| self.unsupported(id, format!("tuple field {index} out of range")))
+                    .ok_or_else(|| {
+                        self.unsupported(id, format!("tuple field {index} out of range"))
+                    })
             }
             Expr::Function(_) => Err(self.unsupported(id, "a function literal used as a value")),
             Expr::Call(call) => {
@@ -300,7 +321,13 @@ impl Serializer<'_> {
         let name = format!("{}_const_{}", self.symbol, self.constants.len());
         let ty = tensor.ty().clone();
         self.constants.insert(name.clone(), tensor);
-        self.add_node(NodeKind::Const, name, Vec::new(), vec![ty], NodeAttrs::new())
+        self.add_node(
+            NodeKind::Const,
+            name,
+            Vec::new(),
+            vec![ty],
+            NodeAttrs::new(),
+        )
     }
 
     /// Every schema attribute of `op` in declaration order, encoded.
@@ -327,15 +354,21 @@ impl Serializer<'_> {
 
     /// The name and attributes of a composite call's kernel node.
     fn composite(&self, id: ExprId, callee: ExprId) -> Result<(String, NodeAttrs), SerializeError> {
-        let lf: &LocalFunction = self
-            .func
-            .expr(callee)
-            .as_function()
-            .ok_or_else(|| self.unsupported(id, "a call of a local expression that is not a function literal"))?;
+        let lf: &LocalFunction = self.func.expr(callee).as_function().ok_or_else(|| {
+            self.unsupported(
+                id,
+                "a call of a local expression that is not a function literal",
+            )
+        })?;
         let name = lf
             .attrs
             .get_str("Composite")
-            .ok_or_else(|| self.unsupported(id, "a call of a local function without a Composite attribute"))?
+            .ok_or_else(|| {
+                self.unsupported(
+                    id,
+                    "a call of a local function without a Composite attribute",
+                )
+            })?
             .to_string();
         let func = self.func;
         let calls: Vec<ExprId> = post_order(func, lf.body, |_| false)
@@ -351,12 +384,13 @@ impl Serializer<'_> {
                 if op.name() == "clip" && lf.body != root {
                     for bound in ["a_min", "a_max"] {
                         let value = call.attrs.get(bound).cloned().unwrap_or(AttrValue::None);
-                        let strings = encode_attr(bound, &value).map_err(|source| SerializeError::Attr {
-                            symbol: self.symbol.to_string(),
-                            expr: lf.body,
-                            op: "clip".to_string(),
-                            source,
-                        })?;
+                        let strings =
+                            encode_attr(bound, &value).map_err(|source| SerializeError::Attr {
+                                symbol: self.symbol.to_string(),
+                                expr: lf.body,
+                                op: "clip".to_string(),
+                                source,
+                            })?;
                         attrs.set(bound, strings);
                     }
                 }

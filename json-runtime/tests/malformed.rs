@@ -37,15 +37,27 @@ fn structural_errors_name_line_and_key() {
     let (err, text) = error_of(&[("]]}}\n]", "]]}}\n")]);
     assert!(matches!(err, FormatError::Json(_)));
     assert!(text.contains("line"), "{text}");
-    expect(&[("\"arg_nodes\"", "\"extra\": 1, \"arg_nodes\"")], "unknown field `extra`");
+    expect(
+        &[("\"arg_nodes\"", "\"extra\": 1, \"arg_nodes\"")],
+        "unknown field `extra`",
+    );
     expect(&[("\"heads\": [[2, 0, 0]], ", "")], "missing field `heads`");
-    expect(&[("\"op\": \"input\", ", "\"op\": \"input\", \"color\": \"red\", ")], "unknown field `color`");
+    expect(
+        &[(
+            "\"op\": \"input\", ",
+            "\"op\": \"input\", \"color\": \"red\", ",
+        )],
+        "unknown field `color`",
+    );
 }
 
 #[test]
 fn unknown_op_kind() {
     expect(
-        &[("\"op\": \"kernel\", \"name\": \"tanh\"", "\"op\": \"kernal\", \"name\": \"tanh\"")],
+        &[(
+            "\"op\": \"kernel\", \"name\": \"tanh\"",
+            "\"op\": \"kernal\", \"name\": \"tanh\"",
+        )],
         "node 2: unknown op kind 'kernal' (expected input, const or kernel)",
     );
 }
@@ -72,7 +84,10 @@ fn heads_out_of_range_or_missing() {
         &[("\"heads\": [[2, 0, 0]]", "\"heads\": [[9, 0, 0]]")],
         "heads: entry [9, 0, 0] is dangling: node 9 does not exist",
     );
-    expect(&[("\"heads\": [[2, 0, 0]]", "\"heads\": []")], "heads: the graph has no outputs");
+    expect(
+        &[("\"heads\": [[2, 0, 0]]", "\"heads\": []")],
+        "heads: the graph has no outputs",
+    );
 }
 
 #[test]
@@ -90,7 +105,10 @@ fn node_row_ptr_inconsistent() {
 #[test]
 fn bad_shape_and_dtype_strings() {
     expect(
-        &[("\"shape\": [[[2, 2]]], \"dtype\": [[\"float32\"]]}}", "\"shape\": [[[\"a\"]]], \"dtype\": [[\"float32\"]]}}")],
+        &[(
+            "\"shape\": [[[2, 2]]], \"dtype\": [[\"float32\"]]}}",
+            "\"shape\": [[[\"a\"]]], \"dtype\": [[\"float32\"]]}}",
+        )],
         "node 0 ('x'): attribute 'shape' must hold shapes (lists of integers), got [\"a\"]",
     );
     expect(
@@ -106,8 +124,15 @@ fn bad_shape_and_dtype_strings() {
         "node 0 ('x'): dtype count is 2 but shape gives 1",
     );
     expect(
-        &[("\"shape\": [[[2, 2]]], \"dtype\": [[\"float32\"]]}}", "\"dtype\": [[\"float32\"]]}}")],
+        &[(
+            "\"shape\": [[[2, 2]]], \"dtype\": [[\"float32\"]]}}",
+            "\"dtype\": [[\"float32\"]]}}",
+        )],
         "node 0 ('x'): missing attribute 'shape'",
+    );
+    expect(
+        &[("[[[2, 2]]], \"dtype\": [[\"float32\"]]}}", "[[]], \"dtype\": [[]]}}")],
+        "node 0 ('x'): attribute 'shape' must describe at least one output",
     );
     expect(
         &[("[[[2, 2]]]", "[[2, 2]]")],
@@ -143,7 +168,10 @@ fn bad_attribute_encodings() {
 fn cycles_and_forward_references() {
     let (err, text) = error_of(&[("\"inputs\": [[0, 0, 0]]", "\"inputs\": [[2, 0, 0]]")]);
     assert!(matches!(err, FormatError::Cycle { .. }), "{text}");
-    assert!(text.contains("the graph has a cycle through this node"), "{text}");
+    assert!(
+        text.contains("the graph has a cycle through this node"),
+        "{text}"
+    );
     expect(
         &[
             ("\"inputs\": [[0, 0, 0]]", "\"inputs\": [[2, 0, 0]]"),
@@ -167,14 +195,23 @@ fn arg_nodes_must_list_the_leaves() {
         &[("\"arg_nodes\": [0]", "\"arg_nodes\": []")],
         "arg_nodes: input node 0 ('x') is not listed",
     );
-    expect(&[("\"arg_nodes\": [0]", "\"arg_nodes\": [0, 0]")], "arg_nodes: node 0 is listed twice");
-    expect(&[("\"arg_nodes\": [0]", "\"arg_nodes\": [0, 7]")], "arg_nodes: node 7 does not exist");
+    expect(
+        &[("\"arg_nodes\": [0]", "\"arg_nodes\": [0, 0]")],
+        "arg_nodes: node 0 is listed twice",
+    );
+    expect(
+        &[("\"arg_nodes\": [0]", "\"arg_nodes\": [0, 7]")],
+        "arg_nodes: node 7 does not exist",
+    );
 }
 
 #[test]
 fn leaves_cannot_have_inputs() {
     expect(
-        &[("\"name\": \"x\", ", "\"name\": \"x\", \"inputs\": [[0, 0, 0]], ")],
+        &[(
+            "\"name\": \"x\", ",
+            "\"name\": \"x\", \"inputs\": [[0, 0, 0]], ",
+        )],
         "node 0 ('x'): a input node cannot have inputs",
     );
 }

@@ -7,11 +7,10 @@ use std::sync::Arc;
 
 use byoc_core::tensor::{Tensor, TensorMut, TensorRef};
 use byoc_core::{DType, TensorType};
-use byoc_json_runtime::{
-    ConstantMap, HostProvider, JsonRuntime, KernelProvider, KernelSpec, NodeKernel,
-    RuntimeError,
-};
 use byoc_json_runtime::runtime::ProviderError;
+use byoc_json_runtime::{
+    ConstantMap, HostProvider, JsonRuntime, KernelProvider, KernelSpec, NodeKernel, RuntimeError,
+};
 use common::{assert_close, fixture, run};
 
 fn conv_runtime() -> (JsonRuntime<HostProvider>, common::Fixture) {
@@ -72,7 +71,10 @@ fn bound_tensors_are_checked_against_the_graph() {
     let mut out = Tensor::zeros(rt.output_types()[0].clone());
 
     let err = rt.run(&[], &mut [out.view_mut()]).unwrap_err();
-    assert!(err.to_string().ends_with("expected 1 input tensors, got 0"), "{err}");
+    assert!(
+        err.to_string().ends_with("expected 1 input tensors, got 0"),
+        "{err}"
+    );
 
     let wrong = Tensor::zeros(TensorType::new([1, 3, 8, 7], DType::Float32));
     let err = rt.run(&[wrong.view()], &mut [out.view_mut()]).unwrap_err();
@@ -89,18 +91,27 @@ fn bound_tensors_are_checked_against_the_graph() {
     };
     let err = rt.run(&[short], &mut [out.view_mut()]).unwrap_err();
     assert!(
-        err.to_string().ends_with("input 0 ('dnnl_0_i0') has 100 bytes but Tensor[(1, 3, 8, 8), float32] takes 768"),
+        err.to_string().ends_with(
+            "input 0 ('dnnl_0_i0') has 100 bytes but Tensor[(1, 3, 8, 8), float32] takes 768"
+        ),
         "{err}"
     );
 
     let mut wrong_out = Tensor::zeros(TensorType::new([1, 16, 8, 8], DType::Float16));
-    let err = rt.run(&[x.view()], &mut [wrong_out.view_mut()]).unwrap_err();
+    let err = rt
+        .run(&[x.view()], &mut [wrong_out.view_mut()])
+        .unwrap_err();
     assert!(
-        err.to_string().contains("output 0 ('dnnl.conv2d_bias_relu') is Tensor[(1, 16, 8, 8), float16]"),
+        err.to_string()
+            .contains("output 0 ('dnnl.conv2d_bias_relu') is Tensor[(1, 16, 8, 8), float16]"),
         "{err}"
     );
     let err = rt.run(&[x.view()], &mut []).unwrap_err();
-    assert!(err.to_string().ends_with("expected 1 output tensors, got 0"), "{err}");
+    assert!(
+        err.to_string()
+            .ends_with("expected 1 output tensors, got 0"),
+        "{err}"
+    );
 }
 
 fn build_error(json_edit: (&str, &str)) -> String {
@@ -126,7 +137,10 @@ fn host_provider_errors_name_the_node() {
         err.contains("node 3 ('dnnl.conv2d_bias_relu'): building the kernel failed: nn.conv2d: attribute 'groups' = [\"one\"] is not an integer"),
         "{err}"
     );
-    let err = build_error(("\"shape\": [[[1, 16, 8, 8]]]", "\"shape\": [[[1, 16, 8, 9]]]"));
+    let err = build_error((
+        "\"shape\": [[[1, 16, 8, 8]]]",
+        "\"shape\": [[[1, 16, 8, 9]]]",
+    ));
     assert!(
         err.contains("the graph declares outputs [Tensor[(1, 16, 8, 9), float32]] but the op sequence gives [Tensor[(1, 16, 8, 8), float32]]"),
         "{err}"
@@ -142,9 +156,17 @@ struct Doubler {
 struct Double;
 
 impl NodeKernel for Double {
-    fn run(&self, inputs: &[TensorRef<'_>], outputs: &mut [TensorMut<'_>]) -> Result<(), ProviderError> {
-        let x = inputs[0].as_slice::<f32>().map_err(|e| ProviderError::new(e.to_string()))?;
-        let y = outputs[0].as_slice_mut::<f32>().map_err(|e| ProviderError::new(e.to_string()))?;
+    fn run(
+        &self,
+        inputs: &[TensorRef<'_>],
+        outputs: &mut [TensorMut<'_>],
+    ) -> Result<(), ProviderError> {
+        let x = inputs[0]
+            .as_slice::<f32>()
+            .map_err(|e| ProviderError::new(e.to_string()))?;
+        let y = outputs[0]
+            .as_slice_mut::<f32>()
+            .map_err(|e| ProviderError::new(e.to_string()))?;
         for (d, s) in y.iter_mut().zip(x) {
             *d = 2.0 * s;
         }
@@ -186,11 +208,18 @@ fn custom_provider_chain_reuses_buffers_and_copies_heads() {
     assert_eq!(rt.provider().builds.load(Ordering::SeqCst), 4);
     let x = Tensor::from_vec([4], vec![1.0f32, -2.0, 0.5, 3.0]).unwrap();
     for _ in 0..3 {
-        let mut outs: Vec<Tensor> = rt.output_types().iter().map(|t| Tensor::zeros(t.clone())).collect();
+        let mut outs: Vec<Tensor> = rt
+            .output_types()
+            .iter()
+            .map(|t| Tensor::zeros(t.clone()))
+            .collect();
         let mut views: Vec<TensorMut<'_>> = outs.iter_mut().map(Tensor::view_mut).collect();
         rt.run(&[x.view()], &mut views).unwrap();
         drop(views);
-        assert_eq!(outs[0].as_slice::<f32>().unwrap(), &[16.0, -32.0, 8.0, 48.0]);
+        assert_eq!(
+            outs[0].as_slice::<f32>().unwrap(),
+            &[16.0, -32.0, 8.0, 48.0]
+        );
         assert_eq!(outs[1].as_slice::<f32>().unwrap(), &[4.0, -8.0, 2.0, 12.0]);
         assert_eq!(outs[2], x);
         assert_eq!(outs[3], outs[0]);
@@ -199,8 +228,18 @@ fn custom_provider_chain_reuses_buffers_and_copies_heads() {
 
 #[test]
 fn provider_build_failure_names_node() {
-    let json = CHAIN.replacen("\"name\": \"double\", \"inputs\": [[2", "\"name\": \"triple\", \"inputs\": [[2", 1);
-    let rt = JsonRuntime::new(&json, Doubler { builds: AtomicUsize::new(0) }).unwrap();
+    let json = CHAIN.replacen(
+        "\"name\": \"double\", \"inputs\": [[2",
+        "\"name\": \"triple\", \"inputs\": [[2",
+        1,
+    );
+    let rt = JsonRuntime::new(
+        &json,
+        Doubler {
+            builds: AtomicUsize::new(0),
+        },
+    )
+    .unwrap();
     let err = rt.init(&ConstantMap::new()).unwrap_err();
     assert_eq!(
         err.to_string(),

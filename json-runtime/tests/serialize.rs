@@ -119,7 +119,10 @@ fn serialized_partitions_run_like_the_host_executor() {
         reference[0].clone()
     };
     let y = check("tvmgen_default_dnnl_main_0", &x);
-    check("tvmgen_default_dnnl_main_1", &y.reshaped(vec![1, 1024]).unwrap());
+    check(
+        "tvmgen_default_dnnl_main_1",
+        &y.reshaped(vec![1, 1024]).unwrap(),
+    );
 }
 
 const TUPLES: &str = r#"
@@ -183,7 +186,10 @@ fn tuples_are_flattened_and_tuple_outputs_become_heads() {
     );
     // node_row_ptr counts the tuple parameter and batch_norm's three outputs.
     assert_eq!(&g.node_row_ptr[..10], [0, 1, 2, 4, 5, 6, 7, 8, 11, 12]);
-    assert_eq!(JsonGraph::parse(&s.to_json()).unwrap().to_json(), s.to_json());
+    assert_eq!(
+        JsonGraph::parse(&s.to_json()).unwrap().to_json(),
+        s.to_json()
+    );
 }
 
 #[test]
@@ -236,7 +242,8 @@ def @main(%x: Tensor[(2), float32]) { @g(%x) }
     let err = serialize(m.main().unwrap(), "s").unwrap_err();
     assert!(matches!(err, SerializeError::Unsupported { .. }));
     assert!(
-        err.to_string().contains("does not support a call of global function @g"),
+        err.to_string()
+            .contains("does not support a call of global function @g"),
         "{err}"
     );
 
@@ -249,7 +256,10 @@ def @main(%x: Tensor[(2), float32]) {
 "#,
     );
     let err = serialize(m.main().unwrap(), "s").unwrap_err();
-    assert!(err.to_string().contains("without a Composite attribute"), "{err}");
+    assert!(
+        err.to_string().contains("without a Composite attribute"),
+        "{err}"
+    );
 
     let untyped = parse_module("def @main(%x: Tensor[(2), float32]) { nn.relu(%x) }").unwrap();
     let err = serialize(untyped.main().unwrap(), "s").unwrap_err();

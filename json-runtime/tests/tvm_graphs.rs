@@ -41,7 +41,12 @@ fn tvm_conv_graph_is_read_field_by_field() {
     let kinds: Vec<NodeKind> = g.nodes.iter().map(|n| n.kind).collect();
     assert_eq!(
         kinds,
-        [NodeKind::Input, NodeKind::Const, NodeKind::Const, NodeKind::Kernel]
+        [
+            NodeKind::Input,
+            NodeKind::Const,
+            NodeKind::Const,
+            NodeKind::Kernel
+        ]
     );
     assert_eq!(
         g.const_names(),
@@ -52,7 +57,10 @@ fn tvm_conv_graph_is_read_field_by_field() {
     );
     let k = &g.nodes[3];
     assert_eq!(k.name, "dnnl.conv2d_bias_relu");
-    assert_eq!(k.inputs, [Entry::new(0, 0), Entry::new(1, 0), Entry::new(2, 0)]);
+    assert_eq!(
+        k.inputs,
+        [Entry::new(0, 0), Entry::new(1, 0), Entry::new(2, 0)]
+    );
     assert_eq!(k.outputs, [TensorType::new([1, 16, 8, 8], DType::Float32)]);
     assert_eq!(k.attrs.get("padding").unwrap(), ["1", "1", "1", "1"]);
     assert_eq!(k.attrs.get_str("out_layout"), Some(""));

@@ -172,6 +172,9 @@ pub struct JsonGraph {
 
 impl JsonGraph {
     /// The flat id of an entry (TVM's `EntryID`).
+    ///
+    /// # Panics
+    /// If the entry's node does not exist; entries of a validated graph always do.
     pub fn entry_id(&self, entry: Entry) -> usize {
         self.node_row_ptr[entry.node_index()] as usize + entry.index as usize
     }
@@ -182,6 +185,9 @@ impl JsonGraph {
     }
 
     /// The tensor type of an entry.
+    ///
+    /// # Panics
+    /// If the entry does not exist; entries of a validated graph always do.
     pub fn entry_type(&self, entry: Entry) -> &TensorType {
         &self.nodes[entry.node_index()].outputs[entry.index as usize]
     }

@@ -95,6 +95,23 @@ impl JsonGraph {
     /// Checks the invariants listed in the module documentation of [`super::graph`]; the
     /// serializer's output and [`JsonGraph::parse`]'s result always pass.
     pub fn validate(&self) -> Result<(), FormatError> {
+        for (id, node) in self.nodes.iter().enumerate() {
+            if node.outputs.is_empty() {
+                return Err(FormatError::BadAttr {
+                    node: id,
+                    name: node.name.clone(),
+                    attr: "shape".to_string(),
+                    problem: "must describe at least one output".to_string(),
+                });
+            }
+            if node.kind != NodeKind::Kernel && !node.inputs.is_empty() {
+                return Err(FormatError::LeafWithInputs {
+                    node: id,
+                    name: node.name.clone(),
+                    kind: node.kind.as_str(),
+                });
+            }
+        }
         self.check_row_ptr()?;
         for (id, node) in self.nodes.iter().enumerate() {
             let location = format!("node {id} ('{}') inputs", node.name);
@@ -222,12 +239,15 @@ impl JsonGraph {
     fn check_arg_nodes(&self) -> Result<(), FormatError> {
         let mut seen = HashSet::new();
         for &a in &self.arg_nodes {
-            let node = self.nodes.get(a as usize).ok_or_else(|| FormatError::ArgNodes {
-                problem: format!(
-                    "node {a} does not exist (the graph has {} nodes)",
-                    self.nodes.len()
-                ),
-            })?;
+            let node = self
+                .nodes
+                .get(a as usize)
+                .ok_or_else(|| FormatError::ArgNodes {
+                    problem: format!(
+                        "node {a} does not exist (the graph has {} nodes)",
+                        self.nodes.len()
+                    ),
+                })?;
             if node.kind == NodeKind::Kernel {
                 return Err(FormatError::ArgNodes {
                     problem: format!(
@@ -300,7 +320,9 @@ fn convert_node(id: usize, raw: RawNode) -> Result<JsonNode, FormatError> {
     let mut split = SplitAttrs::default();
     for (key, value) in raw.attrs.0 {
         match key.as_str() {
-            "num_inputs" => split.num_inputs = Some(count_string(&value).map_err(|p| bad(&key, p))?),
+            "num_inputs" => {
+                split.num_inputs = Some(count_string(&value).map_err(|p| bad(&key, p))?)
+            }
             "num_outputs" => {
                 split.num_outputs = Some(count_string(&value).map_err(|p| bad(&key, p))?)
             }
@@ -327,9 +349,6 @@ fn convert_node(id: usize, raw: RawNode) -> Result<JsonNode, FormatError> {
         expected_from,
         expected,
     };
-    if shapes.is_empty() {
-        return Err(bad("shape", "must describe at least one output".into()));
-    }
     if dtypes.len() != shapes.len() {
         return Err(mismatch("dtype count", dtypes.len(), "shape", shapes.len()));
     }
@@ -344,13 +363,6 @@ fn convert_node(id: usize, raw: RawNode) -> Result<JsonNode, FormatError> {
         .collect::<Result<Vec<_>, _>>()?;
     if let Some(n) = split.num_inputs.filter(|&n| n != inputs.len()) {
         return Err(mismatch("num_inputs", n, "inputs", inputs.len()));
-    }
-    if kind != NodeKind::Kernel && !inputs.is_empty() {
-        return Err(FormatError::LeafWithInputs {
-            node: id,
-            name,
-            kind: kind.as_str(),
-        });
     }
     let mut outputs = Vec::with_capacity(shapes.len());
     for (index, (shape, dtype)) in shapes.into_iter().zip(dtypes).enumerate() {
@@ -393,9 +405,12 @@ fn describe(v: &Value) -> String {
 
 /// `"3"` → 3.
 fn count_string(v: &Value) -> Result<usize, String> {
-    v.as_str()
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| format!("must be a string holding a count, e.g. \"1\", got {}", describe(v)))
+    v.as_str().and_then(|s| s.parse().ok()).ok_or_else(|| {
+        format!(
+            "must be a string holding a count, e.g. \"1\", got {}",
+            describe(v)
+        )
+    })
 }
 
 /// Unwraps TVM's one-element outer list: `[[...]]` → `[...]`.

@@ -67,7 +67,9 @@ fn write_node(out: &mut String, node: &JsonNode) {
         })
     });
     out.push_str("], \"dtype\": [");
-    write_list(out, &node.outputs, |o, t| o.push_str(&quoted(&t.dtype.to_string())));
+    write_list(out, &node.outputs, |o, t| {
+        o.push_str(&quoted(&t.dtype.to_string()))
+    });
     out.push_str("]}}");
 }
 
@@ -82,7 +84,11 @@ impl JsonGraph {
         for (i, node) in self.nodes.iter().enumerate() {
             out.push_str("    ");
             write_node(&mut out, node);
-            out.push_str(if i + 1 < self.nodes.len() { ",\n" } else { "\n" });
+            out.push_str(if i + 1 < self.nodes.len() {
+                ",\n"
+            } else {
+                "\n"
+            });
         }
         out.push_str("  ],\n  \"arg_nodes\": ");
         write_list(&mut out, &self.arg_nodes, |o, a| {

@@ -24,7 +24,9 @@ pub enum RuntimeError {
         name: String,
     },
     /// A provided constant's type differs from its node's.
-    #[error("{symbol}: constant '{name}' (node {node}) is {got} but the graph declares {expected}")]
+    #[error(
+        "{symbol}: constant '{name}' (node {node}) is {got} but the graph declares {expected}"
+    )]
     ConstantType {
         /// The graph symbol.
         symbol: String,

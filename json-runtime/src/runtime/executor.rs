@@ -162,13 +162,14 @@ impl<P: KernelProvider> JsonRuntime<P> {
             .const_nodes()
             .map(|n| {
                 let node = &self.graph.nodes[n];
-                let tensor = constants
-                    .get(&node.name)
-                    .ok_or_else(|| RuntimeError::MissingConstant {
-                        symbol: self.symbol.clone(),
-                        node: n,
-                        name: node.name.clone(),
-                    })?;
+                let tensor =
+                    constants
+                        .get(&node.name)
+                        .ok_or_else(|| RuntimeError::MissingConstant {
+                            symbol: self.symbol.clone(),
+                            node: n,
+                            name: node.name.clone(),
+                        })?;
                 if node.outputs.len() != 1 || tensor.ty() != &node.outputs[0] {
                     return Err(RuntimeError::ConstantType {
                         symbol: self.symbol.clone(),
@@ -206,10 +207,7 @@ impl<P: KernelProvider> JsonRuntime<P> {
             let problem = if &ty != want {
                 format!("is {ty} but the graph expects {want}")
             } else if bytes != want.size_bytes() {
-                format!(
-                    "has {bytes} bytes but {want} takes {}",
-                    want.size_bytes()
-                )
+                format!("has {bytes} bytes but {want} takes {}", want.size_bytes())
             } else {
                 continue;
             };
@@ -248,7 +246,11 @@ impl<P: KernelProvider> JsonRuntime<P> {
             "output",
             &self.plan.output_types,
             outputs.iter().map(|t| (t.ty.clone(), t.bytes.len())),
-            |k| self.graph.nodes[self.graph.heads[k].node_index()].name.clone(),
+            |k| {
+                self.graph.nodes[self.graph.heads[k].node_index()]
+                    .name
+                    .clone()
+            },
         )?;
         let mut arena = lock(&self.arenas).pop().unwrap_or_else(|| {
             self.plan
