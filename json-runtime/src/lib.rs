@@ -18,5 +18,7 @@ pub mod serialize;
 
 pub use format::{Entry, FormatError, JsonGraph, JsonNode, NodeAttrs, NodeKind};
 pub use host::HostProvider;
-pub use runtime::{ConstantMap, JsonRuntime, KernelProvider, KernelSpec, NodeKernel, RuntimeError};
+pub use runtime::{
+    ConstantMap, JsonRuntime, KernelProvider, KernelSpec, NodeKernel, ProviderError, RuntimeError,
+};
 pub use serialize::{serialize, SerializeError, Serialized};

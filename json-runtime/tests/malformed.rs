@@ -131,7 +131,10 @@ fn bad_shape_and_dtype_strings() {
         "node 0 ('x'): missing attribute 'shape'",
     );
     expect(
-        &[("[[[2, 2]]], \"dtype\": [[\"float32\"]]}}", "[[]], \"dtype\": [[]]}}")],
+        &[(
+            "[[[2, 2]]], \"dtype\": [[\"float32\"]]}}",
+            "[[]], \"dtype\": [[]]}}",
+        )],
         "node 0 ('x'): attribute 'shape' must describe at least one output",
     );
     expect(

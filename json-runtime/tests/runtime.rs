@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use byoc_core::tensor::{Tensor, TensorMut, TensorRef};
 use byoc_core::{DType, TensorType};
-use byoc_json_runtime::runtime::ProviderError;
 use byoc_json_runtime::{
-    ConstantMap, HostProvider, JsonRuntime, KernelProvider, KernelSpec, NodeKernel, RuntimeError,
+    ConstantMap, HostProvider, JsonRuntime, KernelProvider, KernelSpec, NodeKernel, ProviderError,
+    RuntimeError,
 };
 use common::{assert_close, fixture, run};
 
