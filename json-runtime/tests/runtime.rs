@@ -97,6 +97,18 @@ fn bound_tensors_are_checked_against_the_graph() {
         "{err}"
     );
 
+    let buf = byoc_core::tensor::AlignedBuf::zeroed(768 + 8);
+    let misaligned = TensorRef {
+        ty: x.ty(),
+        bytes: &buf.as_bytes()[1..769],
+    };
+    let err = rt.run(&[misaligned], &mut [out.view_mut()]).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("input 0 ('dnnl_0_i0') is not 8-byte aligned"),
+        "{err}"
+    );
+
     let mut wrong_out = Tensor::zeros(TensorType::new([1, 16, 8, 8], DType::Float16));
     let err = rt
         .run(&[x.view()], &mut [wrong_out.view_mut()])

@@ -13,6 +13,9 @@ use crate::format::{Entry, JsonGraph};
 /// How many idle arenas a runtime keeps for reuse.
 const ARENA_POOL_SIZE: usize = 4;
 
+/// The alignment `TensorRef`/`TensorMut` promise kernels (any element type can be viewed).
+const VIEW_ALIGN: usize = 8;
+
 /// What `init` produces: constants in `const` node order and one kernel per kernel node.
 struct Engine<K> {
     constants: Vec<Arc<Tensor>>,
@@ -192,7 +195,7 @@ impl<P: KernelProvider> JsonRuntime<P> {
         &self,
         what: &'static str,
         expected: &[TensorType],
-        got: impl ExactSizeIterator<Item = (TensorType, usize)>,
+        got: impl ExactSizeIterator<Item = (TensorType, *const u8, usize)>,
         name: impl Fn(usize) -> String,
     ) -> Result<(), RuntimeError> {
         if got.len() != expected.len() {
@@ -203,11 +206,13 @@ impl<P: KernelProvider> JsonRuntime<P> {
                 got: got.len(),
             });
         }
-        for (index, ((ty, bytes), want)) in got.zip(expected).enumerate() {
+        for (index, ((ty, ptr, bytes), want)) in got.zip(expected).enumerate() {
             let problem = if &ty != want {
                 format!("is {ty} but the graph expects {want}")
             } else if bytes != want.size_bytes() {
                 format!("has {bytes} bytes but {want} takes {}", want.size_bytes())
+            } else if (ptr as usize) % VIEW_ALIGN != 0 {
+                format!("is not {VIEW_ALIGN}-byte aligned (address {ptr:p})")
             } else {
                 continue;
             };
@@ -224,7 +229,7 @@ impl<P: KernelProvider> JsonRuntime<P> {
 
     /// Runs the graph: `inputs` in [`JsonRuntime::input_types`] order, `outputs` (one per
     /// head, allocated by the caller) in [`JsonRuntime::output_types`] order. Every tensor's
-    /// type and byte length is checked against the graph first.
+    /// type, byte length and 8-byte alignment is checked first.
     pub fn run(
         &self,
         inputs: &[TensorRef<'_>],
@@ -239,13 +244,17 @@ impl<P: KernelProvider> JsonRuntime<P> {
         self.check_binding(
             "input",
             &self.plan.input_types,
-            inputs.iter().map(|t| (t.ty.clone(), t.bytes.len())),
+            inputs
+                .iter()
+                .map(|t| (t.ty.clone(), t.bytes.as_ptr(), t.bytes.len())),
             |i| self.plan.input_names[i].clone(),
         )?;
         self.check_binding(
             "output",
             &self.plan.output_types,
-            outputs.iter().map(|t| (t.ty.clone(), t.bytes.len())),
+            outputs
+                .iter()
+                .map(|t| (t.ty.clone(), t.bytes.as_ptr(), t.bytes.len())),
             |k| {
                 self.graph.nodes[self.graph.heads[k].node_index()]
                     .name
