@@ -218,6 +218,8 @@ fn custom_provider_chain_reuses_buffers_and_copies_heads() {
     rt.init(&ConstantMap::new()).unwrap();
     rt.init(&ConstantMap::new()).unwrap();
     assert_eq!(rt.provider().builds.load(Ordering::SeqCst), 4);
+    // Nodes 2 and 4 write heads in place; nodes 1 and 3 share one 16-byte arena buffer.
+    assert_eq!(rt.arena_bytes(), 16);
     let x = Tensor::from_vec([4], vec![1.0f32, -2.0, 0.5, 3.0]).unwrap();
     for _ in 0..3 {
         let mut outs: Vec<Tensor> = rt

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use byoc_core::tensor::{AlignedBuf, Tensor, TensorMut, TensorRef};
 use byoc_core::TensorType;
 
-use super::plan::{plan, Plan, Slot};
+use super::plan::{plan, OutSlot, Plan, Slot};
 use super::{ConstantMap, KernelProvider, KernelSpec, NodeKernel, RuntimeError};
 use crate::format::{Entry, JsonGraph};
 
@@ -101,6 +101,12 @@ impl<P: KernelProvider> JsonRuntime<P> {
     /// The types of the `run` outputs (one per head), in order.
     pub fn output_types(&self) -> &[TensorType] {
         &self.plan.output_types
+    }
+
+    /// Bytes of intermediate storage one run uses (the arena; buffers are shared by entries
+    /// whose lifetimes do not overlap).
+    pub fn arena_bytes(&self) -> usize {
+        self.plan.arena_sizes.iter().sum()
     }
 
     /// True once `init` succeeded.
@@ -270,8 +276,8 @@ impl<P: KernelProvider> JsonRuntime<P> {
         });
         let mut out_bufs: Vec<Option<&mut [u8]>> =
             outputs.iter_mut().map(|o| Some(&mut *o.bytes)).collect();
-        for (&n, kernel) in self.plan.kernels.iter().zip(&engine.kernels) {
-            self.run_node(n, kernel, engine, inputs, &mut arena, &mut out_bufs)?;
+        for (i, kernel) in engine.kernels.iter().enumerate() {
+            self.run_node(i, kernel, engine, inputs, &mut arena, &mut out_bufs)?;
         }
         for &(k, source) in &self.plan.copies {
             let bytes = self
@@ -305,23 +311,23 @@ impl<P: KernelProvider> JsonRuntime<P> {
         }
     }
 
+    /// Runs kernel `i` (the `i`-th kernel node in execution order).
     fn run_node<'o>(
         &self,
-        n: usize,
+        i: usize,
         kernel: &P::Kernel,
         engine: &Engine<P::Kernel>,
         inputs: &[TensorRef<'_>],
         arena: &mut [AlignedBuf],
         out_bufs: &mut [Option<&'o mut [u8]>],
     ) -> Result<(), RuntimeError> {
+        let n = self.plan.kernels[i];
         let node = &self.graph.nodes[n];
-        let first = self.graph.node_row_ptr[n] as usize;
-        let mut taken: Vec<Taken<'o>> = (first..first + node.outputs.len())
-            .map(|id| match self.plan.slots[id] {
-                Slot::Output(k) => Taken::Output(k, out_bufs[k].take().unwrap_or_default()),
-                Slot::Arena(a) => Taken::Arena(a, std::mem::take(&mut arena[a])),
-                // The plan gives kernel outputs only output or arena slots.
-                Slot::Input(_) | Slot::Const(_) => Taken::Arena(usize::MAX, AlignedBuf::default()),
+        let mut taken: Vec<Taken<'o>> = self.plan.kernel_outputs[i]
+            .iter()
+            .map(|&target| match target {
+                OutSlot::Output(k) => Taken::Output(k, out_bufs[k].take().unwrap_or_default()),
+                OutSlot::Arena(a) => Taken::Arena(a, std::mem::take(&mut arena[a])),
             })
             .collect();
         let result = {
@@ -356,11 +362,7 @@ impl<P: KernelProvider> JsonRuntime<P> {
         };
         for t in taken {
             match t {
-                Taken::Arena(a, buf) => {
-                    if let Some(slot) = arena.get_mut(a) {
-                        *slot = buf;
-                    }
-                }
+                Taken::Arena(a, buf) => arena[a] = buf,
                 Taken::Output(k, b) => out_bufs[k] = Some(b),
             }
         }

@@ -24,6 +24,15 @@ pub(crate) enum Slot {
     Arena(usize),
 }
 
+/// Where a kernel writes one of its outputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OutSlot {
+    /// Output tensor `k` of `run`.
+    Output(usize),
+    /// Arena buffer `a`.
+    Arena(usize),
+}
+
 /// The storage plan of a graph.
 #[derive(Debug)]
 pub(crate) struct Plan {
@@ -33,6 +42,8 @@ pub(crate) struct Plan {
     pub arena_sizes: Vec<usize>,
     /// Kernel node ids in execution order.
     pub kernels: Vec<usize>,
+    /// For each kernel (parallel to `kernels`), where each of its outputs goes.
+    pub kernel_outputs: Vec<Vec<OutSlot>>,
     /// Heads filled by copying after the run: (output index, source slot).
     pub copies: Vec<(usize, Slot)>,
     /// Types of the input tensors of `run`.
@@ -115,15 +126,23 @@ pub(crate) fn plan(graph: &JsonGraph) -> Plan {
         sizes: Vec::new(),
         free: Vec::new(),
     };
+    let mut kernel_outputs = Vec::with_capacity(kernels.len());
     for &n in &kernels {
         let node = &graph.nodes[n];
         let first = graph.node_row_ptr[n] as usize;
         let outputs = first..first + node.outputs.len();
+        let mut targets = Vec::with_capacity(node.outputs.len());
         for (id, ty) in outputs.clone().zip(&node.outputs) {
-            if slots[id] == unassigned {
-                slots[id] = Slot::Arena(arena.alloc(ty.size_bytes()));
-            }
+            targets.push(match slots[id] {
+                Slot::Output(k) => OutSlot::Output(k),
+                _ => {
+                    let a = arena.alloc(ty.size_bytes());
+                    slots[id] = Slot::Arena(a);
+                    OutSlot::Arena(a)
+                }
+            });
         }
+        kernel_outputs.push(targets);
         let inputs = node.inputs.iter().map(|&e| graph.entry_id(e));
         let dead_outputs = outputs.filter(|&id| last_use[id].is_none());
         for id in inputs.chain(dead_outputs) {
@@ -139,6 +158,7 @@ pub(crate) fn plan(graph: &JsonGraph) -> Plan {
         slots,
         arena_sizes: arena.sizes,
         kernels,
+        kernel_outputs,
         copies,
         input_types: input_entries
             .iter()
