@@ -1,8 +1,11 @@
 //! 2-D convolution and transposed convolution through GEMM.
 //!
-//! conv2d lowers each (batch, group) to one GEMM over an im2col buffer (or over the input
-//! itself for a 1×1, stride-1, unpadded kernel); conv2d_transpose is a GEMM followed by a
-//! col2im scatter-add. Weights arrive repacked by [`pack4`]: OIHW for channels-first data,
+//! conv2d lowers each (batch, group) to GEMMs over im2col blocks (or over the input itself for
+//! a 1×1, stride-1, unpadded kernel). For NCHW data the kernel splits the work itself: tiles of
+//! output pixels, each with its own cache-sized im2col block and a single-threaded GEMM, run in
+//! parallel; with few output pixels, blocks of output channels share one im2col matrix. NHWC
+//! data uses one GEMM per (batch, group) with the GEMM's own threads. conv2d_transpose is a
+//! GEMM followed by a col2im scatter-add. Weights arrive repacked by [`pack4`]: OIHW for channels-first data,
 //! HWIO for channels-last data, IOHW for the transposed convolution.
 
 use rayon::prelude::*;
