@@ -173,3 +173,23 @@ fn strided_grouped_and_tiny() {
         groups: 1,
     });
 }
+
+#[test]
+fn groups_in_parallel_depthwise_and_pointwise() {
+    // Depthwise: one group per channel, groups run in parallel.
+    check(&Case {
+        data: [2, 16, 20, 19],
+        weight: [16, 1, 3, 3],
+        stride: 1,
+        pad: 1,
+        groups: 16,
+    });
+    // Grouped 1x1 (ShuffleNet's group convolutions).
+    check(&Case {
+        data: [1, 12, 10, 10],
+        weight: [6, 4, 1, 1],
+        stride: 1,
+        pad: 0,
+        groups: 3,
+    });
+}

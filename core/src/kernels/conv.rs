@@ -176,42 +176,80 @@ pub(crate) fn conv2d<A: Widen<T>, T: Gemm>(
     } else {
         vec![T::default(); kk * hw_out]
     };
+    if !g.channels_last {
+        let src: &[T] = &xw;
+        for n in 0..g.batch {
+            let x_n = &x[n * g.in_c * hw_in..(n + 1) * g.in_c * hw_in];
+            let xw_n = if pointwise {
+                &src[n * g.in_c * hw_in..(n + 1) * g.in_c * hw_in]
+            } else {
+                &[]
+            };
+            let y_n = &mut y[n * g.out_c * hw_out..(n + 1) * g.out_c * hw_out];
+            conv_nchw_groups(g, x_n, xw_n, w, y_n, threads);
+        }
+        return;
+    }
     for n in 0..g.batch {
         for gi in 0..g.groups {
-            if g.channels_last {
-                let x_n = &x[n * hw_in * g.in_c..(n + 1) * hw_in * g.in_c];
-                let lhs = if pointwise {
-                    MatRef {
-                        data: &xw[n * hw_in * g.in_c + gi * cin_g..],
-                        rs: g.in_c,
-                        cs: 1,
-                    }
-                } else {
-                    im2col_nhwc(g, x_n, gi, &mut col, threads);
-                    MatRef::row_major(&col, kk)
-                };
-                let rhs = MatRef {
-                    data: &w[gi * cout_g..],
-                    rs: g.out_c,
+            let x_n = &x[n * hw_in * g.in_c..(n + 1) * hw_in * g.in_c];
+            let lhs = if pointwise {
+                MatRef {
+                    data: &xw[n * hw_in * g.in_c + gi * cin_g..],
+                    rs: g.in_c,
                     cs: 1,
-                };
-                let dst = MatMut {
-                    data: &mut y[n * hw_out * g.out_c + gi * cout_g..],
-                    rs: g.out_c,
-                };
-                T::gemm(hw_out, cout_g, kk, lhs, rhs, dst, threads);
-            } else {
-                let start = (n * g.in_c + gi * cin_g) * hw_in;
-                let w_g = &w[gi * cout_g * kk..(gi + 1) * cout_g * kk];
-                let y_g = &mut y[(n * g.out_c + gi * cout_g) * hw_out..][..cout_g * hw_out];
-                if pointwise {
-                    conv_nchw_pointwise(g, &xw[start..start + cin_g * hw_in], w_g, y_g, threads);
-                } else {
-                    conv_nchw_im2col(g, &x[start..start + cin_g * hw_in], w_g, y_g, threads);
                 }
-            }
+            } else {
+                im2col_nhwc(g, x_n, gi, &mut col, threads);
+                MatRef::row_major(&col, kk)
+            };
+            let rhs = MatRef {
+                data: &w[gi * cout_g..],
+                rs: g.out_c,
+                cs: 1,
+            };
+            let dst = MatMut {
+                data: &mut y[n * hw_out * g.out_c + gi * cout_g..],
+                rs: g.out_c,
+            };
+            T::gemm(hw_out, cout_g, kk, lhs, rhs, dst, threads);
         }
     }
+}
+
+/// One batch of an NCHW convolution, group by group. With at least as many groups as threads
+/// (grouped and depthwise convolutions), the groups run in parallel, one thread each; otherwise
+/// they run in order and split their own work over the threads. `xw` is the widened input
+/// for the 1×1 path (empty otherwise).
+fn conv_nchw_groups<A: Widen<T>, T: Gemm>(
+    g: &Conv2dGeom,
+    x: &[A],
+    xw: &[T],
+    w: &[T],
+    y: &mut [T],
+    threads: usize,
+) {
+    let [kh, kw] = g.kernel;
+    let (cin_g, cout_g) = (g.in_c / g.groups, g.out_c / g.groups);
+    let kk = cin_g * kh * kw;
+    let (hw_in, hw_out) = (g.in_h * g.in_w, g.out_h * g.out_w);
+    let across_groups = g.groups > 1 && g.groups >= threads;
+    let inner_threads = if across_groups { 1 } else { threads };
+    let group = |gi: usize, y_g: &mut [T]| {
+        let w_g = &w[gi * cout_g * kk..(gi + 1) * cout_g * kk];
+        let range = gi * cin_g * hw_in..(gi + 1) * cin_g * hw_in;
+        if g.pointwise() {
+            conv_nchw_pointwise(g, &xw[range], w_g, y_g, inner_threads);
+        } else {
+            conv_nchw_im2col(g, &x[range], w_g, y_g, inner_threads);
+        }
+    };
+    for_chunks(
+        y,
+        cout_g * hw_out,
+        if across_groups { threads } else { 1 },
+        group,
+    );
 }
 
 /// Elements of a column tile's im2col buffer: a tile of `kk` rows then takes about 512 KiB of
