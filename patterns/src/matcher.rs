@@ -188,7 +188,7 @@ impl<'f> Matcher<'f> {
             },
             PatternKind::TupleGetItem { tuple, index } => match expr {
                 Expr::TupleGetItem { tuple: t, index: i } => {
-                    index.map_or(true, |x| x == *i) && self.m(tuple, *t)
+                    index.is_none_or(|x| x == *i) && self.m(tuple, *t)
                 }
                 _ => false,
             },

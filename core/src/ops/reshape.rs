@@ -137,7 +137,7 @@ fn reshape_shape(ctx: &TypeCtx<'_>, t: &TensorType) -> Result<Vec<usize>, TypeEr
             .filter(|&(j, _)| j != k)
             .map(|(_, &d)| d)
             .product();
-        if known == 0 || total % known != 0 {
+        if known == 0 || !total.is_multiple_of(known) {
             return Err(ctx.err(format!(
                 "cannot infer the -1 in newshape {newshape:?} for input shape {input:?} ({total} elements)"
             )));

@@ -162,7 +162,7 @@ fn split_sizes(ctx: &TypeCtx<'_>, t: &TensorType) -> Result<(usize, Vec<usize>),
                     "indices_or_sections must be a positive number of sections, got {n}"
                 ))
             })?;
-            if len % n != 0 {
+            if !len.is_multiple_of(n) {
                 return Err(ctx.err(format!(
                     "{n} sections do not evenly divide axis {axis} of size {len}"
                 )));

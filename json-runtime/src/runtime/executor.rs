@@ -217,7 +217,7 @@ impl<P: KernelProvider> JsonRuntime<P> {
                 format!("is {ty} but the graph expects {want}")
             } else if bytes != want.size_bytes() {
                 format!("has {bytes} bytes but {want} takes {}", want.size_bytes())
-            } else if (ptr as usize) % VIEW_ALIGN != 0 {
+            } else if !(ptr as usize).is_multiple_of(VIEW_ALIGN) {
                 format!("is not {VIEW_ALIGN}-byte aligned (address {ptr:p})")
             } else {
                 continue;

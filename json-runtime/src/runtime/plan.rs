@@ -147,7 +147,7 @@ pub(crate) fn plan(graph: &JsonGraph) -> Plan {
         let dead_outputs = outputs.filter(|&id| last_use[id].is_none());
         for id in inputs.chain(dead_outputs) {
             if let Slot::Arena(b) = slots[id] {
-                if last_use[id].map_or(true, |last| last == n) && !arena.free.contains(&b) {
+                if last_use[id].is_none_or(|last| last == n) && !arena.free.contains(&b) {
                     arena.free.push(b);
                 }
             }

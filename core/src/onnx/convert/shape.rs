@@ -104,7 +104,7 @@ pub(super) fn reshape(ctx: &mut NodeCtx<'_>) -> Out {
     let total: usize = input.iter().product();
     if let Some(i) = infer {
         let known: usize = out.iter().product();
-        if known == 0 || total % known != 0 {
+        if known == 0 || !total.is_multiple_of(known) {
             return Err(ctx.err(format!("cannot reshape {input:?} into {target:?}")));
         }
         out[i] = total / known;
