@@ -109,7 +109,7 @@ impl Function {
         }
         for i in (0..self.nodes.len()).rev() {
             if live[i] {
-                for op in self.nodes[i].expr.operands() {
+                for op in self.nodes[i].expr.operand_iter() {
                     live[op.index()] = true;
                 }
             }
@@ -126,7 +126,7 @@ impl Function {
         let mut counts = vec![0u32; self.nodes.len()];
         counts[self.body.index()] += 1;
         for id in self.live_ids() {
-            for op in self.expr(id).operands() {
+            for op in self.expr(id).operand_iter() {
                 counts[op.index()] += 1;
             }
         }
@@ -137,7 +137,7 @@ impl Function {
     pub fn users(&self) -> Vec<Vec<ExprId>> {
         let mut users = vec![Vec::new(); self.nodes.len()];
         for id in self.live_ids() {
-            for op in self.expr(id).operands() {
+            for op in self.expr(id).operand_iter() {
                 if users[op.index()].last() != Some(&id) {
                     users[op.index()].push(id);
                 }
@@ -170,7 +170,7 @@ impl FunctionBuilder {
     /// Appends `expr`, checking that its operands exist. Prefer the typed helpers below.
     pub fn push(&mut self, expr: Expr) -> Result<ExprId, IrError> {
         let id = ExprId::from_index(self.nodes.len());
-        for op in expr.operands() {
+        for op in expr.operand_iter() {
             if op.index() >= self.nodes.len() {
                 return Err(IrError::ForwardReference {
                     at: id,
