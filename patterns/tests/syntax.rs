@@ -142,7 +142,23 @@ fn unbalanced_parentheses_are_located() {
 fn unknown_ops_are_located() {
     let e = err("nn.relu(nn.conv3x(*))");
     assert_eq!(e.span, at(9));
-    assert_eq!(e.to_string(), "1:9: unknown op 'nn.conv3x'");
+    assert!(
+        e.to_string().starts_with("1:9: unknown op 'nn.conv3x'"),
+        "{e}"
+    );
+    let e = err("add(nn.relux(*), *)");
+    assert_eq!(e.span, at(5));
+    assert_eq!(
+        e.to_string(),
+        "1:5: unknown op 'nn.relux' (did you mean 'nn.relu'?)"
+    );
+    assert_eq!(
+        err("frobnicate(*)").kind,
+        ParseErrorKind::UnknownOp {
+            op: "frobnicate".into(),
+            suggestion: None
+        }
+    );
 }
 
 #[test]
@@ -186,7 +202,15 @@ fn conflicting_named_wildcards_are_rejected() {
         matches!(e.kind, ParseErrorKind::ConflictingBinding { .. }),
         "{e}"
     );
+    // The same holds for attribute constraints, reported at the second '{'.
+    let e = err("add(?x{axis=1}, ?x{axis=2})");
+    assert_eq!(e.span, at(19));
+    assert_eq!(
+        e.to_string(),
+        "1:19: ?x is constrained to axis=2 here but to axis=1 at 1:7; no expression can be both"
+    );
     // Compatible constraints are fine.
+    parse("add(?x{axis=1}, ?x{axis=1, exclude=False})");
     parse("add(?x : float32, ?x : (2))");
     parse("add(?x : float32, ?y : int8)");
 }
