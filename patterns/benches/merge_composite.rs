@@ -10,7 +10,7 @@ use std::time::Instant;
 use byoc_core::ir::{ExprId, FunctionBuilder};
 use byoc_core::Module;
 use byoc_patterns::{merge_composite, PatternTable};
-use common::{call, finish, ops, t};
+use common::{call, finish, t};
 
 const TABLE: &[(&str, &str)] = &[
     (
@@ -101,7 +101,6 @@ fn network(n: usize) -> Module {
 }
 
 fn main() {
-    ops();
     let mut table = PatternTable::new();
     for (name, pat) in TABLE {
         let pattern = pat.parse().unwrap_or_else(|e| panic!("{name}: {e}"));

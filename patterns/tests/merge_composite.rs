@@ -83,7 +83,6 @@ fn branch_merge() {
 
 #[test]
 fn reuse_call_merge_needs_the_shared_sub_pattern() {
-    common::ops();
     // Built with the builder: one `add(?x, ?y)` node used twice must bind one expression.
     let x = Pattern::named("x");
     let inner = Pattern::call("add", [x.clone(), Pattern::named("y")]);
@@ -427,7 +426,6 @@ fn tuple_get_item_merge_orders_params_by_pattern() {
 }
 
 fn check_table(want_layout: &'static str) -> PatternTable {
-    common::ops();
     let mut tab = PatternTable::new();
     tab.add_with_check(
         "conv_bias_relu",
@@ -467,7 +465,6 @@ fn pattern_with_check_can_reject() {
 
 #[test]
 fn check_sees_inferred_types() {
-    common::ops();
     let mut tab = PatternTable::new();
     tab.add_with_check(
         "conv_bias_relu",
@@ -485,7 +482,6 @@ fn check_sees_inferred_types() {
 
 #[test]
 fn diamond_does_not_merge_through_a_different_path() {
-    common::ops();
     let conv = "nn.relu(nn.bias_add(nn.conv2d(*, *), *))";
     let conv: Pattern = conv.parse().unwrap();
     let clip = Pattern::call("clip", [conv.clone()]);

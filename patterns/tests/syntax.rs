@@ -8,13 +8,11 @@ use byoc_patterns::{ParseErrorKind, Pattern, PatternKind, PatternParseError, Typ
 use proptest::prelude::*;
 
 fn parse(s: &str) -> Pattern {
-    common::ops();
     s.parse()
         .unwrap_or_else(|e: PatternParseError| panic!("'{s}' does not parse: {e}"))
 }
 
 fn err(s: &str) -> PatternParseError {
-    common::ops();
     match s.parse::<Pattern>() {
         Ok(p) => panic!("'{s}' parsed as {p}"),
         Err(e) => e,
@@ -74,7 +72,6 @@ fn spacing_and_trailing_commas_are_free() {
 
 #[test]
 fn parses_to_the_builder_patterns() {
-    common::ops();
     let built = Pattern::call(
         "nn.relu",
         [Pattern::call(
@@ -329,7 +326,6 @@ fn pattern() -> impl Strategy<Value = Pattern> {
 proptest! {
     #[test]
     fn display_then_parse_is_identity(p in pattern()) {
-        common::ops();
         let text = p.to_string();
         let back = match text.parse::<Pattern>() {
             // The builder does not check named wildcards for contradictory types; the parser does.

@@ -4,10 +4,8 @@ mod common;
 
 use byoc_core::ir::Span;
 use byoc_patterns::{ParseErrorKind, PatternTable, TableError};
-use common::ops;
 
 fn parse_err(text: &str) -> TableError {
-    ops();
     match PatternTable::parse(text) {
         Ok(t) => panic!("'{text}' parsed into {t}"),
         Err(e) => e,
@@ -16,7 +14,6 @@ fn parse_err(text: &str) -> TableError {
 
 #[test]
 fn text_form_round_trips() {
-    ops();
     let text =
         "# DNNL-like\n\ndnnl.conv2d_relu = nn.relu(nn.conv2d(*, *))\n  dnnl.add = add(*, *)\n";
     let t = PatternTable::parse(text).unwrap();
@@ -55,7 +52,6 @@ fn duplicate_names_are_rejected_with_their_line() {
 
 #[test]
 fn tables_for_a_target_require_its_prefix() {
-    ops();
     let mut t = PatternTable::for_target("dnnl");
     assert_eq!(t.target(), Some("dnnl"));
     t.add("dnnl.add_relu", "nn.relu(add(*, *))".parse().unwrap())
