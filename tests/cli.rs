@@ -88,6 +88,47 @@ fn inspect_prints_the_typed_module() {
 }
 
 #[test]
+fn inspect_stages_with_a_target_spec() {
+    let spec = "examples/targets/myacc.json";
+    let at = |stage: &str| {
+        let out = byoc(&[
+            "inspect",
+            "examples/models/small_cnn.relay",
+            "--target-spec",
+            spec,
+            "--stage",
+            stage,
+        ]);
+        assert!(out.status.success(), "stderr: {}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let composite = at("composite");
+    assert_eq!(
+        composite
+            .matches("Composite=\"myacc.conv2d_bias_relu\"")
+            .count(),
+        2
+    );
+    assert!(!composite.contains("compiler_begin"));
+    let annotate = at("annotate");
+    assert!(annotate.contains("annotation.compiler_begin(%data, compiler=\"myacc\")"));
+    let partition = at("partition");
+    assert!(partition.contains("def @myacc_0(") && partition.contains("def @myacc_1("));
+    assert!(partition.contains("Compiler=\"myacc\""));
+    // dense is not in the op list: it stays in @main.
+    assert!(partition.contains("= nn.dense("));
+
+    let bad = write("bad_spec.json", r#"{"target": "x", "ops": ["nn.nope"]}"#);
+    let out = byoc(&[
+        "inspect",
+        "examples/models/small_cnn.relay",
+        "--target-spec",
+        bad.to_str().unwrap(),
+    ]);
+    assert_bad_input(&out, &["bad_spec.json", "ops[0]: unknown op 'nn.nope'"]);
+}
+
+#[test]
 fn random_inputs_are_deterministic() {
     let run = || {
         let out = byoc(&[

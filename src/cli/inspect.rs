@@ -1,24 +1,38 @@
-//! `byoc inspect`: print a model after a stage of the pipeline.
+//! `byoc inspect`: print a model after a stage of the partitioning pipeline.
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use byoc_core::text::{print_module_with, PrintOptions};
 use clap::{Args, ValueEnum};
 
 use crate::model::{load_model, parse_input_shapes};
+use crate::pipeline::{partition, PartitionOptions, Stage as PipelineStage};
+use crate::report::{render, Format};
+use crate::target::Target;
 
 /// Arguments of `byoc inspect`.
 #[derive(Debug, Args)]
 pub struct InspectArgs {
     /// The model (.relay or .onnx).
     pub model: PathBuf,
+    /// A declarative target (JSON target spec, DESIGN §3.3); repeat for several targets, in
+    /// priority order.
+    #[arg(long = "target-spec", value_name = "FILE")]
+    pub target_specs: Vec<PathBuf>,
     /// Fix an ONNX input's shape (symbolic dimensions): NAME=D0,D1,... (repeatable).
     #[arg(long = "input-shape", value_name = "NAME=DIMS")]
     pub input_shapes: Vec<String>,
     /// The stage after which to print the module.
-    #[arg(long, value_enum, default_value_t = Stage::Parse)]
+    #[arg(long, value_enum, default_value_t = Stage::Partition)]
     pub stage: Stage,
+    /// Skip MergeCompilerRegions: every annotated call becomes its own partition.
+    #[arg(long)]
+    pub no_merge: bool,
+    /// Output format: the module as text, or (after `partition`) the summary as JSON, the
+    /// graph as Graphviz DOT, or a self-contained HTML report.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
     /// Write to this file instead of standard output.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
@@ -29,13 +43,55 @@ pub struct InspectArgs {
 pub enum Stage {
     /// Parsed and type-checked: the typed module, each binding with its type.
     Parse,
+    /// After MergeComposite.
+    Composite,
+    /// After AnnotateTarget.
+    Annotate,
+    /// After MergeCompilerRegions.
+    Merge,
+    /// After PartitionGraph and pruning.
+    Partition,
+}
+
+impl Stage {
+    fn pipeline_stage(self) -> Option<PipelineStage> {
+        match self {
+            Stage::Parse => None,
+            Stage::Composite => Some(PipelineStage::Composite),
+            Stage::Annotate => Some(PipelineStage::Annotate),
+            Stage::Merge => Some(PipelineStage::Merge),
+            Stage::Partition => Some(PipelineStage::Partition),
+        }
+    }
 }
 
 /// Runs `byoc inspect`.
 pub fn inspect(args: &InspectArgs) -> Result<()> {
+    let targets = args
+        .target_specs
+        .iter()
+        .map(|p| Target::from_spec_file(p))
+        .collect::<Result<Vec<_>, _>>()?;
     let module = load_model(&args.model, &parse_input_shapes(&args.input_shapes)?)?;
-    let text = match args.stage {
-        Stage::Parse => print_module_with(&module, &PrintOptions { show_types: true }),
+    let text = match args.stage.pipeline_stage() {
+        None if args.format == Format::Text => {
+            print_module_with(&module, &PrintOptions { show_types: true })
+        }
+        None => bail!(
+            "--format {} needs a pipeline stage, not --stage parse",
+            args.format.name()
+        ),
+        Some(stop_after) => {
+            let options = PartitionOptions {
+                stop_after,
+                merge: !args.no_merge,
+                ..PartitionOptions::default()
+            };
+            let result = partition(&module, &targets, &options)
+                .with_context(|| format!("{}: partitioning failed", args.model.display()))?;
+            let names: Vec<&str> = targets.iter().map(Target::name).collect();
+            render(args.format, stop_after, &result, &names)?
+        }
     };
     match &args.output {
         Some(path) => {

@@ -2,7 +2,8 @@
 //!
 //! Exit codes: 0 ok, 1 a check failed ([`CheckFailed`]), 2 bad usage or bad input.
 
-mod inputs;
+mod bench;
+pub mod inputs;
 mod inspect;
 mod run;
 
@@ -11,6 +12,7 @@ use std::fmt;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
+pub use bench::{BenchArgs, BenchReport};
 pub use inspect::InspectArgs;
 pub use run::RunArgs;
 
@@ -30,6 +32,8 @@ pub enum Command {
     Inspect(InspectArgs),
     /// Run a model on inputs from an .npz file (or random inputs) and write the outputs.
     Run(RunArgs),
+    /// Time repeated runs of a model and print median/min/max latency and per-target shares as JSON.
+    Bench(BenchArgs),
 }
 
 /// A check (numerical comparison, strict mode) that failed: exit code 1.
@@ -49,5 +53,6 @@ pub fn execute(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Inspect(args) => inspect::inspect(&args),
         Command::Run(args) => run::run(&args),
+        Command::Bench(args) => bench::bench(&args),
     }
 }
