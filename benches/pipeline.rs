@@ -42,9 +42,7 @@ fn network(n: usize) -> Result<Module, Box<dyn std::error::Error>> {
     let x = b.param("x", ty.clone().into());
     let w = b.param("w", TensorType::new([4, 4, 1, 1], DType::Float32).into());
     let bias = b.param("bias", TensorType::new([4], DType::Float32).into());
-    let call = |b: &mut FunctionBuilder, op: &str, args: &[ExprId]| {
-        b.call(op, args, Attrs::new())
-    };
+    let call = |b: &mut FunctionBuilder, op: &str, args: &[ExprId]| b.call(op, args, Attrs::new());
     let mut h = x;
     let (mut count, mut block) = (0, 0);
     while count < n {
@@ -79,7 +77,11 @@ fn network(n: usize) -> Result<Module, Box<dyn std::error::Error>> {
         count += ops;
         block += 1;
     }
-    Ok(Module::from_main(b.finish(vec![x, w, bias], h, Attrs::new())?))
+    Ok(Module::from_main(b.finish(
+        vec![x, w, bias],
+        h,
+        Attrs::new(),
+    )?))
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -103,9 +105,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         let mut best = [f64::INFINITY; 4];
         let mut counts = (0, 0);
-        for (i, stage) in [Stage::Composite, Stage::Annotate, Stage::Merge, Stage::Partition]
-            .into_iter()
-            .enumerate()
+        for (i, stage) in [
+            Stage::Composite,
+            Stage::Annotate,
+            Stage::Merge,
+            Stage::Partition,
+        ]
+        .into_iter()
+        .enumerate()
         {
             let options = PartitionOptions {
                 stop_after: stage,

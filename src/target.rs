@@ -247,13 +247,11 @@ fn pattern_table(target: &str, entries: &[PatternJson]) -> Result<PatternTable, 
     let mut table = PatternTable::for_target(target);
     for (index, e) in entries.iter().enumerate() {
         let wrap = |source| match source {
-            TableError::MissingTargetPrefix { name, target } => {
-                TargetSpecError::MissingPrefix {
-                    index,
-                    name,
-                    target,
-                }
-            }
+            TableError::MissingTargetPrefix { name, target } => TargetSpecError::MissingPrefix {
+                index,
+                name,
+                target,
+            },
             source => TargetSpecError::Pattern {
                 index,
                 name: e.name.clone(),

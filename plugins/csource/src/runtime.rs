@@ -172,13 +172,12 @@ impl LoadedPartition {
         file.flush().map_err(io)?;
         // SAFETY: opening a library runs its initializers; the generated C has none, and the
         // caller is told to load only modules this crate compiled.
-        let library = unsafe { libloading::Library::new(file.path()) }.map_err(|source| {
-            LoadError::Open {
+        let library =
+            unsafe { libloading::Library::new(file.path()) }.map_err(|source| LoadError::Open {
                 symbol: symbol.clone(),
                 len: so.bytes.len(),
                 source,
-            }
-        })?;
+            })?;
         // Never unloaded (see the module documentation).
         let library: &'static libloading::Library = Box::leak(Box::new(library));
         // SAFETY: the generated entry has exactly the `EntryFn` signature (see
@@ -240,7 +239,11 @@ impl LoadedPartition {
     }
 
     /// Runs the partition: reads `inputs`, writes every element of `outputs`.
-    pub fn run(&self, inputs: &[TensorRef<'_>], outputs: &mut [TensorMut<'_>]) -> Result<(), RunError> {
+    pub fn run(
+        &self,
+        inputs: &[TensorRef<'_>],
+        outputs: &mut [TensorMut<'_>],
+    ) -> Result<(), RunError> {
         for (what, given, expected) in [
             ("inputs", inputs.len(), self.inputs.len()),
             ("outputs", outputs.len(), self.outputs.len()),

@@ -133,13 +133,19 @@ pub const PATTERNS: &[(&str, &str)] = &[
         "csource.conv2d_bias_relu",
         "nn.relu(nn.bias_add(nn.conv2d(*, const), const))",
     ),
-    ("csource.conv2d_bias", "nn.bias_add(nn.conv2d(*, const), const)"),
+    (
+        "csource.conv2d_bias",
+        "nn.bias_add(nn.conv2d(*, const), const)",
+    ),
     ("csource.conv2d_relu", "nn.relu(nn.conv2d(*, const))"),
     (
         "csource.dense_bias_relu",
         "nn.relu(nn.bias_add(nn.dense(*, const), const))",
     ),
-    ("csource.dense_bias", "nn.bias_add(nn.dense(*, const), const)"),
+    (
+        "csource.dense_bias",
+        "nn.bias_add(nn.dense(*, const), const)",
+    ),
     ("csource.dense_relu", "nn.relu(nn.dense(*, const))"),
 ];
 

@@ -30,7 +30,11 @@ fn conv_block(
         seed,
     ));
     let bias = b.constant(random(&TensorType::new([out_c], DType::Float32), seed + 1));
-    let conv = b.call("nn.conv2d", &[x, w], Attrs::new().with("padding", vec![1i64]))?;
+    let conv = b.call(
+        "nn.conv2d",
+        &[x, w],
+        Attrs::new().with("padding", vec![1i64]),
+    )?;
     let biased = b.call("nn.bias_add", &[conv, bias], Attrs::new())?;
     Ok(b.call("nn.relu", &[biased], Attrs::new())?)
 }

@@ -56,10 +56,9 @@ fn composite_names(m: &Module) -> Result<Vec<String>> {
 #[test]
 fn composites_fuse_into_one_loop_nest_each() -> Result<()> {
     let mut m = conv_dense_module()?;
-    let table = byoc_patterns::PatternTable::parse(
-        &byoc_plugin_csource::support::pattern_table_text(),
-    )
-    .map_err(|e| anyhow!("{e}"))?;
+    let table =
+        byoc_patterns::PatternTable::parse(&byoc_plugin_csource::support::pattern_table_text())
+            .map_err(|e| anyhow!("{e}"))?;
     byoc_patterns::merge_composite(&mut m, &table).map_err(|e| anyhow!("{e}"))?;
     assert_eq!(
         composite_names(&m)?,
@@ -69,8 +68,12 @@ fn composites_fuse_into_one_loop_nest_each() -> Result<()> {
     let src = check_function(&f, CodegenOptions::default(), "composites")?;
     // Two steps, each one loop nest storing every output element once.
     assert_eq!(src.code.matches("/* %").count(), 2, "{}", src.code);
-    assert!(src.code.contains("nn.conv2d + nn.bias_add + nn.relu [csource.conv2d_bias_relu]"));
-    assert!(src.code.contains("nn.dense + nn.bias_add + nn.relu [csource.dense_bias_relu]"));
+    assert!(src
+        .code
+        .contains("nn.conv2d + nn.bias_add + nn.relu [csource.conv2d_bias_relu]"));
+    assert!(src
+        .code
+        .contains("nn.dense + nn.bias_add + nn.relu [csource.dense_bias_relu]"));
     Ok(())
 }
 
@@ -87,7 +90,10 @@ fn unfused_and_passed_constants_agree_with_host() -> Result<()> {
         let steps = src.code.matches("/* %").count();
         assert_eq!(steps, if fuse { 2 } else { 6 }, "{options:?}");
         assert_eq!(src.constants.len(), if embed_constants { 0 } else { 4 });
-        assert_eq!(src.code.contains("static const float cst0"), embed_constants);
+        assert_eq!(
+            src.code.contains("static const float cst0"),
+            embed_constants
+        );
     }
     Ok(())
 }

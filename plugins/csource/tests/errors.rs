@@ -55,17 +55,28 @@ fn unsupported_layout_and_dtype() -> Result<()> {
 fn partition_attributes_are_checked() -> Result<()> {
     let m = module("def @main(%x: Tensor[(4), float32]) { nn.relu(%x) }", false)?;
     let mut f = as_partition(&m, "csource_0")?;
-    f.attrs = Attrs::new().with("Compiler", "dnnl").with("global_symbol", "dnnl_0");
-    let e = CSourceCodegen::default().generate(&f).err().ok_or(anyhow!("accepted"))?;
+    f.attrs = Attrs::new()
+        .with("Compiler", "dnnl")
+        .with("global_symbol", "dnnl_0");
+    let e = CSourceCodegen::default()
+        .generate(&f)
+        .err()
+        .ok_or(anyhow!("accepted"))?;
     assert_eq!(
         e.to_string(),
         "partition dnnl_0: Compiler attribute is \"dnnl\", not \"csource\""
     );
     f.attrs = partition_attrs("0bad");
-    let e = CSourceCodegen::default().generate(&f).err().ok_or(anyhow!("accepted"))?;
+    let e = CSourceCodegen::default()
+        .generate(&f)
+        .err()
+        .ok_or(anyhow!("accepted"))?;
     assert!(matches!(e, CodegenError::BadSymbol { .. }), "{e}");
     f.attrs = Attrs::new().with("Compiler", "csource");
-    let e = CSourceCodegen::default().generate(&f).err().ok_or(anyhow!("accepted"))?;
+    let e = CSourceCodegen::default()
+        .generate(&f)
+        .err()
+        .ok_or(anyhow!("accepted"))?;
     assert!(matches!(e, CodegenError::MissingSymbol), "{e}");
     Ok(())
 }
@@ -81,7 +92,9 @@ fn failing_compiler_reports_status_and_keeps_the_file() -> Result<()> {
         compiler: Some("false".to_string()),
         ..CompilerOptions::default()
     };
-    let e = compile(&relu_source()?, &options).err().ok_or(anyhow!("compiled"))?;
+    let e = compile(&relu_source()?, &options)
+        .err()
+        .ok_or(anyhow!("compiled"))?;
     let CompileError::Failed {
         compiler,
         status,
@@ -94,7 +107,9 @@ fn failing_compiler_reports_status_and_keeps_the_file() -> Result<()> {
     assert_eq!(compiler, "false");
     assert!(status.contains('1'), "{status}");
     assert!(source_path.ends_with("relu_0.c") && source_path.exists());
-    assert!(e.to_string().starts_with("csource: 'false' failed (exit status: 1) on "));
+    assert!(e
+        .to_string()
+        .starts_with("csource: 'false' failed (exit status: 1) on "));
     std::fs::remove_dir_all(source_path.parent().ok_or(anyhow!("no dir"))?)?;
     Ok(())
 }
@@ -103,7 +118,9 @@ fn failing_compiler_reports_status_and_keeps_the_file() -> Result<()> {
 fn syntax_error_gives_compiler_diagnostics_verbatim() -> Result<()> {
     let mut src = relu_source()?;
     src.code.push_str("\nthis is not C;\n");
-    let e = compile(&src, &CompilerOptions::default()).err().ok_or(anyhow!("compiled"))?;
+    let e = compile(&src, &CompilerOptions::default())
+        .err()
+        .ok_or(anyhow!("compiled"))?;
     let CompileError::Failed {
         diagnostics,
         source_path,
@@ -113,7 +130,10 @@ fn syntax_error_gives_compiler_diagnostics_verbatim() -> Result<()> {
         return Err(anyhow!("unexpected error {e}"));
     };
     let path = source_path.display().to_string();
-    assert!(diagnostics.contains(&path) && diagnostics.contains("error"), "{diagnostics}");
+    assert!(
+        diagnostics.contains(&path) && diagnostics.contains("error"),
+        "{diagnostics}"
+    );
     assert!(e.to_string().contains(diagnostics.as_str()));
     assert_eq!(std::fs::read_to_string(source_path)?, src.code);
     std::fs::remove_dir_all(source_path.parent().ok_or(anyhow!("no dir"))?)?;
@@ -126,9 +146,13 @@ fn missing_compiler_is_a_spawn_error() -> Result<()> {
         compiler: Some("/nonexistent/byoc-cc".to_string()),
         ..CompilerOptions::default()
     };
-    let e = compile(&relu_source()?, &options).err().ok_or(anyhow!("compiled"))?;
+    let e = compile(&relu_source()?, &options)
+        .err()
+        .ok_or(anyhow!("compiled"))?;
     assert!(matches!(e, CompileError::Spawn { .. }), "{e}");
-    assert!(e.to_string().contains("cannot run the C compiler '/nonexistent/byoc-cc'"));
+    assert!(e
+        .to_string()
+        .contains("cannot run the C compiler '/nonexistent/byoc-cc'"));
     if let CompileError::Spawn { source_path, .. } = &e {
         std::fs::remove_dir_all(source_path.parent().ok_or(anyhow!("no dir"))?)?;
     }
@@ -143,16 +167,20 @@ fn corrupt_shared_object_is_a_load_error() -> Result<()> {
         bytes: b"\x7fELF but not really a shared object".to_vec(),
         ..so.clone()
     };
-    let e = LoadedPartition::load(&corrupt).err().ok_or(anyhow!("loaded"))?;
+    let e = LoadedPartition::load(&corrupt)
+        .err()
+        .ok_or(anyhow!("loaded"))?;
     assert!(matches!(e, LoadError::Open { .. }), "{e}");
-    assert!(e
-        .to_string()
-        .starts_with("partition relu_0: the compiled module (35 bytes) is not a loadable shared object: "));
+    assert!(e.to_string().starts_with(
+        "partition relu_0: the compiled module (35 bytes) is not a loadable shared object: "
+    ));
     let renamed = SharedObject {
         symbol: "other_0".to_string(),
         ..so
     };
-    let e = LoadedPartition::load(&renamed).err().ok_or(anyhow!("loaded"))?;
+    let e = LoadedPartition::load(&renamed)
+        .err()
+        .ok_or(anyhow!("loaded"))?;
     assert!(matches!(e, LoadError::MissingEntry { .. }), "{e}");
     Ok(())
 }
@@ -163,10 +191,19 @@ fn wrong_tensors_are_refused_before_the_call() -> Result<()> {
     let (_, p) = build(&as_partition(&m, "relu_1")?, CodegenOptions::default())?;
     let x = Tensor::from_vec([5], vec![0f32; 5])?;
     let mut y = Tensor::zeros(TensorType::new([4], DType::Float32));
-    let e = p.run(&[x.view()], &mut [y.view_mut()]).err().ok_or(anyhow!("ran"))?;
+    let e = p
+        .run(&[x.view()], &mut [y.view_mut()])
+        .err()
+        .ok_or(anyhow!("ran"))?;
     assert!(matches!(e, RunError::ArgumentType { .. }), "{e}");
-    let e = p.run(&[], &mut [y.view_mut()]).err().ok_or(anyhow!("ran"))?;
-    assert_eq!(e.to_string(), "partition relu_1: 0 inputs given, expected 1");
+    let e = p
+        .run(&[], &mut [y.view_mut()])
+        .err()
+        .ok_or(anyhow!("ran"))?;
+    assert_eq!(
+        e.to_string(),
+        "partition relu_1: 0 inputs given, expected 1"
+    );
     let x = Tensor::from_vec([4], vec![-1f32, 2.0, -3.0, 4.0])?;
     p.run(&[x.view()], &mut [y.view_mut()])?;
     assert_eq!(y.as_slice::<f32>()?, &[0.0, 2.0, 0.0, 4.0]);

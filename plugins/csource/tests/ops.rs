@@ -170,14 +170,20 @@ fn avg_pool2d_count_include_pad_and_ceil_mode() -> Result<()> {
 #[test]
 fn global_pools() -> Result<()> {
     for op in ["nn.global_max_pool2d", "nn.global_avg_pool2d"] {
-        check(&format!("def @main(%x: {}) {{ {op}(%x) }}", t("2, 5, 3, 7")))?;
+        check(&format!(
+            "def @main(%x: {}) {{ {op}(%x) }}",
+            t("2, 5, 3, 7")
+        ))?;
     }
     Ok(())
 }
 
 #[test]
 fn softmax_on_any_axis() -> Result<()> {
-    check(&format!("def @main(%x: {}) {{ nn.softmax(%x) }}", t("3, 10")))?;
+    check(&format!(
+        "def @main(%x: {}) {{ nn.softmax(%x) }}",
+        t("3, 10")
+    ))?;
     check(&format!(
         "def @main(%x: {}) {{ nn.softmax(%x, axis=1) }}",
         t("2, 5, 3")

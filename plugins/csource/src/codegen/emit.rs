@@ -268,7 +268,11 @@ fn inner_function(w: &mut CWriter, input: &EmitInput<'_>) {
 fn entry_function(w: &mut CWriter, symbol: &str, p: &Program, embed_constants: bool) {
     let mut args: Vec<(String, String, &[usize])> = Vec::new();
     for (i, &v) in p.inputs.iter().enumerate() {
-        args.push((format!("input {i}"), "const float *".into(), &p.values[v].shape));
+        args.push((
+            format!("input {i}"),
+            "const float *".into(),
+            &p.values[v].shape,
+        ));
     }
     for (k, &v) in p.outputs.iter().enumerate() {
         args.push((format!("output {k}"), "float *".into(), &p.values[v].shape));
@@ -308,9 +312,7 @@ fn entry_function(w: &mut CWriter, symbol: &str, p: &Program, embed_constants: b
     let ptrs: Vec<String> = args
         .iter()
         .enumerate()
-        .map(|(i, (_, ty, _))| {
-            format!("({ty})((char *)args[{i}]->data + args[{i}]->byte_offset)")
-        })
+        .map(|(i, (_, ty, _))| format!("({ty})((char *)args[{i}]->data + args[{i}]->byte_offset)"))
         .collect();
     w.open(format!("if ({symbol}_({}))", ptrs.join(", ")));
     w.line(format!(

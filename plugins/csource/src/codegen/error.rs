@@ -45,7 +45,9 @@ pub enum CodegenError {
         reason: String,
     },
     /// A tensor of a dtype other than float32.
-    #[error("partition {partition}: {what} has dtype {dtype}; csource generates float32 code only")]
+    #[error(
+        "partition {partition}: {what} has dtype {dtype}; csource generates float32 code only"
+    )]
     UnsupportedDType {
         /// The partition.
         partition: String,

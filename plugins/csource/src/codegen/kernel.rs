@@ -209,7 +209,9 @@ impl Kernel {
                 w.line(format!("const float *xr = {x} + m * {k};"));
                 w.line(format!("const float *wr = {wt} + n * {k};"));
                 w.line("float v = 0.0f;");
-                w.line(format!("for (long k = 0; k < {k}; ++k) v += xr[k] * wr[k];"));
+                w.line(format!(
+                    "for (long k = 0; k < {k}; ++k) v += xr[k] * wr[k];"
+                ));
                 epilogue.emit(w, "v", "n", args);
                 w.line(format!("{out}[m * {n} + n] = v;"));
                 w.close();
@@ -255,7 +257,9 @@ impl Kernel {
                 w.line(format!("yb[j * {inner}] = e;"));
                 w.line("sum += e;");
                 w.close();
-                w.line(format!("for (long j = 0; j < {len}; ++j) yb[j * {inner}] /= sum;"));
+                w.line(format!(
+                    "for (long j = 0; j < {len}; ++j) yb[j * {inner}] /= sum;"
+                ));
                 w.close();
                 w.close();
             }
@@ -311,9 +315,14 @@ fn emit_conv2d(
         h * wd
     ));
     w.line(format!("const float *wo = {wt} + oc * {};", icg * kh * kw));
-    w.line(format!("float *yo = {out} + (n * {oc} + oc) * {};", oh * ow));
+    w.line(format!(
+        "float *yo = {out} + (n * {oc} + oc) * {};",
+        oh * ow
+    ));
     w.open_for("oy", oh);
-    w.line(format!("for (long ox = 0; ox < {ow}; ++ox) {acc}[ox] = 0.0f;"));
+    w.line(format!(
+        "for (long ox = 0; ox < {ow}; ++ox) {acc}[ox] = 0.0f;"
+    ));
     w.open_for("ic", icg);
     w.open_for("ky", kh);
     w.line(format!(
@@ -323,7 +332,9 @@ fn emit_conv2d(
     w.line(format!("if (iy < 0 || iy >= {h}) continue;"));
     w.line(format!("const float *xr = xg + (ic * {h} + iy) * {wd};"));
     w.open_for("kx", kw);
-    w.line(format!("const float wv = wo[(ic * {kh} + ky) * {kw} + kx];"));
+    w.line(format!(
+        "const float wv = wo[(ic * {kh} + ky) * {kw} + kx];"
+    ));
     w.line(format!(
         "const float *xs = xr + kx * {} - {};",
         g.dilation[1], g.pad[1]

@@ -54,7 +54,9 @@ pub(crate) fn lower(partition: &str, f: &Function, fuse: bool) -> Result<Program
     };
     let mut env = HashMap::new();
     for (i, &p) in f.params.iter().enumerate() {
-        let name = f.var(p).map_or_else(|| p.to_string(), |v| format!("%{}", v.name));
+        let name = f
+            .var(p)
+            .map_or_else(|| p.to_string(), |v| format!("%{}", v.name));
         let ty = lw.tensor_type(p, || format!("parameter {name}"))?;
         let v = lw.program.push_value(ty.shape.clone(), Source::Input(i));
         lw.program.inputs.push(v);
@@ -175,7 +177,11 @@ impl<'a> Lowerer<'a> {
                         return None;
                     }
                     let rank = self.f.ty(cur)?.as_tensor()?.rank();
-                    let channel = if op.name() == "nn.conv2d" { 1 } else { rank - 1 };
+                    let channel = if op.name() == "nn.conv2d" {
+                        1
+                    } else {
+                        rank - 1
+                    };
                     // Every bias must run along the producer's output channel.
                     for &e in &epilogue {
                         let (_, c) = self.f.expr(e).as_op_call()?;
@@ -290,7 +296,10 @@ impl<'a> Lowerer<'a> {
             .map(|&a| self.operand(env, a))
             .collect::<Result<Vec<_>, _>>()?;
         let last = *chain.epilogue.last().unwrap_or(&chain.producer);
-        let shape = self.tensor_type(last, || "fused result".to_string())?.shape.clone();
+        let shape = self
+            .tensor_type(last, || "fused result".to_string())?
+            .shape
+            .clone();
         let label = self.label(last, &ops, composite);
         Ok(Lowered::Tensor(
             self.program.push_step(kernel, args, shape, label),

@@ -73,9 +73,7 @@ impl OpCtx<'_> {
         let v = self.attr(name)?;
         v.as_int_list()
             .and_then(|l| l.into_iter().map(|i| usize::try_from(i).ok()).collect())
-            .ok_or_else(|| {
-                self.unsupported(format!("attribute {name}={v} is not a list of sizes"))
-            })
+            .ok_or_else(|| self.unsupported(format!("attribute {name}={v} is not a list of sizes")))
     }
 
     /// A `(h, w)` attribute given as 1 or 2 values, each at least 1.
@@ -108,7 +106,9 @@ impl OpCtx<'_> {
         for (name, want) in support.required_attrs {
             let got = self.attr(name)?;
             if got.as_str() != Some(want) {
-                return Err(self.unsupported(format!("{name}={got} not supported (needs \"{want}\")")));
+                return Err(
+                    self.unsupported(format!("{name}={got} not supported (needs \"{want}\")"))
+                );
             }
         }
         Ok(())
@@ -128,10 +128,9 @@ impl OpCtx<'_> {
             .get(i)
             .ok_or_else(|| self.unsupported(format!("argument {i} is missing")))?;
         if t.rank() != want {
-            return Err(self.unsupported(format!(
-                "argument {i} has rank {} (needs {want})",
-                t.rank()
-            )));
+            return Err(
+                self.unsupported(format!("argument {i} has rank {} (needs {want})", t.rank()))
+            );
         }
         Ok(&t.shape)
     }
@@ -160,7 +159,12 @@ fn around(shape: &[usize], axis: usize) -> (usize, usize, usize) {
 /// Lowers one op call (the producer of a fused chain gets its epilogue later).
 pub(crate) fn lower_op(cx: &OpCtx<'_>) -> Result<Lowering, CodegenError> {
     cx.check_required_attrs()?;
-    let act = |a| Ok(Lowering::Kernel(Kernel::Activation(a, cx.out.num_elements())));
+    let act = |a| {
+        Ok(Lowering::Kernel(Kernel::Activation(
+            a,
+            cx.out.num_elements(),
+        )))
+    };
     match cx.op {
         "nn.conv2d" => Ok(Lowering::Kernel(Kernel::Conv2d(
             conv2d_geom(cx)?,
@@ -217,8 +221,8 @@ pub(crate) fn activation(cx: &OpCtx<'_>) -> Result<Activation, CodegenError> {
 
 fn conv2d_geom(cx: &OpCtx<'_>) -> Result<Conv2dGeom, CodegenError> {
     cx.check_out_layout("out_layout")?;
-    let [n, c, h, w] = <[usize; 4]>::try_from(cx.rank_of(0, 4)?)
-        .map_err(|_| cx.unsupported("data is not 4-D"))?;
+    let [n, c, h, w] =
+        <[usize; 4]>::try_from(cx.rank_of(0, 4)?).map_err(|_| cx.unsupported("data is not 4-D"))?;
     let weight = cx.rank_of(1, 4)?;
     let (oc, kh, kw) = (weight[0], weight[2], weight[3]);
     let out = &cx.out.shape;
@@ -242,7 +246,11 @@ fn conv2d_geom(cx: &OpCtx<'_>) -> Result<Conv2dGeom, CodegenError> {
 
 /// `(m, k, n)` of a dense: data `[..., k]` flattened to `m` rows, weight `[n, k]`.
 fn dense_dims(cx: &OpCtx<'_>) -> Result<(usize, usize, usize), CodegenError> {
-    let data = &cx.args.first().ok_or_else(|| cx.unsupported("no data"))?.shape;
+    let data = &cx
+        .args
+        .first()
+        .ok_or_else(|| cx.unsupported("no data"))?
+        .shape;
     let weight = cx.rank_of(1, 2)?;
     let k = *data
         .last()
@@ -286,8 +294,8 @@ fn binary(cx: &OpCtx<'_>, op: BinaryOp) -> Result<Lowering, CodegenError> {
 
 fn pool(cx: &OpCtx<'_>) -> Result<Lowering, CodegenError> {
     cx.check_out_layout("out_layout")?;
-    let [n, c, h, w] = <[usize; 4]>::try_from(cx.rank_of(0, 4)?)
-        .map_err(|_| cx.unsupported("data is not 4-D"))?;
+    let [n, c, h, w] =
+        <[usize; 4]>::try_from(cx.rank_of(0, 4)?).map_err(|_| cx.unsupported("data is not 4-D"))?;
     let out = &cx.out.shape;
     if out.len() != 4 {
         return Err(cx.unsupported("result is not 4-D"));

@@ -80,7 +80,13 @@ pub(crate) fn index_expr(vars: &[String], strides: &[usize]) -> String {
         .iter()
         .zip(strides)
         .filter(|(_, &s)| s != 0)
-        .map(|(v, &s)| if s == 1 { v.clone() } else { format!("{v} * {s}") })
+        .map(|(v, &s)| {
+            if s == 1 {
+                v.clone()
+            } else {
+                format!("{v} * {s}")
+            }
+        })
         .collect();
     if terms.is_empty() {
         "0".to_string()

@@ -82,7 +82,11 @@ pub fn build(f: &Function, options: CodegenOptions) -> Result<(GeneratedSource, 
 
 /// Runs a loaded partition on `inputs`, returning fresh outputs.
 pub fn run(p: &LoadedPartition, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
-    let mut outs: Vec<Tensor> = p.outputs().iter().map(|t| Tensor::zeros(t.clone())).collect();
+    let mut outs: Vec<Tensor> = p
+        .outputs()
+        .iter()
+        .map(|t| Tensor::zeros(t.clone()))
+        .collect();
     let views: Vec<_> = inputs.iter().map(Tensor::view).collect();
     let mut out_views: Vec<_> = outs.iter_mut().map(Tensor::view_mut).collect();
     p.run(&views, &mut out_views)?;
@@ -101,11 +105,19 @@ pub fn host(f: &Function, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
 /// Asserts `got` is close to `want` element-wise (|d| <= 1e-4 + 1e-4 |want|).
 pub fn assert_close(got: &[Tensor], want: &[Tensor], what: &str) -> Result<()> {
     if got.len() != want.len() {
-        return Err(anyhow!("{what}: {} outputs, host gave {}", got.len(), want.len()));
+        return Err(anyhow!(
+            "{what}: {} outputs, host gave {}",
+            got.len(),
+            want.len()
+        ));
     }
     for (k, (g, w)) in got.iter().zip(want).enumerate() {
         if g.shape() != w.shape() || w.dtype() != DType::Float32 {
-            return Err(anyhow!("{what}: output {k} is {:?}, host {:?}", g.ty(), w.ty()));
+            return Err(anyhow!(
+                "{what}: output {k} is {:?}, host {:?}",
+                g.ty(),
+                w.ty()
+            ));
         }
         let (g, w) = (g.as_slice::<f32>()?, w.as_slice::<f32>()?);
         for (i, (&a, &b)) in g.iter().zip(w).enumerate() {
@@ -119,7 +131,11 @@ pub fn assert_close(got: &[Tensor], want: &[Tensor], what: &str) -> Result<()> {
 }
 
 /// Generates, compiles, runs `f` and compares with the host; returns the generated source.
-pub fn check_function(f: &Function, options: CodegenOptions, what: &str) -> Result<GeneratedSource> {
+pub fn check_function(
+    f: &Function,
+    options: CodegenOptions,
+    what: &str,
+) -> Result<GeneratedSource> {
     let (src, p) = build(f, options).with_context(|| what.to_string())?;
     let inputs = inputs_for(f, 7)?;
     let got = run(&p, &inputs)?;
@@ -131,5 +147,9 @@ pub fn check_function(f: &Function, options: CodegenOptions, what: &str) -> Resu
 /// [`check_function`] on `@main` of `text`, with default options.
 pub fn check(text: &str) -> Result<GeneratedSource> {
     let m = module(text, false)?;
-    check_function(&as_partition(&m, "csource_0")?, CodegenOptions::default(), text)
+    check_function(
+        &as_partition(&m, "csource_0")?,
+        CodegenOptions::default(),
+        text,
+    )
 }
