@@ -244,20 +244,19 @@ impl SpecJson {
 }
 
 fn pattern_table(target: &str, entries: &[PatternJson]) -> Result<PatternTable, TargetSpecError> {
-    let mut table = PatternTable::new();
-    let prefix = format!("{target}.");
+    let mut table = PatternTable::for_target(target);
     for (index, e) in entries.iter().enumerate() {
-        if !e.name.starts_with(&prefix) || e.name.len() == prefix.len() {
-            return Err(TargetSpecError::MissingPrefix {
+        let wrap = |source| match source {
+            TableError::MissingTargetPrefix { name, target } => TargetSpecError::MissingPrefix {
+                index,
+                name,
+                target,
+            },
+            source => TargetSpecError::Pattern {
                 index,
                 name: e.name.clone(),
-                target: target.to_string(),
-            });
-        }
-        let wrap = |source| TargetSpecError::Pattern {
-            index,
-            name: e.name.clone(),
-            source: Box::new(source),
+                source: Box::new(source),
+            },
         };
         let pattern = e.pattern.parse().map_err(|p| wrap(TableError::Parse(p)))?;
         table.add(e.name.as_str(), pattern).map_err(wrap)?;

@@ -6,59 +6,9 @@ use std::sync::Arc;
 use byoc_core::ir::{
     structural_eq_module, AttrValue, Attrs, Callee, Expr, ExprId, FunctionBuilder, Module, Span,
 };
-use byoc_core::op::{
-    Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, OpRegistry, TypeCtx, TypeError,
-};
 use byoc_core::text::{parse_module, print_module, print_module_with, PrintOptions};
 use byoc_core::{DType, Tensor, TensorType, Type};
 use proptest::prelude::*;
-
-/// Stand-in type relation for ops whose real definitions may not be registered: the result
-/// has the first argument's type.
-struct SameAsFirst;
-
-impl OpImpl for SameAsFirst {
-    fn infer_type(&self, ctx: &TypeCtx<'_>) -> Result<Type, TypeError> {
-        Ok(ctx.args[0].clone())
-    }
-}
-
-/// Registers Relay's `nn.conv2d` and `nn.bias_add` schemas unless the library has them.
-fn ensure_nn_ops() {
-    let conv_attrs = || {
-        vec![
-            AttrDef::new("strides", AttrKind::Ints, vec![1, 1]),
-            AttrDef::new("padding", AttrKind::Ints, vec![0, 0]),
-            AttrDef::new("dilation", AttrKind::Ints, vec![1, 1]),
-            AttrDef::new("groups", AttrKind::Int, 1),
-            AttrDef::optional("channels", AttrKind::OptInt),
-            AttrDef::optional("kernel_size", AttrKind::OptInts),
-            AttrDef::new("data_layout", AttrKind::Str, "NCHW"),
-            AttrDef::new("kernel_layout", AttrKind::Str, "OIHW"),
-            AttrDef::new("out_layout", AttrKind::Str, ""),
-            AttrDef::new("out_dtype", AttrKind::Str, ""),
-        ]
-    };
-    let ops = [
-        ("nn.conv2d", conv_attrs()),
-        ("nn.bias_add", vec![AttrDef::new("axis", AttrKind::Int, 1)]),
-    ];
-    for (name, attrs) in ops {
-        if OpRegistry::lookup(name).is_none() {
-            // A concurrent test may register it first; either registration serves.
-            let _ = OpRegistry::register(
-                OpDef::new(
-                    name,
-                    "test stand-in",
-                    Arity::Exact(2),
-                    OpPattern::Opaque,
-                    SameAsFirst,
-                )
-                .with_attrs(attrs),
-            );
-        }
-    }
-}
 
 const DESIGN_EXAMPLE: &str = r#"#[version = "0.0.5"]
 def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(16, 3, 3, 3), float32], %b: Tensor[(16), float32]) {
@@ -93,7 +43,6 @@ fn err(src: &str) -> String {
 
 #[test]
 fn design_example_parses_with_attrs_and_spans() {
-    ensure_nn_ops();
     let m = parse(DESIGN_EXAMPLE);
     let main = m.main().unwrap();
     assert_eq!(main.params.len(), 3);
@@ -310,7 +259,6 @@ fn nan_and_inf_constants_round_trip_bit_exactly() {
 
 #[test]
 fn errors_name_line_column_and_what() {
-    ensure_nn_ops();
     let cases = [
         ("def @main(%x: Tensor[(1), float32]) {\n  %0 = nn.relu(%x;\n  %0\n}", "2:18: expected ',' or ')' but found ';'"),
         ("def @main(%x: Tensor[(1), float32]) {\n  nn.relu(%x)", "2:14: expected '}' but found end of input"),
@@ -539,7 +487,6 @@ const INTERESTING: &[char] = &[
 ];
 
 fn fuzz_seeds() -> Vec<String> {
-    ensure_nn_ops();
     let mut seeds = vec![DESIGN_EXAMPLE.to_string()];
     seeds.push(print_module(&random_module(&[
         vec![

@@ -1,5 +1,6 @@
 //! MergeComposite throughput: a 20-entry DNNL-like pattern table over synthetic residual
 //! networks of 1k, 10k and 100k ops. Prints one line per size; `cargo bench -p byoc-patterns`.
+//! Numbers given after `--` replace the default sizes.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -9,7 +10,7 @@ use std::time::Instant;
 use byoc_core::ir::{ExprId, FunctionBuilder};
 use byoc_core::Module;
 use byoc_patterns::{merge_composite, PatternTable};
-use common::{call, finish, ops, t};
+use common::{call, finish, t};
 
 const TABLE: &[(&str, &str)] = &[
     (
@@ -100,13 +101,16 @@ fn network(n: usize) -> Module {
 }
 
 fn main() {
-    ops();
     let mut table = PatternTable::new();
     for (name, pat) in TABLE {
         let pattern = pat.parse().unwrap_or_else(|e| panic!("{name}: {e}"));
         table.add(*name, pattern).unwrap_or_else(|e| panic!("{e}"));
     }
-    for n in [1_000, 10_000, 100_000] {
+    let mut sizes: Vec<usize> = std::env::args().filter_map(|a| a.parse().ok()).collect();
+    if sizes.is_empty() {
+        sizes = vec![1_000, 10_000, 100_000];
+    }
+    for n in sizes {
         let module = network(n);
         let mut best = f64::INFINITY;
         let reps = if n >= 100_000 { 3 } else { 10 };

@@ -21,8 +21,13 @@ pub struct Graph {
 impl Graph {
     /// Analyses `f`.
     pub fn new(f: &Function) -> Self {
-        let users = f.users();
-        let n = f.len();
+        Graph::from_users(f.users())
+    }
+
+    /// Analyses the graph whose live users of each arena slot are `users` (dead slots have
+    /// none; a user always comes after what it uses).
+    pub(crate) fn from_users(users: Vec<Vec<ExprId>>) -> Self {
+        let n = users.len();
         let mut g = Graph {
             users,
             ipdom: vec![NONE; n],

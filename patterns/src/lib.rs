@@ -10,6 +10,7 @@
 mod graph;
 mod matcher;
 mod merge_composite;
+mod overlay;
 mod partition;
 mod pattern;
 mod rewrite;

@@ -23,6 +23,7 @@ use byoc_core::ir::{AttrValue, Attrs, Callee, Expr, ExprId, Function};
 use byoc_core::op::Op;
 
 use crate::graph::Graph;
+use crate::overlay::View;
 use crate::pattern::{NodeKey, Pattern, PatternKind};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -83,7 +84,7 @@ impl Match {
 
 /// Matches patterns against the expressions of one function.
 pub struct Matcher<'f> {
-    f: &'f Function,
+    view: View<'f>,
     graph: OnceCell<Graph>,
     bindings: Vec<Binding>,
 }
@@ -91,8 +92,13 @@ pub struct Matcher<'f> {
 impl<'f> Matcher<'f> {
     /// A matcher over `f` (which should be typed for type constraints to hold).
     pub fn new(f: &'f Function) -> Self {
+        Matcher::on(View::plain(f))
+    }
+
+    /// A matcher over a view (a function with pending composites).
+    pub(crate) fn on(view: View<'f>) -> Self {
         Matcher {
-            f,
+            view,
             graph: OnceCell::new(),
             bindings: Vec::new(),
         }
@@ -100,12 +106,13 @@ impl<'f> Matcher<'f> {
 
     /// The function.
     pub fn function(&self) -> &'f Function {
-        self.f
+        self.view.f
     }
 
     /// The users and post-dominators of the function (computed on first use).
     pub fn graph(&self) -> &Graph {
-        self.graph.get_or_init(|| Graph::new(self.f))
+        self.graph
+            .get_or_init(|| Graph::from_users(self.view.all_users()))
     }
 
     /// Matches `pattern` at `root`.
@@ -151,8 +158,8 @@ impl<'f> Matcher<'f> {
     }
 
     fn m_kind(&mut self, p: &Pattern, e: ExprId) -> bool {
-        let f = self.f;
-        let expr = f.expr(e);
+        let view = self.view;
+        let expr = view.expr(e);
         match p.kind() {
             PatternKind::Wildcard => true,
             PatternKind::Named(name) => match self.lookup_name(name) {
@@ -195,7 +202,7 @@ impl<'f> Matcher<'f> {
             PatternKind::Alt(a, b) => self.m(a, e) || self.m(b, e),
             PatternKind::Attr { inner, attrs } => self.m(inner, e) && attrs_match(expr, attrs),
             PatternKind::Type { inner, constraint } => {
-                f.ty(e).is_some_and(|t| constraint.accepts(t)) && self.m(inner, e)
+                view.ty(e).is_some_and(|t| constraint.accepts(t)) && self.m(inner, e)
             }
             PatternKind::Dominator {
                 parent,
@@ -237,7 +244,7 @@ impl<'f> Matcher<'f> {
     /// TVM's `MatchesPath`: every input of `e` matches `parent`, or matches `path` (bindings
     /// not kept) and recursively has the same property.
     fn matches_path(&mut self, parent: &Pattern, path: &Pattern, e: ExprId) -> bool {
-        let inputs = dataflow_inputs(self.f.expr(e));
+        let inputs = dataflow_inputs(self.view.expr(e));
         if inputs.is_empty() {
             return false;
         }

@@ -3,20 +3,28 @@
 //! `PartitionedFromPattern=<ops>`.
 //!
 //! Needs: a verified module; types are inferred first when the module is not typed yet.
-//! Holds after: types stay inferred (each partition carries them over; no whole-function
+//! Holds after: types stay inferred (each composite carries them over; no whole-function
 //! re-inference between entries, unlike TVM). Entries apply in table order, so earlier entries
 //! win; nodes already inside a composite are never matched again, though a later entry may
 //! match a call of one with a wildcard. Functions with a `Compiler` attribute, or a non-zero
 //! `Extern` or `SkipOptimization`, are left alone (TVM's function-pass skipping).
 //!
-//! Cost: for each entry, one match attempt per node plus a linear rebuild when the entry
-//! matched; near-linear in the graph size for a fixed table.
+//! How: the entries run over one overlay of the function (`crate::overlay`): each entry sees
+//! the graph as if the earlier entries' composites were built, and the function is rebuilt once
+//! at the end. A check callback sees the input function (types and attributes are the same as
+//! in the partly rewritten graph; an argument that an earlier entry turned into a composite
+//! call still shows its original expression there).
+//!
+//! Cost: per entry, one match attempt per call of an op the pattern's root can match (every
+//! live node for patterns rooted at a tuple or wildcard), plus the size and users of each
+//! match; one rebuild. Linear in the graph size for a fixed table.
 
 use byoc_core::ir::{Attrs, Function, Module};
 use byoc_core::passes::{infer_types, TypeInferError};
 use thiserror::Error;
 
-use crate::partition::{try_partition, PartitionError};
+use crate::overlay::Overlay;
+use crate::partition::{partition_into, PartitionError};
 use crate::table::PatternTable;
 
 /// The function attribute naming a composite's table entry.
@@ -29,13 +37,11 @@ pub enum MergeCompositeError {
     /// The module does not type-check.
     #[error(transparent)]
     TypeInfer(#[from] TypeInferError),
-    /// Partitioning by one entry failed.
-    #[error("in @{function}, pattern '{entry}': {source}")]
+    /// Building the function with its composites failed.
+    #[error("in @{function}: {source}")]
     Partition {
         /// The global function.
         function: String,
-        /// The table entry.
-        entry: String,
         /// What failed (boxed: the error is large and travels only on failure).
         source: Box<PartitionError>,
     },
@@ -54,23 +60,26 @@ pub fn merge_composite_function(
     f: &Function,
     table: &PatternTable,
 ) -> Result<Function, MergeCompositeError> {
-    let mut current: Option<Function> = None;
+    let mut overlay = Overlay::new(f);
     for entry in table.entries() {
         let attrs = Attrs::new().with(COMPOSITE, entry.name.as_str());
-        let src = current.as_ref().unwrap_or(f);
-        let next =
-            try_partition(src, &entry.pattern, &attrs, entry.check.as_ref()).map_err(|source| {
-                MergeCompositeError::Partition {
-                    function: name.to_string(),
-                    entry: entry.name.clone(),
-                    source: Box::new(source),
-                }
-            })?;
-        if next.is_some() {
-            current = next;
-        }
+        partition_into(
+            f,
+            &mut overlay,
+            &entry.pattern,
+            &attrs,
+            entry.check.as_ref(),
+        );
     }
-    Ok(current.unwrap_or_else(|| f.clone()))
+    if overlay.is_unchanged() {
+        return Ok(f.clone());
+    }
+    overlay
+        .rebuild(f)
+        .map_err(|source| MergeCompositeError::Partition {
+            function: name.to_string(),
+            source: Box::new(source),
+        })
 }
 
 /// Applies `table` to every function of `module` that function passes visit.

@@ -25,17 +25,20 @@
 //! rejected, so a composite is always closed. Nodes matched by a dominator's parent or path are
 //! never inputs, as in TVM.
 //!
-//! Cost: one match attempt per node, plus for each accepted match its size and the users of
-//! its nodes; the rebuild is linear in the function size. A pattern that matches nowhere leaves
-//! the function untouched without a rebuild.
+//! Cost: one match attempt per candidate root (calls of the ops the pattern's root names, or
+//! every node), plus for each accepted match its size and the users of its nodes; the rebuild
+//! is linear in the function size. A pattern that matches nowhere leaves the function untouched
+//! without a rebuild.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use byoc_core::ir::rewrite::Rebuild;
 use byoc_core::ir::{Attrs, Callee, Expr, ExprId, FuncType, Function, IrError, Type};
 use thiserror::Error;
 
 use crate::matcher::{Match, Matcher};
+use crate::overlay::{Overlay, View};
 use crate::pattern::{Pattern, PatternKind};
 
 /// A check callback: sees the typed function and the root call of a match; `false` rejects
@@ -79,31 +82,41 @@ pub struct Group {
 
 /// Finds the non-overlapping matches of `pattern` in `f` (see the module docs).
 pub fn find_groups(f: &Function, pattern: &Pattern, check: Option<&Check>) -> Vec<Group> {
-    let skip = composite_nodes(f);
+    find_groups_in(f, &Overlay::new(f), pattern, check)
+}
+
+/// Finds the non-overlapping matches of `pattern` in `f` with the groups of `overlay` applied.
+pub(crate) fn find_groups_in(
+    f: &Function,
+    overlay: &Overlay,
+    pattern: &Pattern,
+    check: Option<&Check>,
+) -> Vec<Group> {
+    let view = View::with(f, overlay);
     let order = pattern.post_order();
-    let mut matcher = Matcher::new(f);
+    let mut matcher = Matcher::on(view);
     let mut claimed = vec![false; f.len()];
     let mut groups = Vec::new();
-    for root in f.live_ids().into_iter().rev() {
-        if claimed[root.index()] || skip[root.index()] {
+    for root in overlay.candidates(pattern) {
+        if claimed[root.index()] {
             continue;
         }
         let Some(m) = matcher.try_match(pattern, root) else {
             continue;
         };
-        let Some(group) = extract(f, &order, m) else {
+        let Some(group) = extract(view, &order, m) else {
             continue;
         };
         let valid = group.nodes.iter().all(|&n| {
             if matches!(f.expr(n), Expr::Constant(_)) {
                 return true;
             }
-            if claimed[n.index()] || skip[n.index()] {
+            if claimed[n.index()] || overlay.in_composite(n) {
                 return false;
             }
             n == root
-                || matcher.graph().users(n).iter().all(|u| {
-                    group.nodes.binary_search(u).is_ok() || matcher.graph().post_dominates(root, *u)
+                || overlay.users(n).all(|u| {
+                    group.nodes.binary_search(&u).is_ok() || matcher.graph().post_dominates(root, u)
                 })
         });
         if !valid || check.is_some_and(|c| !c(f, root)) {
@@ -120,30 +133,12 @@ pub fn find_groups(f: &Function, pattern: &Pattern, check: Option<&Check>) -> Ve
     groups
 }
 
-/// Marks the function literals with `PartitionedFromPattern` and everything in their bodies.
-fn composite_nodes(f: &Function) -> Vec<bool> {
-    let mut skip = vec![false; f.len()];
-    for (id, node) in f.iter().rev() {
-        if let Expr::Function(lit) = &node.expr {
-            if lit.attrs.contains(PARTITIONED_FROM_PATTERN) && !skip[id.index()] {
-                let mut stack = vec![id];
-                while let Some(x) = stack.pop() {
-                    if !std::mem::replace(&mut skip[x.index()], true) {
-                        stack.extend(f.expr(x).operands());
-                    }
-                }
-            }
-        }
-    }
-    skip
-}
-
 /// The inputs of a match from the pattern's leaves, in pattern post-order, de-duplicated.
-fn pattern_inputs(f: &Function, order: &[&Pattern], m: &Match) -> Vec<ExprId> {
+fn pattern_inputs(view: View<'_>, order: &[&Pattern], m: &Match) -> Vec<ExprId> {
     let mut inputs: Vec<ExprId> = Vec::new();
     for p in order {
         let Some(e) = m.matched(p) else { continue };
-        let cands: Vec<ExprId> = match (p.kind(), f.expr(e)) {
+        let cands: Vec<ExprId> = match (p.kind(), view.expr(e)) {
             (PatternKind::Tuple(None), Expr::Tuple(fields)) => fields.clone(),
             (PatternKind::Call { args: None, .. }, Expr::Call(call)) => call.args.clone(),
             (
@@ -157,9 +152,9 @@ fn pattern_inputs(f: &Function, order: &[&Pattern], m: &Match) -> Vec<ExprId> {
             _ => Vec::new(),
         };
         for c in cands {
-            let embedded = matches!(f.expr(c), Expr::Constant(_))
+            let embedded = matches!(view.expr(c), Expr::Constant(_))
                 && matches!(p.kind(), PatternKind::Const | PatternKind::Expr(_));
-            let fuzzy = m.is_fuzzy(c) || matches!(f.expr(c), Expr::Function(_));
+            let fuzzy = m.is_fuzzy(c) || matches!(view.expr(c), Expr::Function(_));
             if !embedded && !fuzzy && !inputs.contains(&c) {
                 inputs.push(c);
             }
@@ -169,10 +164,10 @@ fn pattern_inputs(f: &Function, order: &[&Pattern], m: &Match) -> Vec<ExprId> {
 }
 
 /// Collects the nodes a match copies and its name; `None` when it would copy a function
-/// literal.
-fn extract(f: &Function, order: &[&Pattern], m: Match) -> Option<Group> {
+/// literal (a call of a pending composite included).
+fn extract(view: View<'_>, order: &[&Pattern], m: Match) -> Option<Group> {
     let root = m.root();
-    let mut inputs = pattern_inputs(f, order, &m);
+    let mut inputs = pattern_inputs(view, order, &m);
     if inputs.contains(&root) {
         return None;
     }
@@ -182,7 +177,7 @@ fn extract(f: &Function, order: &[&Pattern], m: Match) -> Option<Group> {
     // Iterative depth-first post-order, operands left to right: (node, operands pushed yet).
     let mut stack = vec![(root, false)];
     while let Some((id, expanded)) = stack.pop() {
-        let expr = f.expr(id);
+        let expr = view.expr(id);
         if expanded {
             match expr {
                 Expr::Call(call) => match &call.callee {
@@ -203,6 +198,9 @@ fn extract(f: &Function, order: &[&Pattern], m: Match) -> Option<Group> {
         }
         if !visited.insert(id) {
             continue;
+        }
+        if view.is_replaced(id) {
+            return None;
         }
         match expr {
             Expr::Var(_) => {
@@ -248,65 +246,37 @@ pub fn try_partition(
     attrs: &Attrs,
     check: Option<&Check>,
 ) -> Result<Option<Function>, PartitionError> {
-    let groups = find_groups(f, pattern, check);
-    if groups.is_empty() {
+    let mut overlay = Overlay::new(f);
+    partition_into(f, &mut overlay, pattern, attrs, check);
+    if overlay.is_unchanged() {
         return Ok(None);
     }
-    rebuild_with_groups(f, &groups, attrs).map(Some)
+    overlay.rebuild(f).map(Some)
 }
 
-/// Rebuilds `f` with each group's root replaced by a call of its composite function.
-fn rebuild_with_groups(
+/// Finds the groups of `pattern` in the current graph of `overlay` and applies them, each
+/// composite getting `attrs`; returns how many there were.
+pub(crate) fn partition_into(
     f: &Function,
-    groups: &[Group],
+    overlay: &mut Overlay,
+    pattern: &Pattern,
     attrs: &Attrs,
-) -> Result<Function, PartitionError> {
-    let mut group_at: HashMap<ExprId, usize> = HashMap::with_capacity(groups.len());
-    for (g, group) in groups.iter().enumerate() {
-        group_at.insert(group.root, g);
-    }
-    // Liveness after the rewrite: a group root needs its inputs, not its operands.
-    let mut needed = vec![false; f.len()];
-    needed[f.body.index()] = true;
-    for &p in &f.params {
-        needed[p.index()] = true;
-    }
-    for i in (0..f.len()).rev() {
-        if !needed[i] {
-            continue;
-        }
-        let id = ExprId::from_index(i);
-        match group_at.get(&id) {
-            Some(&g) => groups[g]
-                .inputs
-                .iter()
-                .for_each(|x| needed[x.index()] = true),
-            None => f
-                .expr(id)
-                .operands()
-                .into_iter()
-                .for_each(|x| needed[x.index()] = true),
+    check: Option<&Check>,
+) -> usize {
+    let groups = find_groups_in(f, overlay, pattern, check);
+    let count = groups.len();
+    if count > 0 {
+        let attrs = overlay.add_attrs(attrs);
+        for (g, group) in groups.into_iter().enumerate() {
+            overlay.apply(group, g, attrs);
         }
     }
-    let mut rb = byoc_core::ir::rewrite::Rebuild::new(f);
-    for (i, _) in needed.iter().enumerate().filter(|(_, &n)| n) {
-        let id = ExprId::from_index(i);
-        match group_at.get(&id) {
-            Some(&g) => {
-                let call = build_composite(&mut rb, &groups[g], g, attrs)?;
-                rb.set(id, call);
-            }
-            None => {
-                rb.copy(id)?;
-            }
-        }
-    }
-    Ok(rb.finish()?)
+    count
 }
 
 /// Appends the composite function of `group` and its call; returns the call.
-fn build_composite(
-    rb: &mut byoc_core::ir::rewrite::Rebuild<'_>,
+pub(crate) fn build_composite(
+    rb: &mut Rebuild<'_>,
     group: &Group,
     g: usize,
     attrs: &Attrs,

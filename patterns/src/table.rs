@@ -1,12 +1,13 @@
 //! Pattern tables: the ordered `(name, pattern, check)` entries a target gives MergeComposite.
 //!
 //! Invariants, checked when an entry is added: names are non-empty, free of whitespace and
-//! unique in the table; every op a pattern names is registered; a pattern can only match a
-//! call, tuple or tuple-get-item (a pattern that may match a bare leaf would make an empty
-//! composite).
+//! unique in the table; in a table made for a target ([`PatternTable::for_target`]) every name
+//! is `<target>.<rest>`, as composite names are (DESIGN §2); every op a pattern names is
+//! registered; a pattern can only match a call, tuple or tuple-get-item (a pattern that may
+//! match a bare leaf would make an empty composite).
 //!
 //! Text form (for tests and declarative targets): one entry per line, `name = pattern`;
-//! blank lines and lines starting with `#` are skipped.
+//! blank lines and lines starting with `#` are skipped. Errors name the line and column.
 
 use std::fmt;
 
@@ -49,6 +50,16 @@ pub enum TableError {
     /// Two entries with one name.
     #[error("pattern table has two entries named '{0}'")]
     Duplicate(String),
+    /// A name without the `<target>.` prefix in a table made for a target.
+    #[error(
+        "composite name '{name}' must start with '{target}.' (the table is for target '{target}')"
+    )]
+    MissingTargetPrefix {
+        /// The name.
+        name: String,
+        /// The table's target.
+        target: String,
+    },
     /// A pattern naming an op the registry does not know.
     #[error("entry '{entry}': unknown op '{op}'")]
     UnknownOp {
@@ -74,18 +85,41 @@ pub enum TableError {
     /// A pattern text that does not parse.
     #[error("{0}")]
     Parse(PatternParseError),
+    /// A bad entry of a table text, with where its name starts.
+    #[error("{span}: {source}")]
+    At {
+        /// Line and column of the entry's name.
+        span: Span,
+        /// What is wrong with the entry.
+        source: Box<TableError>,
+    },
 }
 
 /// An ordered pattern table; earlier entries win.
 #[derive(Clone, Debug, Default)]
 pub struct PatternTable {
     entries: Vec<TableEntry>,
+    target: Option<String>,
 }
 
 impl PatternTable {
-    /// An empty table.
+    /// An empty table that accepts any valid name.
     pub fn new() -> Self {
         PatternTable::default()
+    }
+
+    /// An empty table of target `target`: every entry name must be `<target>.<rest>`.
+    pub fn for_target(target: impl Into<String>) -> Self {
+        PatternTable {
+            entries: Vec::new(),
+            target: Some(target.into()),
+        }
+    }
+
+    /// The target whose prefix names must carry, for a table made with
+    /// [`PatternTable::for_target`].
+    pub fn target(&self) -> Option<&str> {
+        self.target.as_deref()
     }
 
     /// Appends an entry without a check.
@@ -115,6 +149,19 @@ impl PatternTable {
     pub fn push(&mut self, entry: TableEntry) -> Result<(), TableError> {
         if entry.name.is_empty() || entry.name.chars().any(char::is_whitespace) {
             return Err(TableError::BadName(entry.name));
+        }
+        if let Some(target) = &self.target {
+            let prefixed = entry
+                .name
+                .strip_prefix(target.as_str())
+                .and_then(|rest| rest.strip_prefix('.'))
+                .is_some_and(|rest| !rest.is_empty());
+            if !prefixed {
+                return Err(TableError::MissingTargetPrefix {
+                    name: entry.name,
+                    target: target.clone(),
+                });
+            }
         }
         if self.entries.iter().any(|e| e.name == entry.name) {
             return Err(TableError::Duplicate(entry.name));
@@ -155,9 +202,19 @@ impl PatternTable {
         self.entries.is_empty()
     }
 
-    /// Parses the text form; parse errors are located in the whole text.
+    /// Parses the text form into a table that accepts any valid name; errors are located in
+    /// the whole text.
     pub fn parse(text: &str) -> Result<Self, TableError> {
-        let mut table = PatternTable::new();
+        PatternTable::new().parse_into(text)
+    }
+
+    /// Parses the text form into a table of target `target` (names must be
+    /// `<target>.<rest>`); errors are located in the whole text.
+    pub fn parse_for_target(target: impl Into<String>, text: &str) -> Result<Self, TableError> {
+        PatternTable::for_target(target).parse_into(text)
+    }
+
+    fn parse_into(mut self, text: &str) -> Result<Self, TableError> {
         for (i, line) in text.lines().enumerate() {
             let lineno = u32::try_from(i + 1).unwrap_or(u32::MAX);
             let trimmed = line.trim();
@@ -177,9 +234,17 @@ impl PatternTable {
                     kind: e.kind,
                 })
             })?;
-            table.add(name.trim(), pattern)?;
+            let indent = name.chars().take_while(|c| c.is_whitespace()).count();
+            self.add(name.trim(), pattern)
+                .map_err(|source| TableError::At {
+                    span: Span {
+                        line: lineno,
+                        col: u32::try_from(indent + 1).unwrap_or(u32::MAX),
+                    },
+                    source: Box::new(source),
+                })?;
         }
-        Ok(table)
+        Ok(self)
     }
 }
 

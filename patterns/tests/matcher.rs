@@ -9,7 +9,6 @@ use byoc_patterns::{match_at, Pattern};
 use common::*;
 
 fn p(s: &str) -> Pattern {
-    ops();
     s.parse().unwrap()
 }
 
@@ -19,7 +18,6 @@ fn matches(f: &Function, pat: &str, at: ExprId) -> bool {
 
 /// `%x`, `%c` (a constant), `add(%x, %c)`, `subtract(%c, %x)`.
 fn small() -> (Function, [ExprId; 4]) {
-    ops();
     let mut b = FunctionBuilder::new();
     let x = b.param("x", t(&[4]));
     let c = b.constant(Tensor::from_slice([4], &[1.0f32, 2.0, 3.0, 4.0]).unwrap());
@@ -73,7 +71,6 @@ fn failed_alternatives_roll_back_their_bindings() {
 
 #[test]
 fn shared_builder_nodes_bind_one_expression() {
-    ops();
     let mut b = FunctionBuilder::new();
     let x = b.param("x", t(&[4]));
     let y = b.param("y", t(&[4]));
@@ -95,7 +92,6 @@ fn shared_builder_nodes_bind_one_expression() {
 
 #[test]
 fn attributes_count_defaults_and_convert_like_the_op() {
-    ops();
     let mut b = FunctionBuilder::new();
     let x = b.param("x", t(&[1, 3, 8, 8]));
     let w = b.param("w", t(&[4, 3, 3, 3]));
@@ -122,7 +118,6 @@ fn attributes_count_defaults_and_convert_like_the_op() {
 
 #[test]
 fn function_attributes_match() {
-    ops();
     let mut b = FunctionBuilder::new();
     let x = b.param("x", t(&[4]));
     let f = composite(&mut b, "dnnl.relu", "nn.relu_", &[t(&[4])], |b, p| {
@@ -154,7 +149,6 @@ fn type_constraints_read_inferred_types() {
 
 #[test]
 fn tuples_and_projections() {
-    ops();
     let mut b = FunctionBuilder::new();
     let x = b.param("x", t(&[4]));
     let r = call(&mut b, "nn.relu", &[x]);
@@ -180,7 +174,6 @@ fn optional_matches_with_or_without_the_call() {
 
 /// `add(relu(relu(conv)), leaky_relu(conv))`, and a fake diamond with two convs.
 fn diamonds() -> (Function, ExprId, ExprId) {
-    ops();
     let mut b = FunctionBuilder::new();
     let x = b.param("x", t(&[1, 3, 8, 8]));
     let w = b.param("w", t(&[4, 3, 3, 3]));

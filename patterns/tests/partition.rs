@@ -8,7 +8,6 @@ use byoc_patterns::{find_groups, partition, Pattern};
 use common::*;
 
 fn part(f: &Function, pat: &str) -> Function {
-    ops();
     let pat: Pattern = pat.parse().unwrap();
     let out = partition(f, &pat, &Attrs::new(), None).unwrap();
     byoc_core::ir::verify_function(&out).unwrap();
@@ -17,7 +16,6 @@ fn part(f: &Function, pat: &str) -> Function {
 
 #[test]
 fn matched_outside_but_dominated_duplicates_the_interior() {
-    ops();
     let (d, w, bi) = (t(&[1, 3, 6, 6]), t(&[4, 3, 3, 3]), t(&[1, 4, 4, 4]));
     let mut b = FunctionBuilder::new();
     let data = b.param("data", d.clone());
@@ -58,7 +56,6 @@ fn matched_outside_but_dominated_duplicates_the_interior() {
 
 #[test]
 fn parallel_branches_with_the_same_input_share_one_parameter() {
-    ops();
     let (x, w, o) = (t(&[1, 3, 6, 6]), t(&[4, 3, 3, 3]), t(&[1, 4, 4, 4]));
     let mut b = FunctionBuilder::new();
     let i = b.param("input", x.clone());
@@ -97,7 +94,6 @@ fn parallel_branches_with_the_same_input_share_one_parameter() {
 
 #[test]
 fn interior_used_outside_rejects_the_match() {
-    ops();
     let mut b = FunctionBuilder::new();
     let x = b.param("x", t(&[1, 3, 6, 6]));
     let w = b.param("w", t(&[4, 3, 3, 3]));
@@ -117,7 +113,6 @@ fn interior_used_outside_rejects_the_match() {
 
 #[test]
 fn larger_matches_win_and_matches_never_overlap() {
-    ops();
     let ty = t(&[4]);
     let mut b = FunctionBuilder::new();
     let x = b.param("x", ty.clone());
@@ -146,7 +141,6 @@ fn larger_matches_win_and_matches_never_overlap() {
 
 #[test]
 fn dominator_partition_takes_the_diamond() {
-    ops();
     let (xt, wt) = (t(&[1, 3, 8, 8]), t(&[4, 3, 3, 3]));
     let diamond = |b: &mut FunctionBuilder, x, w| {
         let conv = call(b, "nn.conv2d", &[x, w]);
@@ -184,7 +178,6 @@ fn dominator_partition_takes_the_diamond() {
 
 #[test]
 fn parameters_follow_the_pattern_post_order() {
-    ops();
     // add(multiply(?g, subtract(?x, ?m)), ?b): post-order g, x, m, b; the graph gives them in
     // another order.
     let ty = t(&[4]);
@@ -219,7 +212,6 @@ fn parameters_follow_the_pattern_post_order() {
 
 #[test]
 fn any_argument_calls_take_their_arguments_as_inputs() {
-    ops();
     let ty = t(&[4]);
     let mut b = FunctionBuilder::new();
     let x = b.param("x", ty.clone());
@@ -246,7 +238,6 @@ fn any_argument_calls_take_their_arguments_as_inputs() {
 
 #[test]
 fn composites_carry_their_types() {
-    ops();
     let ty = t(&[4]);
     let mut b = FunctionBuilder::new();
     let x = b.param("x", ty.clone());

@@ -8,7 +8,6 @@ use byoc_patterns::{Pattern, RewriteError, Rewriter};
 use common::*;
 
 fn relu_chain(n: usize) -> Module {
-    ops();
     let mut b = FunctionBuilder::new();
     let x = b.param("x", t(&[4]));
     let mut cur = x;
@@ -19,7 +18,6 @@ fn relu_chain(n: usize) -> Module {
 }
 
 fn pat(s: &str) -> Pattern {
-    ops();
     s.parse().unwrap()
 }
 

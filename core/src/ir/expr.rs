@@ -117,46 +117,28 @@ pub enum Expr {
 
 impl Expr {
     /// The operands in order: call arguments (and a local callee first), tuple fields, the
-    /// tuple of a get-item, the body of a function literal. Parameters of a function literal
-    /// are binders, not operands.
+    /// tuple of a get-item, the parameters and then the body of a function literal (parameters
+    /// are binders; listing them keeps them live and ordered before the literal).
     pub fn operands(&self) -> Vec<ExprId> {
-        match self {
-            Expr::Var(_) | Expr::Constant(_) => Vec::new(),
-            Expr::Call(call) => {
-                let mut ops = Vec::with_capacity(call.args.len() + 1);
-                if let Callee::Local(f) = call.callee {
-                    ops.push(f);
-                }
-                ops.extend_from_slice(&call.args);
-                ops
-            }
-            Expr::Tuple(fields) => fields.clone(),
-            Expr::TupleGetItem { tuple, .. } => vec![*tuple],
-            Expr::Function(f) => {
-                let mut ops = f.params.clone();
-                ops.push(f.body);
-                ops
-            }
-        }
+        self.operand_iter().collect()
     }
 
-    /// Calls `f` on each operand, in the order of [`Expr::operands`], without allocating
-    /// (the form for hot loops over whole arenas).
-    pub fn for_each_operand(&self, mut f: impl FnMut(ExprId)) {
-        match self {
-            Expr::Var(_) | Expr::Constant(_) => {}
-            Expr::Call(call) => {
-                if let Callee::Local(callee) = call.callee {
-                    f(callee);
-                }
-                call.args.iter().for_each(|&a| f(a));
-            }
-            Expr::Tuple(fields) => fields.iter().for_each(|&a| f(a)),
-            Expr::TupleGetItem { tuple, .. } => f(*tuple),
-            Expr::Function(func) => {
-                func.params.iter().for_each(|&p| f(p));
-                f(func.body);
-            }
+    /// The operands of [`Expr::operands`] without allocating.
+    pub fn operand_iter(&self) -> Operands<'_> {
+        let (head, mid, tail): (Option<ExprId>, &[ExprId], Option<ExprId>) = match self {
+            Expr::Var(_) | Expr::Constant(_) => (None, &[], None),
+            Expr::Call(call) => match call.callee {
+                Callee::Local(f) => (Some(f), &call.args, None),
+                _ => (None, &call.args, None),
+            },
+            Expr::Tuple(fields) => (None, fields, None),
+            Expr::TupleGetItem { tuple, .. } => (Some(*tuple), &[], None),
+            Expr::Function(f) => (None, &f.params, Some(f.body)),
+        };
+        Operands {
+            head,
+            mid: mid.iter(),
+            tail,
         }
     }
 
@@ -221,6 +203,25 @@ impl Expr {
             Expr::Function(f) => Some(f),
             _ => None,
         }
+    }
+}
+
+/// The operands of an expression (see [`Expr::operand_iter`]).
+#[derive(Clone, Debug)]
+pub struct Operands<'a> {
+    head: Option<ExprId>,
+    mid: std::slice::Iter<'a, ExprId>,
+    tail: Option<ExprId>,
+}
+
+impl Iterator for Operands<'_> {
+    type Item = ExprId;
+
+    fn next(&mut self) -> Option<ExprId> {
+        self.head
+            .take()
+            .or_else(|| self.mid.next().copied())
+            .or_else(|| self.tail.take())
     }
 }
 

@@ -24,7 +24,7 @@ pub use dtype::{
     DTypeError,
 };
 pub use error::IrError;
-pub use expr::{Call, Callee, Expr, ExprId, LocalFunction, Node, Span, Var};
+pub use expr::{Call, Callee, Expr, ExprId, LocalFunction, Node, Operands, Span, Var};
 pub use function::{Function, FunctionBuilder};
 pub use module::Module;
 pub use structural_eq::{structural_eq_function, structural_eq_module, Mismatch};

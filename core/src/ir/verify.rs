@@ -43,14 +43,13 @@ pub fn verify_function(f: &Function) -> Result<(), IrError> {
         bind(&mut bound, p, None)?;
     }
     for (id, node) in f.iter() {
-        let mut forward = None;
-        node.expr.for_each_operand(|op| {
-            if op >= id && forward.is_none() {
-                forward = Some(op);
+        for op in node.expr.operand_iter() {
+            if op >= id {
+                return Err(IrError::ForwardReference {
+                    at: id,
+                    operand: op,
+                });
             }
-        });
-        if let Some(operand) = forward {
-            return Err(IrError::ForwardReference { at: id, operand });
         }
         if let Expr::Function(func) = &node.expr {
             for &p in &func.params {
@@ -58,9 +57,11 @@ pub fn verify_function(f: &Function) -> Result<(), IrError> {
             }
         }
     }
+    // visited_by[i]: the last function literal (by arena slot) whose body walk reached `i`.
+    let mut visited_by = vec![u32::MAX; n];
     for (id, node) in f.iter() {
         if let Expr::Function(func) = &node.expr {
-            check_closed(f, id, func.body)?;
+            check_closed(f, id, func.body, &mut visited_by)?;
         }
     }
     for (id, node) in f.iter() {
@@ -94,7 +95,7 @@ pub fn verify_function(f: &Function) -> Result<(), IrError> {
                     });
                 }
             }
-            e => e.for_each_operand(|o| stack.push(o)),
+            e => stack.extend(e.operand_iter()),
         }
     }
     Ok(())
@@ -102,14 +103,19 @@ pub fn verify_function(f: &Function) -> Result<(), IrError> {
 
 /// Checks that the nodes reachable from `body` (not entering nested literals) are constants,
 /// the literal's own parameters, or built from those.
-fn check_closed(f: &Function, func: ExprId, body: ExprId) -> Result<(), IrError> {
+fn check_closed(
+    f: &Function,
+    func: ExprId,
+    body: ExprId,
+    visited_by: &mut [u32],
+) -> Result<(), IrError> {
     let Some(lit) = f.expr(func).as_function() else {
         return Ok(());
     };
+    let stamp = func.0;
     let mut stack = vec![body];
-    let mut seen = std::collections::HashSet::new();
     while let Some(id) = stack.pop() {
-        if !seen.insert(id) {
+        if std::mem::replace(&mut visited_by[id.index()], stamp) == stamp {
             continue;
         }
         match f.expr(id) {
@@ -119,7 +125,7 @@ fn check_closed(f: &Function, func: ExprId, body: ExprId) -> Result<(), IrError>
                 }
             }
             Expr::Function(_) | Expr::Constant(_) => {}
-            e => e.for_each_operand(|o| stack.push(o)),
+            e => stack.extend(e.operand_iter()),
         }
     }
     Ok(())

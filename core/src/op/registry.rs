@@ -104,4 +104,43 @@ impl OpRegistry {
         names.sort();
         names
     }
+
+    /// The registered op name closest to `name` (for "did you mean" hints), if within edit
+    /// distance 2; ties go to the first in name order.
+    pub fn closest(name: &str) -> Option<String> {
+        OpRegistry::names()
+            .into_iter()
+            .map(|n| (edit_distance(name, &n), n))
+            .filter(|(d, _)| *d <= 2)
+            .min_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)))
+            .map(|(_, n)| n)
+    }
+}
+
+/// Levenshtein distance over characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edit_distance_counts_edits() {
+        assert_eq!(edit_distance("nn.conv2", "nn.conv2d"), 1);
+        assert_eq!(edit_distance("relu", "nn.relu"), 3);
+        assert_eq!(edit_distance("", "ab"), 2);
+    }
 }

@@ -179,7 +179,9 @@ fn literal_members(f: &Function) -> Vec<bool> {
     let mut inside = vec![false; f.len()];
     for id in f.ids().rev() {
         if inside[id.index()] || f.expr(id).as_function().is_some() {
-            f.expr(id).for_each_operand(|o| inside[o.index()] = true);
+            for o in f.expr(id).operand_iter() {
+                inside[o.index()] = true;
+            }
         }
     }
     inside

@@ -66,7 +66,9 @@ fn merge_function(name: &str, f: &Function) -> Result<Function, PartitionError> 
     };
     for id in f.live_ids() {
         if !inner(id) {
-            f.expr(id).for_each_operand(|o| keep_end[o.index()] = true);
+            for o in f.expr(id).operand_iter() {
+                keep_end[o.index()] = true;
+            }
         }
     }
     let arg_of = |id| annotation(f.expr(id)).map_or(id, |a| a.arg);

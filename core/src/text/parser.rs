@@ -415,7 +415,7 @@ impl Parser {
 
     fn op_call(&mut self, cx: &mut FnCtx, name: String, span: Span) -> PResult<ExprId> {
         let Some(op) = OpRegistry::lookup(&name) else {
-            let suggestion = closest_op(&name);
+            let suggestion = OpRegistry::closest(&name);
             return Err(ParseError::new(span, K::UnknownOp { name, suggestion }));
         };
         if *self.peek() != Tok::LParen {
@@ -805,42 +805,4 @@ fn attr_number(text: &str, suffix: &str) -> Result<AttrValue, K> {
             text: text.to_string(),
             ty: "int64".to_string(),
         })
-}
-
-/// The registered op name closest to `name`, if within edit distance 2.
-fn closest_op(name: &str) -> Option<String> {
-    OpRegistry::names()
-        .into_iter()
-        .map(|n| (edit_distance(name, &n), n))
-        .filter(|(d, _)| *d <= 2)
-        .min_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)))
-        .map(|(_, n)| n)
-}
-
-/// Levenshtein distance over characters.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    row[b.len()]
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn edit_distance_counts_edits() {
-        assert_eq!(edit_distance("nn.conv2", "nn.conv2d"), 1);
-        assert_eq!(edit_distance("relu", "nn.relu"), 3);
-        assert_eq!(edit_distance("", "ab"), 2);
-    }
 }

@@ -51,8 +51,13 @@ pub enum ParseErrorKind {
     #[error("bad number '{0}'")]
     BadNumber(String),
     /// An op the registry does not know.
-    #[error("unknown op '{0}'")]
-    UnknownOp(String),
+    #[error("unknown op '{op}'{}", suggestion.as_ref().map(|s| format!(" (did you mean '{s}'?)")).unwrap_or_default())]
+    UnknownOp {
+        /// The name written.
+        op: String,
+        /// The closest registered op name, if one is close.
+        suggestion: Option<String>,
+    },
     /// A call pattern with a number of arguments the op never takes.
     #[error("{op}: takes {expected} argument(s) but the pattern gives {got}")]
     Arity {
@@ -75,7 +80,7 @@ pub enum ParseErrorKind {
         /// `before` or `after`.
         side: &'static str,
     },
-    /// A named wildcard constrained in two incompatible ways.
+    /// A named wildcard constrained in two incompatible ways (types, or attribute values).
     #[error("?{name} is constrained to {here} here but to {before} at {before_at}; no expression can be both")]
     ConflictingBinding {
         /// The name.

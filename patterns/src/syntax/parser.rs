@@ -13,9 +13,10 @@
 //! constraint := DTYPE | '(' INT, ... ')' | TYPE        dtype, shape, or a whole type
 //! ```
 //!
-//! Ops are checked against the registry (name, arity, attribute names and kinds), and a named
-//! wildcard constrained to two incompatible types is rejected, all with the position of the
-//! offending token.
+//! Ops are checked against the registry (name, arity, attribute names and kinds; an unknown op
+//! gets the closest registered name as a hint), and a named wildcard constrained to two
+//! incompatible types, or to two values of one attribute, is rejected at its later use, all
+//! with the position of the offending token.
 
 use std::collections::HashMap;
 
@@ -25,6 +26,7 @@ use byoc_core::DType;
 
 use super::error::{ParseErrorKind, PatternParseError};
 use super::lexer::{tokenize, Tok, Token};
+use crate::matcher::value_eq;
 use crate::pattern::{Pattern, PatternKind, TypeConstraint};
 
 /// Parses a whole pattern text.
@@ -33,6 +35,7 @@ pub(crate) fn parse(text: &str) -> Result<Pattern, PatternParseError> {
         toks: tokenize(text)?,
         pos: 0,
         constrained: HashMap::new(),
+        attr_constrained: HashMap::new(),
     };
     let pat = p.alt()?;
     match p.peek() {
@@ -53,6 +56,8 @@ struct Parser {
     pos: usize,
     /// The type constraints put directly on each named wildcard so far, with where.
     constrained: HashMap<String, Vec<(TypeConstraint, Span)>>,
+    /// The attribute constraints put on each named wildcard so far, with where.
+    attr_constrained: HashMap<String, Vec<(String, AttrValue, Span)>>,
 }
 
 type PResult<T> = Result<T, PatternParseError>;
@@ -186,6 +191,30 @@ impl Parser {
         Ok(())
     }
 
+    /// Records `attrs` put on `?name` at `at`; an attribute it already constrained to another
+    /// value is a conflict.
+    fn record_attrs(&mut self, name: &str, attrs: &Attrs, at: Span) -> PResult<()> {
+        let seen = self.attr_constrained.entry(name.to_string()).or_default();
+        for (key, value) in attrs.iter() {
+            if let Some((_, before, before_at)) = seen
+                .iter()
+                .find(|(k, v, _)| k == key && !value_eq(v, value))
+            {
+                return Err(PatternParseError {
+                    span: at,
+                    kind: ParseErrorKind::ConflictingBinding {
+                        name: name.to_string(),
+                        here: format!("{key}={value}"),
+                        before: format!("{key}={before}"),
+                        before_at: *before_at,
+                    },
+                });
+            }
+        }
+        seen.extend(attrs.iter().map(|(k, v)| (k.to_string(), v.clone(), at)));
+        Ok(())
+    }
+
     fn postfix(&mut self) -> PResult<Pattern> {
         let mut p = self.primary()?;
         loop {
@@ -218,6 +247,10 @@ impl Parser {
                                     kind: ParseErrorKind::Attr(e),
                                 })?;
                         }
+                    }
+                    if let Some(name) = named_base(&p) {
+                        let name = name.to_string();
+                        self.record_attrs(&name, &attrs, open_at)?;
                     }
                     p = p.has_attrs(attrs);
                 }
@@ -379,9 +412,12 @@ impl Parser {
 
     fn call(&mut self) -> PResult<Pattern> {
         let (name, at) = self.ident("an op name")?;
-        let op = OpRegistry::lookup(&name).ok_or(PatternParseError {
+        let op = OpRegistry::lookup(&name).ok_or_else(|| PatternParseError {
             span: at,
-            kind: ParseErrorKind::UnknownOp(name.clone()),
+            kind: ParseErrorKind::UnknownOp {
+                suggestion: OpRegistry::closest(&name),
+                op: name.clone(),
+            },
         })?;
         let optional = *self.peek() == Tok::Question;
         if optional {

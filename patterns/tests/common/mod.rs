@@ -1,121 +1,11 @@
-//! Shared helpers of the pattern tests: test definitions of the ops the tests use (registered
-//! only when the op library lacks them), and builders for modules and composites.
+//! Shared helpers of the pattern tests: builders for modules, composites and tables over the
+//! built-in ops.
 
 #![allow(dead_code, reason = "each test file uses a different subset")]
 
 use byoc_core::ir::{Attrs, ExprId, Function, FunctionBuilder, Module, Type};
-use byoc_core::op::{
-    Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, OpRegistry, TypeCtx, TypeError,
-};
 use byoc_core::{DType, TensorType};
 use byoc_patterns::{merge_composite, PatternTable};
-
-/// Result type is argument 0's type.
-struct SameAsFirst;
-
-impl OpImpl for SameAsFirst {
-    fn infer_type(&self, ctx: &TypeCtx<'_>) -> Result<Type, TypeError> {
-        Ok(Type::Tensor(ctx.tensor(0)?.clone()))
-    }
-}
-
-/// NCHW x OIHW convolution, strides 1.
-struct Conv2d;
-
-impl OpImpl for Conv2d {
-    fn infer_type(&self, ctx: &TypeCtx<'_>) -> Result<Type, TypeError> {
-        let x = ctx.tensor(0)?;
-        let w = ctx.tensor(1)?;
-        let pad = ctx.ints("padding")?;
-        let (pt, pl, pb, pr) = match pad.as_slice() {
-            [p] => (*p, *p, *p, *p),
-            [h, w] => (*h, *w, *h, *w),
-            [t, l, b, r] => (*t, *l, *b, *r),
-            _ => return Err(ctx.err("bad padding")),
-        };
-        let h = x.shape[2] as i64 + pt + pb - w.shape[2] as i64 + 1;
-        let wd = x.shape[3] as i64 + pl + pr - w.shape[3] as i64 + 1;
-        Ok(Type::tensor(
-            [x.shape[0], w.shape[0], h as usize, wd as usize],
-            x.dtype,
-        ))
-    }
-}
-
-/// `(x, mean, var)`-shaped result of batch norm.
-struct BatchNorm;
-
-impl OpImpl for BatchNorm {
-    fn infer_type(&self, ctx: &TypeCtx<'_>) -> Result<Type, TypeError> {
-        let x = ctx.tensor(0)?.clone();
-        let g = ctx.tensor(1)?.clone();
-        Ok(Type::Tuple(vec![x.into(), g.clone().into(), g.into()]))
-    }
-}
-
-fn define(name: &str, arity: Arity, imp: impl OpImpl + 'static, attrs: Vec<AttrDef>) {
-    if OpRegistry::lookup(name).is_none() {
-        // Another test thread may register it first; either way it exists afterwards.
-        let _ = OpRegistry::register(
-            OpDef::new(name, "test op", arity, OpPattern::Opaque, imp).with_attrs(attrs),
-        );
-    }
-}
-
-/// Makes sure every op the tests use exists.
-pub fn ops() {
-    for name in ["subtract", "multiply", "divide"] {
-        define(name, Arity::Exact(2), SameAsFirst, vec![]);
-    }
-    for name in ["abs", "exp", "sigmoid", "tanh", "nn.relu"] {
-        define(name, Arity::Exact(1), SameAsFirst, vec![]);
-    }
-    define(
-        "nn.bias_add",
-        Arity::Exact(2),
-        SameAsFirst,
-        vec![AttrDef::new("axis", AttrKind::Int, 1)],
-    );
-    define(
-        "nn.leaky_relu",
-        Arity::Exact(1),
-        SameAsFirst,
-        vec![AttrDef::new("alpha", AttrKind::Float, 0.01)],
-    );
-    define(
-        "clip",
-        Arity::Exact(1),
-        SameAsFirst,
-        vec![
-            AttrDef::new("a_min", AttrKind::Float, 0.0),
-            AttrDef::new("a_max", AttrKind::Float, 0.0),
-        ],
-    );
-    define(
-        "nn.conv2d",
-        Arity::Exact(2),
-        Conv2d,
-        vec![
-            AttrDef::new("strides", AttrKind::Ints, vec![1, 1]),
-            AttrDef::new("padding", AttrKind::Ints, vec![0, 0, 0, 0]),
-            AttrDef::new("dilation", AttrKind::Ints, vec![1, 1]),
-            AttrDef::new("groups", AttrKind::Int, 1),
-            AttrDef::optional("channels", AttrKind::OptInt),
-            AttrDef::optional("kernel_size", AttrKind::OptInts),
-            AttrDef::new("data_layout", AttrKind::Str, "NCHW"),
-            AttrDef::new("kernel_layout", AttrKind::Str, "OIHW"),
-        ],
-    );
-    define(
-        "nn.batch_norm",
-        Arity::Exact(5),
-        BatchNorm,
-        vec![
-            AttrDef::new("axis", AttrKind::Int, 1),
-            AttrDef::new("epsilon", AttrKind::Float, 1e-5),
-        ],
-    );
-}
 
 /// A float32 tensor type.
 pub fn t(shape: &[usize]) -> Type {
@@ -183,7 +73,6 @@ pub fn assert_same(got: &Function, want: &Function) {
 
 /// A table from `(name, pattern text)` pairs.
 pub fn table(entries: &[(&str, &str)]) -> PatternTable {
-    ops();
     let mut t = PatternTable::new();
     for (name, pat) in entries {
         t.add(*name, pat.parse().expect("test pattern parses"))
