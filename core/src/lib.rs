@@ -14,6 +14,8 @@ pub mod onnx;
 pub mod op;
 mod ops;
 pub mod passes;
+pub mod plugin;
+pub mod sdk;
 pub mod target;
 pub mod tensor;
 pub mod text;

@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 
 use byoc_core::analysis::regions::{annotation, COMPILER_BEGIN, COMPILER_END};
 use byoc_core::exec::{ExecOptions, Executor};
+use byoc_core::plugin::{compile_externals, Runtimes};
+use byoc_core::sdk::CompileOptions;
 use byoc_core::ir::{structural_eq_module, Attrs, Callee, Expr, ExprId, FunctionBuilder, Module};
 use byoc_core::passes::annotate_target::{AnnotateTarget, Rejection};
 use byoc_core::passes::infer_types;
@@ -796,7 +798,9 @@ proptest! {
         let x = Tensor::from_vec(vec![2, 2], inputs[..4].to_vec()).unwrap();
         let y = Tensor::from_vec(vec![2, 2], inputs[4..].to_vec()).unwrap();
         let run = |m: &Module| {
-            Executor::new(m, ExecOptions { threads: 1, profile: false })
+            let externals =
+                compile_externals(m, &Runtimes::reference_for(m), &CompileOptions::new()).unwrap();
+            Executor::with_externals(m, ExecOptions { threads: 1, profile: false }, &externals)
                 .unwrap()
                 .run(&[x.clone(), y.clone()])
                 .unwrap()
