@@ -6,6 +6,7 @@
 //! storage-reusing host execution).
 
 pub mod analysis;
+pub mod artifact;
 pub mod exec;
 pub mod io;
 pub mod ir;

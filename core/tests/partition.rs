@@ -7,14 +7,14 @@ use std::collections::BTreeMap;
 
 use byoc_core::analysis::regions::{annotation, COMPILER_BEGIN, COMPILER_END};
 use byoc_core::exec::{ExecOptions, Executor};
-use byoc_core::plugin::{compile_externals, Runtimes};
-use byoc_core::sdk::CompileOptions;
 use byoc_core::ir::{structural_eq_module, Attrs, Callee, Expr, ExprId, FunctionBuilder, Module};
 use byoc_core::passes::annotate_target::{AnnotateTarget, Rejection};
 use byoc_core::passes::infer_types;
 use byoc_core::passes::merge_compiler_regions::MergeCompilerRegions;
 use byoc_core::passes::partition_graph::{PartitionError, PartitionGraph};
 use byoc_core::passes::prune::{op_names, Prune, PruneReason};
+use byoc_core::plugin::{compile_externals, Runtimes};
+use byoc_core::sdk::CompileOptions;
 use byoc_core::target::{CallView, PruneConfig, Support, TargetSupport};
 use byoc_core::{DType, Tensor, Type};
 use proptest::prelude::*;

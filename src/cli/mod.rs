@@ -2,17 +2,23 @@
 //!
 //! Exit codes: 0 ok, 1 a check failed ([`CheckFailed`]), 2 bad usage or bad input.
 
+mod build;
 pub mod inputs;
 mod inspect;
+mod plugins;
 mod run;
+mod targets;
 
 use std::fmt;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
+pub use build::BuildArgs;
 pub use inspect::InspectArgs;
+pub use plugins::PluginsArgs;
 pub use run::RunArgs;
+pub use targets::TargetArgs;
 
 /// byoc: partition deep-learning models across accelerator backends, inspect and run them.
 #[derive(Debug, Parser)]
@@ -28,8 +34,12 @@ pub struct Cli {
 pub enum Command {
     /// Print the module after a stage of the pipeline.
     Inspect(InspectArgs),
-    /// Run a model on inputs from an .npz file (or random inputs) and write the outputs.
+    /// Run a model or an artifact on inputs from an .npz file (or random inputs) and write the outputs.
     Run(RunArgs),
+    /// Partition a model for targets, compile the partitions and write one artifact file.
+    Build(BuildArgs),
+    /// List the plugins byoc can load.
+    Plugins(PluginsArgs),
 }
 
 /// A check (numerical comparison, strict mode) that failed: exit code 1.
@@ -49,5 +59,7 @@ pub fn execute(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Inspect(args) => inspect::inspect(&args),
         Command::Run(args) => run::run(&args),
+        Command::Build(args) => build::build(&args),
+        Command::Plugins(args) => plugins::plugins(&args),
     }
 }

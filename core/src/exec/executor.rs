@@ -285,27 +285,26 @@ impl Executor {
                 })
                 .collect();
             let t0 = self.profile.then(Instant::now);
-            let status = match &instr.kernel {
-                Kernel::Host { op, kernel } => {
-                    kernel
+            let status =
+                match &instr.kernel {
+                    Kernel::Host { op, kernel } => kernel
                         .run(&ins, &mut outs, self.threads)
                         .map_err(|source| ExecError::Kernel {
                             op: op.name().to_string(),
                             site: instr.site.clone(),
                             source,
-                        })
-                }
-                Kernel::External { function, module } => module
-                    .module
-                    .run(&ins, &mut outs)
-                    .map_err(|source| ExecError::External {
-                        site: instr.site.clone(),
-                        function: function.clone(),
-                        target: module.target.clone(),
-                        plugin: module.plugin.clone(),
-                        source,
-                    }),
-            };
+                        }),
+                    Kernel::External { function, module } => module
+                        .module
+                        .run(&ins, &mut outs)
+                        .map_err(|source| ExecError::External {
+                            site: instr.site.clone(),
+                            function: function.clone(),
+                            target: module.target.clone(),
+                            plugin: module.plugin.clone(),
+                            source,
+                        }),
+                };
             if let Some(t0) = t0 {
                 calls.push(CallTime {
                     op: instr.label(),

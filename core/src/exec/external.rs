@@ -18,6 +18,8 @@ pub struct ExternalModule {
     pub target: String,
     /// The plugin that compiled it (`reference` for the built-in reference runtime).
     pub plugin: String,
+    /// That plugin's version.
+    pub plugin_version: String,
     /// The compiled module.
     pub module: Arc<dyn CompiledModule>,
 }
@@ -27,6 +29,7 @@ impl std::fmt::Debug for ExternalModule {
         f.debug_struct("ExternalModule")
             .field("target", &self.target)
             .field("plugin", &self.plugin)
+            .field("plugin_version", &self.plugin_version)
             .finish_non_exhaustive()
     }
 }

@@ -69,11 +69,7 @@ impl Profile {
                 total,
             })
             .collect();
-        targets.sort_by(|a, b| {
-            b.total
-                .cmp(&a.total)
-                .then_with(|| a.target.cmp(&b.target))
-        });
+        targets.sort_by(|a, b| b.total.cmp(&a.total).then_with(|| a.target.cmp(&b.target)));
         Profile {
             calls,
             ops,
@@ -84,7 +80,10 @@ impl Profile {
 }
 
 /// Call counts and time sums grouped by `key`, in key order.
-fn totals(calls: &[CallTime], key: impl Fn(&CallTime) -> &String) -> Vec<(String, usize, Duration)> {
+fn totals(
+    calls: &[CallTime],
+    key: impl Fn(&CallTime) -> &String,
+) -> Vec<(String, usize, Duration)> {
     let mut groups: BTreeMap<&str, (usize, Duration)> = BTreeMap::new();
     for c in calls {
         let e = groups.entry(key(c)).or_default();

@@ -130,6 +130,7 @@ pub fn compile_externals(
             ExternalModule {
                 target,
                 plugin: plugin.name().to_string(),
+                plugin_version: plugin.version().to_string(),
                 module: Arc::from(compiled),
             },
         );

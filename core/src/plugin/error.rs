@@ -34,7 +34,9 @@ pub enum LoadError {
         symbol: &'static str,
     },
     /// The entry symbol returned no table (the plugin's constructor panicked).
-    #[error("'{path}': the plugin's entry point failed (its constructor panicked or returned no table)")]
+    #[error(
+        "'{path}': the plugin's entry point failed (its constructor panicked or returned no table)"
+    )]
     EntryFailed {
         /// The file.
         path: PathBuf,
@@ -155,7 +157,9 @@ pub enum CodegenError {
         source: PluginError,
     },
     /// The optimize hook changed the function's signature.
-    #[error("plugin '{plugin}': optimize changed the signature of @{function} from {before} to {after}")]
+    #[error(
+        "plugin '{plugin}': optimize changed the signature of @{function} from {before} to {after}"
+    )]
     Signature {
         /// The plugin.
         plugin: String,

@@ -269,7 +269,14 @@ impl CompiledModule for LoadedModule {
         // handle is live; the slot fills the buffer.
         table
             .ok(|out| unsafe {
-                (table.0.run)(handle, ins.as_ptr(), ins.len(), outs.as_ptr(), outs.len(), out)
+                (table.0.run)(
+                    handle,
+                    ins.as_ptr(),
+                    ins.len(),
+                    outs.as_ptr(),
+                    outs.len(),
+                    out,
+                )
             })
             .map(drop)
     }

@@ -84,14 +84,13 @@ pub fn load_plugin(path: &Path) -> Result<LoadedPlugin, LoadError> {
     }
     // SAFETY: the header is the first field of a table of at least this host's size.
     let table: &'static PluginVTable = unsafe { &*header.cast::<PluginVTable>() };
-    let plugin =
-        LoadedPlugin::from_table(table, path).map_err(|(plugin, message)| {
-            LoadError::Description {
-                path: path.to_path_buf(),
-                plugin,
-                message,
-            }
-        })?;
+    let plugin = LoadedPlugin::from_table(table, path).map_err(|(plugin, message)| {
+        LoadError::Description {
+            path: path.to_path_buf(),
+            plugin,
+            message,
+        }
+    })?;
     for d in &plugin.description.datatypes {
         register_custom_dtype(&d.name, d.code).map_err(|source| LoadError::Datatype {
             path: path.to_path_buf(),

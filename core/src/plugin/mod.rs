@@ -17,4 +17,6 @@ pub use error::{CodegenError, LoadError, RegistryError};
 pub use loaded::{LoadedModule, LoadedPlugin};
 pub use loader::load_plugin;
 pub use reference::{ReferenceRuntime, REFERENCE_RUNTIME};
-pub use registry::{is_plugin_file_name, PluginRegistry, PluginSearch, PLUGIN_PATH_ENV, PLUGIN_FILE_PREFIX};
+pub use registry::{
+    is_plugin_file_name, PluginRegistry, PluginSearch, PLUGIN_FILE_PREFIX, PLUGIN_PATH_ENV,
+};

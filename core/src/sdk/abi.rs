@@ -159,7 +159,8 @@ pub struct ModuleHandle {
 /// Writes the plugin's description (JSON) into the buffer.
 pub type DescribeFn = unsafe extern "C" fn(out: *mut OwnedBuf) -> u32;
 /// Asks predicate `index` of list `kind` (0 ops, 1 patterns) about a call text.
-pub type CheckFn = unsafe extern "C" fn(kind: u32, index: u32, call: StrView, out: *mut OwnedBuf) -> u32;
+pub type CheckFn =
+    unsafe extern "C" fn(kind: u32, index: u32, call: StrView, out: *mut OwnedBuf) -> u32;
 /// Runs the optimize hook on a function text; the buffer gets the new text.
 pub type OptimizeFn = unsafe extern "C" fn(function: StrView, out: *mut OwnedBuf) -> u32;
 /// Compiles a function text with JSON options into a module handle.
@@ -344,16 +345,26 @@ unsafe extern "C" fn describe<E: Export>(out: *mut OwnedBuf) -> u32 {
     unsafe { guard(out, || Ok(E::instance().wire.clone().into_bytes())) }
 }
 
-unsafe extern "C" fn check<E: Export>(kind: u32, index: u32, call: StrView, out: *mut OwnedBuf) -> u32 {
+unsafe extern "C" fn check<E: Export>(
+    kind: u32,
+    index: u32,
+    call: StrView,
+    out: *mut OwnedBuf,
+) -> u32 {
     let body = || {
         // SAFETY: the host passes the call text for the duration of the call.
         let text = unsafe { call.text() };
         let call = OwnedCall::parse(&text)?;
-        let kind = if kind == 0 { CheckKind::Op } else { CheckKind::Pattern };
+        let kind = if kind == 0 {
+            CheckKind::Op
+        } else {
+            CheckKind::Pattern
+        };
         let e = E::instance();
-        let predicate = e.description.check(kind, index).ok_or_else(|| {
-            Failure::Error(format!("no {kind:?} predicate at index {index}"))
-        })?;
+        let predicate = e
+            .description
+            .check(kind, index)
+            .ok_or_else(|| Failure::Error(format!("no {kind:?} predicate at index {index}")))?;
         predicate(&call.view()).map_err(|r| Failure::Reject(r.0))?;
         Ok(Vec::new())
     };
@@ -414,7 +425,11 @@ unsafe extern "C" fn deserialize<E: Export>(
 ///
 /// # Safety
 /// `views` must point to `n` views whose shape pointers are valid.
-unsafe fn view_types(views: *const TensorView, n: usize, what: &str) -> Result<Vec<TensorType>, Failure> {
+unsafe fn view_types(
+    views: *const TensorView,
+    n: usize,
+    what: &str,
+) -> Result<Vec<TensorType>, Failure> {
     let views = if n == 0 {
         &[][..]
     } else {
@@ -425,7 +440,9 @@ unsafe fn view_types(views: *const TensorView, n: usize, what: &str) -> Result<V
         .iter()
         .enumerate()
         // SAFETY: the views' shapes are valid for the call.
-        .map(|(i, v)| unsafe { v.tensor_type() }.map_err(|m| Failure::Error(format!("{what} {i}: {m}"))))
+        .map(|(i, v)| {
+            unsafe { v.tensor_type() }.map_err(|m| Failure::Error(format!("{what} {i}: {m}")))
+        })
         .collect()
 }
 
@@ -525,9 +542,7 @@ macro_rules! export_plugin {
             fn instance() -> &'static $crate::sdk::abi::Exported<$plugin> {
                 static CELL: ::std::sync::OnceLock<$crate::sdk::abi::Exported<$plugin>> =
                     ::std::sync::OnceLock::new();
-                CELL.get_or_init(|| {
-                    $crate::sdk::abi::Exported::new::<ByocPluginExport>($make)
-                })
+                CELL.get_or_init(|| $crate::sdk::abi::Exported::new::<ByocPluginExport>($make))
             }
         }
 

@@ -103,7 +103,9 @@ impl OwnedCall {
     pub fn parse(text: &str) -> Result<Self, CrossingError> {
         let mut m = parse_module(text)?;
         infer_types(&mut m)?;
-        let f = m.main().map_err(|_| CrossingError::FunctionCount(m.len()))?;
+        let f = m
+            .main()
+            .map_err(|_| CrossingError::FunctionCount(m.len()))?;
         let Expr::Call(call) = f.expr(f.body) else {
             return Err(CrossingError::NotACall);
         };

@@ -12,7 +12,7 @@ use thiserror::Error;
 
 use super::describe::TargetDescription;
 use super::function::PartitionedFunction;
-use crate::tensor::{TensorRef, TensorMut};
+use crate::tensor::{TensorMut, TensorRef};
 
 /// An error a plugin reports from compile, run, serialize or a hook. The message is the
 /// plugin's own; the host adds the plugin's name and the operation when it reports it.
@@ -100,8 +100,11 @@ pub trait CompiledModule: Send + Sync {
     /// Computes `outputs` from `inputs`. Both are the partition's flattened parameters and
     /// results, in order, with exactly the partition's types; the views borrow the caller's
     /// buffers (no copies). Every output element must be written.
-    fn run(&self, inputs: &[TensorRef<'_>], outputs: &mut [TensorMut<'_>])
-        -> Result<(), PluginError>;
+    fn run(
+        &self,
+        inputs: &[TensorRef<'_>],
+        outputs: &mut [TensorMut<'_>],
+    ) -> Result<(), PluginError>;
 
     /// The module as bytes, for artifacts; [`Plugin::deserialize`] reads them back.
     fn serialize(&self) -> Result<Vec<u8>, PluginError>;

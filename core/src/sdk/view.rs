@@ -167,11 +167,22 @@ mod tests {
             DType::BFloat16,
             DType::Float32,
             DType::Float64,
-            DType::Custom { code: 131, bits: 16 },
+            DType::Custom {
+                code: 131,
+                bits: 16,
+            },
         ] {
             assert_eq!(DataType::of(d).dtype(), Some(d));
         }
-        assert_eq!(DataType { code: 5, bits: 64, lanes: 1 }.dtype(), None);
+        assert_eq!(
+            DataType {
+                code: 5,
+                bits: 64,
+                lanes: 1
+            }
+            .dtype(),
+            None
+        );
     }
 
     #[test]
