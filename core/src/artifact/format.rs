@@ -105,7 +105,7 @@ pub enum ArtifactError {
         loaded: String,
     },
     /// A plugin failed to serialize or deserialize a partition.
-    #[error("plugin '{plugin}' failed to {operation} partition @{function}: {source}")]
+    #[error("plugin '{plugin}' failed to {operation} partition @{function}: {error}")]
     Plugin {
         /// `serialize` or `deserialize`.
         operation: &'static str,
@@ -114,7 +114,7 @@ pub enum ArtifactError {
         /// The plugin.
         plugin: String,
         /// The plugin's error.
-        source: PluginError,
+        error: PluginError,
     },
     /// An external function without a compiled partition.
     #[error("external function @{function} has no compiled partition")]
@@ -245,11 +245,11 @@ impl Artifact {
             let bytes = ext
                 .module
                 .serialize()
-                .map_err(|source| ArtifactError::Plugin {
+                .map_err(|error| ArtifactError::Plugin {
                     operation: "serialize",
                     function: function.clone(),
                     plugin: ext.plugin.clone(),
-                    source,
+                    error,
                 })?;
             partitions.push(Partition {
                 function,
@@ -446,11 +446,11 @@ impl Artifact {
             }
             let module = plugin
                 .deserialize(&p.bytes)
-                .map_err(|source| ArtifactError::Plugin {
+                .map_err(|error| ArtifactError::Plugin {
                     operation: "deserialize",
                     function: p.function.clone(),
                     plugin: t.plugin.clone(),
-                    source,
+                    error,
                 })?;
             out.insert(
                 p.function.clone(),

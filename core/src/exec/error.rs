@@ -64,7 +64,7 @@ pub enum ExecError {
         target: String,
     },
     /// An external function's compiled module failed.
-    #[error("{site}: plugin '{plugin}' failed running @{function} (target '{target}'): {source}")]
+    #[error("{site}: plugin '{plugin}' failed running @{function} (target '{target}'): {error}")]
     External {
         /// The call site.
         site: String,
@@ -74,8 +74,8 @@ pub enum ExecError {
         target: String,
         /// The plugin that compiled it.
         plugin: String,
-        /// The plugin's error.
-        source: PluginError,
+        /// The plugin's error (its message; not an error source, so chains print it once).
+        error: PluginError,
     },
     /// The wrong number of inputs was given.
     #[error("expected {expected} input(s) but got {got}")]

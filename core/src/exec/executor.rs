@@ -297,12 +297,12 @@ impl Executor {
                     Kernel::External { function, module } => module
                         .module
                         .run(&ins, &mut outs)
-                        .map_err(|source| ExecError::External {
+                        .map_err(|error| ExecError::External {
                             site: instr.site.clone(),
                             function: function.clone(),
                             target: module.target.clone(),
                             plugin: module.plugin.clone(),
-                            source,
+                            error,
                         }),
                 };
             if let Some(t0) = t0 {

@@ -95,11 +95,11 @@ pub fn compile_externals(
             symbol: name.clone(),
             function: f.clone(),
         };
-        let failed = |operation, source| CodegenError::Plugin {
+        let failed = |operation, error| CodegenError::Plugin {
             plugin: plugin.name().to_string(),
             operation,
             function: name.clone(),
-            source,
+            error,
         };
         if plugin.describe().optimize {
             let before = function.function.func_type();

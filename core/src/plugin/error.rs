@@ -76,14 +76,14 @@ pub enum LoadError {
         message: String,
     },
     /// A custom datatype of the plugin conflicts with one already registered.
-    #[error("'{path}': plugin '{plugin}': {source}")]
+    #[error("'{path}': plugin '{plugin}': {error}")]
     Datatype {
         /// The file.
         path: PathBuf,
         /// The plugin's name.
         plugin: String,
         /// The registration error.
-        source: DTypeError,
+        error: DTypeError,
     },
 }
 
@@ -145,7 +145,7 @@ pub enum CodegenError {
         reason: String,
     },
     /// The plugin failed (an error or a caught panic).
-    #[error("plugin '{plugin}' failed during {operation} of @{function}: {source}")]
+    #[error("plugin '{plugin}' failed during {operation} of @{function}: {error}")]
     Plugin {
         /// The plugin.
         plugin: String,
@@ -154,7 +154,7 @@ pub enum CodegenError {
         /// The external function.
         function: String,
         /// The plugin's error.
-        source: PluginError,
+        error: PluginError,
     },
     /// The optimize hook changed the function's signature.
     #[error(

@@ -92,10 +92,10 @@ pub fn load_plugin(path: &Path) -> Result<LoadedPlugin, LoadError> {
         }
     })?;
     for d in &plugin.description.datatypes {
-        register_custom_dtype(&d.name, d.code).map_err(|source| LoadError::Datatype {
+        register_custom_dtype(&d.name, d.code).map_err(|error| LoadError::Datatype {
             path: path.to_path_buf(),
             plugin: plugin.name.clone(),
-            source,
+            error,
         })?;
     }
     Ok(plugin)

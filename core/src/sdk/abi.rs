@@ -280,9 +280,31 @@ impl<P: Plugin> Exported<P> {
     }
 }
 
+thread_local! {
+    /// The message and location of the last panic on this thread inside the plugin.
+    static LAST_PANIC: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Replaces the plugin's panic hook (the plugin has its own copy of std) with one that
+/// records the message and location for the error the host receives, instead of printing.
+fn install_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        std::panic::set_hook(Box::new(|info| {
+            let at = info
+                .location()
+                .map(|l| format!(" at {}:{}", l.file(), l.line()))
+                .unwrap_or_default();
+            let message = format!("{}{at}", panic_message(info.payload()));
+            LAST_PANIC.with(|p| *p.borrow_mut() = Some(message));
+        }));
+    });
+}
+
 /// The body of the exported entry symbol: the table's header, or null when building the
 /// plugin instance panicked.
 pub fn entry<E: Export>() -> *const PluginHeader {
+    install_panic_hook();
     match catch_unwind(E::instance) {
         Ok(e) => &e.table.header,
         Err(_) => std::ptr::null(),
@@ -320,7 +342,11 @@ unsafe fn guard(out: *mut OwnedBuf, body: impl FnOnce() -> Result<Vec<u8>, Failu
         Ok(Ok(bytes)) => (STATUS_OK, bytes),
         Ok(Err(Failure::Error(m))) => (STATUS_ERROR, m.into_bytes()),
         Ok(Err(Failure::Reject(m))) => (STATUS_REJECT, m.into_bytes()),
-        Err(payload) => (STATUS_PANIC, panic_message(payload.as_ref()).into_bytes()),
+        Err(payload) => {
+            let recorded = LAST_PANIC.with(|p| p.borrow_mut().take());
+            let message = recorded.unwrap_or_else(|| panic_message(payload.as_ref()));
+            (STATUS_PANIC, message.into_bytes())
+        }
     };
     if !out.is_null() {
         // SAFETY: the caller passes a writable buffer slot.
