@@ -268,7 +268,7 @@ fn plugin_failures_in_compile_are_reported_and_the_host_goes_on() {
         ),
     ] {
         let (_, compiled) = partition_for(&m, faulty(), &fault(kind));
-        let err = compiled.err().expect("compile fails");
+        let err = compiled.expect_err("compile fails");
         assert!(
             err.contains("plugin 'faulty' failed during compile of @faulty_0")
                 && err.contains(fragment),

@@ -264,9 +264,9 @@ impl<P: Plugin> Exported<P> {
             optimize: optimize::<E>,
             compile: compile::<E>,
             deserialize: deserialize::<E>,
-            run: run::<E>,
-            serialize: serialize::<E>,
-            release_module: release_module::<E>,
+            run,
+            serialize,
+            release_module,
             release_buf,
         };
         Exported {
@@ -480,7 +480,7 @@ fn data_ptr(v: &TensorView) -> *mut u8 {
     }
 }
 
-unsafe extern "C" fn run<E: Export>(
+unsafe extern "C" fn run(
     module: *const ModuleHandle,
     inputs: *const TensorView,
     n_inputs: usize,
@@ -530,12 +530,12 @@ unsafe extern "C" fn run<E: Export>(
     unsafe { guard(out, body) }
 }
 
-unsafe extern "C" fn serialize<E: Export>(module: *const ModuleHandle, out: *mut OwnedBuf) -> u32 {
+unsafe extern "C" fn serialize(module: *const ModuleHandle, out: *mut OwnedBuf) -> u32 {
     // SAFETY: the host passes a live handle and a writable buffer.
     unsafe { guard(out, || Ok(module_ref(module).serialize()?)) }
 }
 
-unsafe extern "C" fn release_module<E: Export>(module: *mut ModuleHandle) {
+unsafe extern "C" fn release_module(module: *mut ModuleHandle) {
     if module.is_null() {
         return;
     }
