@@ -61,7 +61,7 @@ fn load_artifact(path: &Path, args: &TargetArgs) -> Result<(Module, ExternalModu
         PluginRegistry::new()
     };
     let externals = artifact
-        .load_externals(|plugin| find_plugin(&registry, plugin).map_err(|e| e.to_string()))
+        .load_externals(|plugin| find_plugin(&registry, plugin))
         .with_context(|| format!("{name}: cannot load"))?;
     Ok((artifact.module, externals))
 }

@@ -423,9 +423,9 @@ impl Artifact {
     /// Rebuilds the compiled partitions without recompiling: each partition's plugin is
     /// found by name with `resolve`, its version checked against the artifact's, and its
     /// bytes deserialized.
-    pub fn load_externals(
+    pub fn load_externals<E: std::fmt::Display>(
         &self,
-        resolve: impl Fn(&str) -> Result<Arc<dyn Plugin>, String>,
+        resolve: impl Fn(&str) -> Result<Arc<dyn Plugin>, E>,
     ) -> Result<ExternalModules, ArtifactError> {
         let mut out = ExternalModules::new();
         for p in &self.partitions {
@@ -434,7 +434,7 @@ impl Artifact {
                 function: p.function.clone(),
                 plugin: t.plugin.clone(),
                 target: t.target.clone(),
-                reason,
+                reason: reason.to_string(),
             })?;
             if plugin.version() != t.plugin_version {
                 return Err(ArtifactError::PluginVersion {
@@ -517,7 +517,7 @@ def @main(%x: Tensor[(2, 2), float32]) {
         assert_eq!(a.partitions.len(), 1);
         assert_eq!(a.targets()[0].plugin, "reference");
         let ext = a
-            .load_externals(|_| Ok(Arc::new(crate::plugin::ReferenceRuntime)))
+            .load_externals(|_| Ok::<_, String>(Arc::new(crate::plugin::ReferenceRuntime)))
             .unwrap();
         assert_eq!(run(&a.module, &ext), want);
         // Hand-computed: relu(x * c + [1, 2, 3, 4]) - 1.
@@ -556,7 +556,7 @@ def @main(%x: Tensor[(2, 2), float32]) {
             }
         );
         let a = Artifact::from_bytes(&bytes).unwrap();
-        let err = a.load_externals(|_| Err("not found".into())).unwrap_err();
+        let err = a.load_externals(|_| Err("not found")).unwrap_err();
         assert!(
             err.to_string().contains("needs plugin 'reference'"),
             "{err}"

@@ -23,7 +23,7 @@ pub use describe::{
 };
 pub use function::{call_to_text, CrossingError, OwnedCall, PartitionedFunction};
 pub use plugin::{CompileOptions, CompiledModule, Plugin, PluginError};
-pub use view::{DataType, TensorView};
+pub use view::{DataType, TensorView, ViewError};
 
 // Vendors name these in their descriptions and predicates.
 pub use crate::target::{CallView, OpRule, PruneConfig, RejectReason};

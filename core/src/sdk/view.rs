@@ -6,7 +6,14 @@
 //! `bfloat` 4, `bool` 6; custom datatypes keep their registered code, 129 and up, as in TVM).
 //! The caller owns the memory behind every pointer for the duration of the call.
 
+use thiserror::Error;
+
 use crate::ir::{DType, TensorType};
+
+/// A tensor view that does not describe a tensor byoc can use.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+#[error("{0}")]
+pub struct ViewError(pub String);
 
 /// DLPack's `DLDataType`: type code, bits per lane, lanes (always 1 here).
 #[repr(C)]
@@ -111,11 +118,11 @@ impl TensorView {
     ///
     /// # Safety
     /// `shape` and `strides` (when non-null) must point to `ndim` readable `i64`s.
-    pub unsafe fn tensor_type(&self) -> Result<TensorType, String> {
+    pub unsafe fn tensor_type(&self) -> Result<TensorType, ViewError> {
         let dtype = self
             .dtype
             .dtype()
-            .ok_or_else(|| format!("unsupported dtype code {:?}", self.dtype))?;
+            .ok_or_else(|| ViewError(format!("unsupported dtype code {:?}", self.dtype)))?;
         let n = self.ndim as usize;
         let dims: &[i64] = if n == 0 {
             &[]
@@ -125,7 +132,7 @@ impl TensorView {
         };
         let shape = dims
             .iter()
-            .map(|&d| usize::try_from(d).map_err(|_| format!("negative dimension {d}")))
+            .map(|&d| usize::try_from(d).map_err(|_| ViewError(format!("negative dimension {d}"))))
             .collect::<Result<Vec<_>, _>>()?;
         if !self.strides.is_null() {
             // SAFETY: as above, for the strides.
@@ -133,18 +140,20 @@ impl TensorView {
             let mut expect = 1i64;
             for (s, d) in strides.iter().zip(dims).rev() {
                 if *s != expect {
-                    return Err("only compact row-major tensors are supported".to_string());
+                    return Err(ViewError(
+                        "only compact row-major tensors are supported".to_string(),
+                    ));
                 }
                 expect = expect.saturating_mul(*d);
             }
         }
         let ty = TensorType::new(shape, dtype);
         if ty.size_bytes() as u64 != self.byte_len {
-            return Err(format!(
+            return Err(ViewError(format!(
                 "{ty} needs {} bytes but the view has {}",
                 ty.size_bytes(),
                 self.byte_len
-            ));
+            )));
         }
         Ok(ty)
     }
