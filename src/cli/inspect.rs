@@ -2,13 +2,15 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use byoc_core::text::{print_module_with, PrintOptions};
 use clap::{Args, ValueEnum};
 
 use super::targets::TargetArgs;
 use crate::model::{load_model, parse_input_shapes};
 use crate::pipeline::{partition, PartitionOptions, Stage as PipelineStage};
+use crate::report::{render, Format};
+use crate::target::Target;
 
 /// Arguments of `byoc inspect`.
 #[derive(Debug, Args)]
@@ -27,6 +29,10 @@ pub struct InspectArgs {
     /// Skip MergeCompilerRegions: every annotated call becomes its own partition.
     #[arg(long)]
     pub no_merge: bool,
+    /// Output format: the module as text, or (after `partition`) the summary as JSON, the
+    /// graph as Graphviz DOT, or a self-contained HTML report.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
     /// Write to this file instead of standard output.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
@@ -64,7 +70,13 @@ pub fn inspect(args: &InspectArgs) -> Result<()> {
     let targets = args.targets.select()?.targets;
     let module = load_model(&args.model, &parse_input_shapes(&args.input_shapes)?)?;
     let text = match args.stage.pipeline_stage() {
-        None => print_module_with(&module, &PrintOptions { show_types: true }),
+        None if args.format == Format::Text => {
+            print_module_with(&module, &PrintOptions { show_types: true })
+        }
+        None => bail!(
+            "--format {} needs a pipeline stage, not --stage parse",
+            args.format.name()
+        ),
         Some(stop_after) => {
             let options = PartitionOptions {
                 stop_after,
@@ -73,7 +85,8 @@ pub fn inspect(args: &InspectArgs) -> Result<()> {
             };
             let result = partition(&module, &targets, &options)
                 .with_context(|| format!("{}: partitioning failed", args.model.display()))?;
-            print_module_with(&result.module, &PrintOptions { show_types: false })
+            let names: Vec<&str> = targets.iter().map(Target::name).collect();
+            render(args.format, stop_after, &result, &names)?
         }
     };
     match &args.output {

@@ -2,6 +2,7 @@
 //!
 //! Exit codes: 0 ok, 1 a check failed ([`CheckFailed`]), 2 bad usage or bad input.
 
+mod bench;
 mod build;
 pub mod inputs;
 mod inspect;
@@ -14,6 +15,7 @@ use std::fmt;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
+pub use bench::{BenchArgs, BenchReport};
 pub use build::BuildArgs;
 pub use inspect::InspectArgs;
 pub use plugins::PluginsArgs;
@@ -40,6 +42,8 @@ pub enum Command {
     Build(BuildArgs),
     /// List the plugins byoc can load.
     Plugins(PluginsArgs),
+    /// Time repeated runs of a model and print median/min/max latency and per-target shares as JSON.
+    Bench(BenchArgs),
 }
 
 /// A check (numerical comparison, strict mode) that failed: exit code 1.
@@ -61,5 +65,6 @@ pub fn execute(cli: Cli) -> Result<()> {
         Command::Run(args) => run::run(&args),
         Command::Build(args) => build::build(&args),
         Command::Plugins(args) => plugins::plugins(&args),
+        Command::Bench(args) => bench::bench(&args),
     }
 }

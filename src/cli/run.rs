@@ -66,19 +66,28 @@ fn load_artifact(path: &Path, args: &TargetArgs) -> Result<(Module, ExternalModu
     Ok((artifact.module, externals))
 }
 
+/// The module to run and its compiled partitions: an artifact as built, or a model run on
+/// the host or partitioned for the selected targets.
+pub fn load_runnable(
+    model: &Path,
+    targets: &TargetArgs,
+    input_shapes: &[String],
+) -> Result<(Module, ExternalModules)> {
+    if is_artifact(model) {
+        return load_artifact(model, targets);
+    }
+    let module = load_model(model, &parse_input_shapes(input_shapes)?)?;
+    if targets.is_empty() {
+        Ok((module, ExternalModules::new()))
+    } else {
+        partition_and_compile(&module, targets, &model.display().to_string())
+    }
+}
+
 /// Runs `byoc run`.
 pub fn run(args: &RunArgs) -> Result<()> {
     let name = args.model.display().to_string();
-    let (module, externals) = if is_artifact(&args.model) {
-        load_artifact(&args.model, &args.targets)?
-    } else {
-        let module = load_model(&args.model, &parse_input_shapes(&args.input_shapes)?)?;
-        if args.targets.is_empty() {
-            (module, ExternalModules::new())
-        } else {
-            partition_and_compile(&module, &args.targets, &name)?
-        }
-    };
+    let (module, externals) = load_runnable(&args.model, &args.targets, &args.input_shapes)?;
     let executor = Executor::with_externals(
         &module,
         ExecOptions {

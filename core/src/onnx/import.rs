@@ -53,9 +53,10 @@ pub(crate) fn import(
     }
     let (params, input_names) = bind_inputs(&mut g.b, graph, &mut values, opts)?;
 
+    let used = used_values(graph);
     for &index in &order {
         let node = &graph.node[index];
-        convert_node(&mut g, node, node_ref(node, index), &mut values)?;
+        convert_node(&mut g, node, node_ref(node, index), &mut values, &used)?;
     }
 
     let mut outputs = Vec::with_capacity(graph.output.len());
@@ -378,12 +379,25 @@ pub(crate) fn sanitize(name: &str, used: &mut HashSet<String>) -> String {
     candidate
 }
 
-/// Converts one node and records its outputs.
+/// Every value name that a node reads or the graph returns.
+fn used_values(graph: &GraphProto) -> HashSet<&str> {
+    graph
+        .node
+        .iter()
+        .flat_map(|n| n.input.iter())
+        .chain(graph.output.iter().map(|o| &o.name))
+        .map(String::as_str)
+        .collect()
+}
+
+/// Converts one node and records its outputs. An output the converter does not compute (an
+/// optional output such as Dropout's mask) is an error only when something in `used` reads it.
 fn convert_node<'g>(
     g: &mut Graph,
     node: &'g NodeProto,
     at: NodeRef,
     values: &mut HashMap<&'g str, ExprId>,
+    used: &HashSet<&str>,
 ) -> Result<(), OnnxError> {
     let inputs =
         node.input
@@ -415,7 +429,7 @@ fn convert_node<'g>(
     };
     let outs = convert(&mut ctx)?;
     for (i, name) in node.output.iter().enumerate() {
-        if name.is_empty() {
+        if name.is_empty() || (i >= outs.len() && !used.contains(name.as_str())) {
             continue;
         }
         let id = outs.get(i).ok_or_else(|| OnnxError::Node {

@@ -117,14 +117,18 @@ def @tinyacc_0(%a: Tensor[(2, 3), float32], %b: Tensor[(2, 3), float32], Compile
         let f = PartitionedFunction::from_text(PARTITION).unwrap();
         let a = Tensor::from_vec(vec![2, 3], vec![1.0f32, -2.0, 3.0, 0.5, 4.0, -1.0]).unwrap();
         let b = Tensor::from_vec(vec![2, 3], vec![0.5f32, 1.0, 1.0, 2.0, -5.0, 3.0]).unwrap();
-        let host = Executor::new(&Module::from_main(f.function.clone()), ExecOptions::default())
-            .unwrap()
-            .run(&[a.clone(), b.clone()])
-            .unwrap();
+        let host = Executor::new(
+            &Module::from_main(f.function.clone()),
+            ExecOptions::default(),
+        )
+        .unwrap()
+        .run(&[a.clone(), b.clone()])
+        .unwrap();
         let compiled = TinyAcc.compile(&f, &CompileOptions::new()).unwrap();
         let reloaded = TinyAcc.deserialize(&compiled.serialize().unwrap()).unwrap();
         for module in [compiled, reloaded] {
-            let mut outs: Vec<Tensor> = host.iter().map(|t| Tensor::zeros(t.ty().clone())).collect();
+            let mut outs: Vec<Tensor> =
+                host.iter().map(|t| Tensor::zeros(t.ty().clone())).collect();
             let mut views: Vec<TensorMut<'_>> = outs.iter_mut().map(Tensor::view_mut).collect();
             module.run(&[a.view(), b.view()], &mut views).unwrap();
             drop(views);

@@ -1,0 +1,29 @@
+//! byoc-plugin-csource: partitions as C source, compiled by the system C compiler and loaded
+//! at run time — the "vendor C compiler flow" kind of BYOC integration (TVM's C source
+//! codegen).
+//!
+//! The flow for one partition (a global function with `Compiler="csource"`):
+//!
+//! ```text
+//! Function ──CSourceCodegen::generate──> GeneratedSource (C text + signature)
+//!          ──compile──> SharedObject (.so bytes + entry symbol)
+//!          ──LoadedPartition::load──> run(inputs, outputs)
+//! ```
+//!
+//! - [`support`]: which ops, attributes and dtypes the target handles, its composite pattern
+//!   table, and a core `TargetSupport` for the partitioning passes.
+//! - [`codegen`]: the C generator (loop nests per op, fused conv2d/dense epilogues, a planned
+//!   intermediate arena, constants embedded or passed in).
+//! - [`compile`](mod@compile): the system C compiler driver.
+//! - [`runtime`]: loading the shared object and running it on tensor views.
+//!
+//! `docs/csource.md` describes the generated C and the options.
+
+pub mod codegen;
+pub mod compile;
+pub mod runtime;
+pub mod support;
+
+pub use codegen::{CSourceCodegen, CodegenError, CodegenOptions, GeneratedSource};
+pub use compile::{compile, CompileError, CompilerOptions, SharedObject};
+pub use runtime::{LoadError, LoadedPartition, RunError};

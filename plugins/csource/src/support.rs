@@ -1,0 +1,180 @@
+//! What the csource target handles, as plain data: the ops (with the attribute values and
+//! dtypes they are restricted to), the composite pattern table, and a core [`TargetSupport`]
+//! built from them for the partitioning passes.
+//!
+//! Invariant: every op the code generator lowers ([`crate::codegen`]) is listed in
+//! [`SUPPORTED_OPS`], and every listed op is lowered; the tests partition with
+//! [`target_support`] and compile what comes out, so a drift shows up as a codegen error.
+
+use byoc_core::ir::{AttrValue, DType};
+use byoc_core::target::{OpRule, TargetSupport};
+
+/// The target name: the `Compiler` attribute of csource partitions and the prefix of its
+/// composite names.
+pub const TARGET: &str = "csource";
+
+/// The only element type the generated C handles.
+pub const DTYPE: DType = DType::Float32;
+
+/// One supported op and what restricts it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OpSupport {
+    /// The Relay op name.
+    pub op: &'static str,
+    /// String attributes that must have these values (schema defaults count).
+    pub required_attrs: &'static [(&'static str, &'static str)],
+    /// What of the op's semantics is covered, for users reading `byoc plugins`.
+    pub note: &'static str,
+}
+
+/// The ops the code generator lowers, all on `float32` tensors only.
+pub const SUPPORTED_OPS: &[OpSupport] = &[
+    OpSupport {
+        op: "nn.conv2d",
+        required_attrs: &[("data_layout", "NCHW"), ("kernel_layout", "OIHW")],
+        note: "strides, 1/2/4-value padding, dilation, groups (incl. depthwise)",
+    },
+    OpSupport {
+        op: "nn.dense",
+        required_attrs: &[],
+        note: "x[M, K] times w[N, K] transposed",
+    },
+    OpSupport {
+        op: "nn.bias_add",
+        required_attrs: &[],
+        note: "any axis",
+    },
+    OpSupport {
+        op: "add",
+        required_attrs: &[],
+        note: "numpy broadcasting",
+    },
+    OpSupport {
+        op: "subtract",
+        required_attrs: &[],
+        note: "numpy broadcasting",
+    },
+    OpSupport {
+        op: "multiply",
+        required_attrs: &[],
+        note: "numpy broadcasting",
+    },
+    OpSupport {
+        op: "nn.relu",
+        required_attrs: &[],
+        note: "",
+    },
+    OpSupport {
+        op: "clip",
+        required_attrs: &[],
+        note: "a_min / a_max",
+    },
+    OpSupport {
+        op: "sigmoid",
+        required_attrs: &[],
+        note: "",
+    },
+    OpSupport {
+        op: "tanh",
+        required_attrs: &[],
+        note: "",
+    },
+    OpSupport {
+        op: "nn.max_pool2d",
+        required_attrs: &[("layout", "NCHW")],
+        note: "strides, padding, dilation, ceil_mode",
+    },
+    OpSupport {
+        op: "nn.avg_pool2d",
+        required_attrs: &[("layout", "NCHW")],
+        note: "strides, padding, dilation, ceil_mode, count_include_pad",
+    },
+    OpSupport {
+        op: "nn.global_max_pool2d",
+        required_attrs: &[("layout", "NCHW")],
+        note: "",
+    },
+    OpSupport {
+        op: "nn.global_avg_pool2d",
+        required_attrs: &[("layout", "NCHW")],
+        note: "",
+    },
+    OpSupport {
+        op: "nn.softmax",
+        required_attrs: &[],
+        note: "any axis",
+    },
+    OpSupport {
+        op: "reshape",
+        required_attrs: &[],
+        note: "a view: no code, no copy",
+    },
+    OpSupport {
+        op: "nn.batch_flatten",
+        required_attrs: &[],
+        note: "a view: no code, no copy",
+    },
+    OpSupport {
+        op: "squeeze",
+        required_attrs: &[],
+        note: "a view: no code, no copy",
+    },
+    OpSupport {
+        op: "expand_dims",
+        required_attrs: &[],
+        note: "a view: no code, no copy",
+    },
+];
+
+/// The composite pattern table, in priority order: `(name, pattern)` in the pattern syntax.
+/// Each composite is generated as one fused loop nest that writes every output element once.
+pub const PATTERNS: &[(&str, &str)] = &[
+    (
+        "csource.conv2d_bias_relu",
+        "nn.relu(nn.bias_add(nn.conv2d(*, const), const))",
+    ),
+    (
+        "csource.conv2d_bias",
+        "nn.bias_add(nn.conv2d(*, const), const)",
+    ),
+    ("csource.conv2d_relu", "nn.relu(nn.conv2d(*, const))"),
+    (
+        "csource.dense_bias_relu",
+        "nn.relu(nn.bias_add(nn.dense(*, const), const))",
+    ),
+    (
+        "csource.dense_bias",
+        "nn.bias_add(nn.dense(*, const), const)",
+    ),
+    ("csource.dense_relu", "nn.relu(nn.dense(*, const))"),
+];
+
+/// The op entry for `op`, if the target supports it.
+pub fn op_support(op: &str) -> Option<&'static OpSupport> {
+    SUPPORTED_OPS.iter().find(|s| s.op == op)
+}
+
+/// The pattern table in its text form, one `name = pattern` line per entry.
+pub fn pattern_table_text() -> String {
+    PATTERNS
+        .iter()
+        .map(|(name, pattern)| format!("{name} = {pattern}\n"))
+        .collect()
+}
+
+/// The target as the core partitioning passes see it: one rule per supported op, restricted to
+/// its required attribute values and to `float32`.
+pub fn target_support() -> TargetSupport {
+    SUPPORTED_OPS
+        .iter()
+        .fold(TargetSupport::new(TARGET), |target, s| {
+            let rule = s
+                .required_attrs
+                .iter()
+                .fold(OpRule::new(s.op), |rule, (name, value)| {
+                    rule.with_attr(name, AttrValue::from(*value))
+                })
+                .with_dtypes([DTYPE]);
+            target.with_rule(rule)
+        })
+}

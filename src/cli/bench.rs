@@ -1,0 +1,221 @@
+//! `byoc bench`: time repeated runs of a model and print one JSON object.
+//!
+//! The model is planned once; `--warmup` untimed runs fill the executor's scratch pool and
+//! caches, then `--iters` timed runs give the median, minimum and maximum wall-clock latency.
+//! Each timed run is profiled, and the kernel time is split by the target that ran it
+//! (`shares`, summing to 1): `host` for the host executor's kernels, and each target chosen
+//! with `--target` (or named by an artifact) for the calls of its partitions. A progress bar on standard error covers loading and the iterations when it is a
+//! terminal; piped output stays quiet and holds only the JSON.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use byoc_core::exec::{ExecOptions, Executor, Profile};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::inputs::resolve_inputs;
+use super::run::load_runnable;
+use super::targets::TargetArgs;
+use crate::target::HOST_TARGET;
+
+/// The target name of kernels the host executor runs itself.
+const HOST: &str = "host";
+
+/// Arguments of `byoc bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// The model (.relay or .onnx) or an artifact (.byoc).
+    pub model: PathBuf,
+    /// Targets and plugins (for a model; an artifact names its own plugins).
+    #[command(flatten)]
+    pub targets: TargetArgs,
+    /// Fix an ONNX input's shape (symbolic dimensions): NAME=D0,D1,... (repeatable).
+    #[arg(long = "input-shape", value_name = "NAME=DIMS")]
+    pub input_shapes: Vec<String>,
+    /// Inputs as an .npz keyed by the model's input names (default: seeded random inputs).
+    #[arg(long)]
+    pub inputs: Option<PathBuf>,
+    /// Seed of the random values for inputs not given in --inputs.
+    #[arg(long, value_name = "SEED", default_value_t = 0)]
+    pub random_inputs: u64,
+    /// Worker threads (0: all cores).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+    /// Timed runs.
+    #[arg(long, default_value_t = 20)]
+    pub iters: usize,
+    /// Untimed runs before the timed ones.
+    #[arg(long, default_value_t = 3)]
+    pub warmup: usize,
+}
+
+/// The result of a benchmark.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BenchReport {
+    /// Median latency of the timed runs.
+    pub median: Duration,
+    /// Fastest timed run.
+    pub min: Duration,
+    /// Slowest timed run.
+    pub max: Duration,
+    /// Number of timed runs.
+    pub iters: usize,
+    /// Untimed warm-up runs.
+    pub warmup: usize,
+    /// Worker threads the executor used.
+    pub threads: usize,
+    /// Fraction of kernel time per target, summing to 1 (empty when no kernel ran).
+    pub shares: BTreeMap<String, f64>,
+}
+
+impl BenchReport {
+    /// The report as one JSON object (`median_ms`, `min_ms`, `max_ms`, `iters`, `warmup`,
+    /// `threads`, `shares`).
+    pub fn to_json(&self) -> String {
+        let ms = |d: Duration| format!("{:.4}", d.as_secs_f64() * 1e3);
+        let shares: Vec<String> = self
+            .shares
+            .iter()
+            .map(|(t, s)| format!("{}: {s:.4}", json_string(t)))
+            .collect();
+        format!(
+            "{{\"median_ms\": {}, \"min_ms\": {}, \"max_ms\": {}, \"iters\": {}, \"warmup\": {}, \
+             \"threads\": {}, \"shares\": {{{}}}}}",
+            ms(self.median),
+            ms(self.min),
+            ms(self.max),
+            self.iters,
+            self.warmup,
+            self.threads,
+            shares.join(", ")
+        )
+    }
+}
+
+/// A JSON string literal.
+fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// A progress indicator on standard error, drawn only when it is a terminal.
+fn progress(len: Option<u64>, message: &str) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = match len {
+        Some(n) => ProgressBar::new(n).with_style(
+            ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} ({elapsed})")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        ),
+        None => {
+            let s = ProgressBar::new_spinner();
+            s.enable_steady_tick(Duration::from_millis(120));
+            s
+        }
+    };
+    bar.set_message(message.to_string());
+    bar
+}
+
+/// Kernel time per target over `profiles`, as fractions of the total.
+fn target_shares(profiles: &[Profile]) -> BTreeMap<String, f64> {
+    let mut per_target: BTreeMap<String, Duration> = BTreeMap::new();
+    for call in profiles.iter().flat_map(|p| &p.calls) {
+        let target = if call.target == HOST_TARGET {
+            HOST
+        } else {
+            call.target.as_str()
+        };
+        *per_target.entry(target.to_string()).or_default() += call.time;
+    }
+    let total: f64 = per_target.values().map(Duration::as_secs_f64).sum();
+    per_target
+        .into_iter()
+        .map(|(t, d)| {
+            let share = if total > 0.0 {
+                d.as_secs_f64() / total
+            } else {
+                0.0
+            };
+            (t, share)
+        })
+        .collect()
+}
+
+/// Runs `byoc bench` and prints the report.
+pub fn bench(args: &BenchArgs) -> Result<()> {
+    println!("{}", run_bench(args)?.to_json());
+    Ok(())
+}
+
+/// Loads, plans and times the model as `args` say.
+pub fn run_bench(args: &BenchArgs) -> Result<BenchReport> {
+    if args.iters == 0 {
+        bail!("--iters must be at least 1");
+    }
+    let loading = progress(None, &format!("loading {}", args.model.display()));
+    let (module, externals) = load_runnable(&args.model, &args.targets, &args.input_shapes)?;
+    let executor = Executor::with_externals(
+        &module,
+        ExecOptions {
+            threads: args.threads,
+            profile: true,
+        },
+        &externals,
+    )
+    .with_context(|| format!("{}: cannot build the host plan", args.model.display()))?;
+    let inputs = resolve_inputs(&module, args.inputs.as_deref(), Some(args.random_inputs))?;
+    loading.finish_and_clear();
+
+    let bar = progress(Some((args.warmup + args.iters) as u64), "bench");
+    let run = || -> Result<Duration> {
+        let start = Instant::now();
+        executor
+            .run_named(&inputs)
+            .with_context(|| format!("{}: execution failed", args.model.display()))?;
+        let elapsed = start.elapsed();
+        bar.inc(1);
+        Ok(elapsed)
+    };
+    for _ in 0..args.warmup {
+        run()?;
+    }
+    let mut times = Vec::with_capacity(args.iters);
+    let mut profiles = Vec::with_capacity(args.iters);
+    for _ in 0..args.iters {
+        times.push(run()?);
+        profiles.extend(executor.last_profile());
+    }
+    bar.finish_and_clear();
+    times.sort();
+    let median = if times.len() % 2 == 1 {
+        times[times.len() / 2]
+    } else {
+        (times[times.len() / 2 - 1] + times[times.len() / 2]) / 2
+    };
+    Ok(BenchReport {
+        median,
+        min: times[0],
+        max: times[times.len() - 1],
+        iters: args.iters,
+        warmup: args.warmup,
+        threads: executor.threads(),
+        shares: target_shares(&profiles),
+    })
+}

@@ -1,0 +1,196 @@
+//! The partitioning summary (DESIGN §3.4, `byoc inspect --format json`): per external function
+//! its target, ops, composites and arity; the ops left on the host; why calls stayed on the
+//! host; which partitions Prune inlined back and why.
+//!
+//! Conventions:
+//! - `ops` and `host_ops` are sorted lists with repetition of primitive op calls, ops inside
+//!   composite bodies counted (a composite of conv2d, bias_add and relu adds all three).
+//!   `composites` is the sorted list with repetition of the `Composite` names called.
+//! - `functions` are the global functions with a `Compiler` attribute, in name order;
+//!   `host_ops` covers every other global function.
+//! - `rejected` collapses duplicates: AnnotateTarget reports one rejection per call and target;
+//!   calls with the same op, target and reason become one entry whose `count` says how many
+//!   calls it stands for. Entries are sorted by op, then target, then reason.
+//! - `pruned` lists the partitions Prune inlined back, in name order, with the reason in words.
+
+use std::collections::BTreeMap;
+
+use byoc_core::ir::{Callee, Expr, Function, Module, Type};
+use byoc_core::passes::prune::{PruneReason, Pruned};
+use serde::Serialize;
+
+use crate::pipeline::Partitioned;
+
+/// The summary of a partitioned module.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    /// The external functions, in name order.
+    pub functions: Vec<FunctionSummary>,
+    /// Primitive ops left in host functions, sorted, with repetition.
+    pub host_ops: Vec<String>,
+    /// Why op calls stayed on the host, duplicates collapsed.
+    pub rejected: Vec<RejectedOp>,
+    /// Partitions inlined back into the host.
+    pub pruned: Vec<PrunedPartition>,
+}
+
+/// One external function.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FunctionSummary {
+    /// The global function's name (`dnnl_0`).
+    pub name: String,
+    /// Its `Compiler` attribute.
+    pub target: String,
+    /// Primitive ops, sorted, with repetition, composite bodies included.
+    pub ops: Vec<String>,
+    /// Composite names called, sorted, with repetition.
+    pub composites: Vec<String>,
+    /// Number of parameters.
+    pub num_inputs: usize,
+    /// Number of results (fields of a tuple result, else 1).
+    pub num_outputs: usize,
+}
+
+/// Op calls one target declined for one reason.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct RejectedOp {
+    /// The op.
+    pub op: String,
+    /// The target that declined it.
+    pub target: String,
+    /// The target rule's reason.
+    pub reason: String,
+    /// How many calls this entry stands for.
+    pub count: usize,
+}
+
+/// A partition Prune inlined back.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PrunedPartition {
+    /// The partition's name before it was inlined.
+    pub name: String,
+    /// Its target.
+    pub target: String,
+    /// Why, in words.
+    pub reason: String,
+}
+
+impl Summary {
+    /// Summarizes a pipeline result (meaningful after the `partition` stage).
+    pub fn of(result: &Partitioned) -> Self {
+        let mut functions = Vec::new();
+        let mut host_ops = Vec::new();
+        for (name, f) in sorted_functions(&result.module) {
+            let (ops, composites) = op_calls(f);
+            match f.attrs.get_str("Compiler") {
+                Some(target) => functions.push(FunctionSummary {
+                    name: name.to_string(),
+                    target: target.to_string(),
+                    ops,
+                    composites,
+                    num_inputs: f.params.len(),
+                    num_outputs: num_outputs(f),
+                }),
+                None => host_ops.extend(ops),
+            }
+        }
+        host_ops.sort();
+        let mut counts: BTreeMap<(&str, &str, &str), usize> = BTreeMap::new();
+        for r in &result.rejected {
+            *counts
+                .entry((r.op.as_str(), r.target.as_str(), r.reason.as_str()))
+                .or_default() += 1;
+        }
+        let rejected = counts
+            .into_iter()
+            .map(|((op, target, reason), count)| RejectedOp {
+                op: op.to_string(),
+                target: target.to_string(),
+                reason: reason.to_string(),
+                count,
+            })
+            .collect();
+        let mut pruned: Vec<PrunedPartition> = result.pruned.iter().map(pruned_entry).collect();
+        pruned.sort_by(|a, b| a.name.cmp(&b.name));
+        Summary {
+            functions,
+            host_ops,
+            rejected,
+            pruned,
+        }
+    }
+
+    /// The summary as pretty-printed JSON, ending in a newline.
+    pub fn to_json(&self) -> String {
+        // A tree of strings, numbers and lists always serializes.
+        let mut text = serde_json::to_string_pretty(self).unwrap_or_default();
+        text.push('\n');
+        text
+    }
+}
+
+/// The global functions in name order (the module's own order is not part of its meaning).
+pub(crate) fn sorted_functions(module: &Module) -> Vec<(&str, &Function)> {
+    let mut all: Vec<_> = module.functions().collect();
+    all.sort_by(|a, b| a.0.cmp(b.0));
+    all
+}
+
+/// The sorted primitive ops (composite bodies included) and composite names called in `f`.
+fn op_calls(f: &Function) -> (Vec<String>, Vec<String>) {
+    let mut ops = Vec::new();
+    let mut composites = Vec::new();
+    for id in f.live_ids() {
+        let Some(call) = f.expr(id).as_call() else {
+            continue;
+        };
+        match &call.callee {
+            Callee::Op(op) => ops.push(op.name().to_string()),
+            Callee::Local(callee) => {
+                if let Some(name) = f
+                    .expr(*callee)
+                    .as_function()
+                    .and_then(|lf| lf.attrs.get_str("Composite"))
+                {
+                    composites.push(name.to_string());
+                }
+            }
+            Callee::Global(_) => {}
+        }
+    }
+    ops.sort();
+    composites.sort();
+    (ops, composites)
+}
+
+/// Fields of a tuple result (by type, or by the body's form when types are absent), else 1.
+fn num_outputs(f: &Function) -> usize {
+    match (f.ty(f.body), f.expr(f.body)) {
+        (Some(Type::Tuple(fields)), _) => fields.len(),
+        (None, Expr::Tuple(fields)) => fields.len(),
+        _ => 1,
+    }
+}
+
+fn pruned_entry(p: &Pruned) -> PrunedPartition {
+    PrunedPartition {
+        name: p.name.clone(),
+        target: p.target.clone(),
+        reason: prune_reason(&p.reason),
+    }
+}
+
+/// A prune reason in words.
+pub fn prune_reason(reason: &PruneReason) -> String {
+    match reason {
+        PruneReason::TooFewOps { ops, min_ops } => {
+            format!("{ops} op(s), fewer than min_ops={min_ops}")
+        }
+        PruneReason::NoRequiredOp { require_any } => {
+            format!("none of require_any=[{}]", require_any.join(", "))
+        }
+        PruneReason::OverLimit { max_partitions } => {
+            format!("over max_partitions={max_partitions} (the larger partitions are kept)")
+        }
+    }
+}
