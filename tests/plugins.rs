@@ -387,13 +387,18 @@ fn two_plugins_claiming_one_name_are_an_error() {
     );
 }
 
+fn byoc_with(args: &[&str], plugin_path_env: Option<&Path>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_byoc"));
+    cmd.args(args).current_dir(root());
+    match plugin_path_env {
+        Some(p) => cmd.env("BYOC_PLUGIN_PATH", p),
+        None => cmd.env_remove("BYOC_PLUGIN_PATH"),
+    };
+    cmd.output().expect("the byoc binary starts")
+}
+
 fn byoc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_byoc"))
-        .args(args)
-        .current_dir(root())
-        .env_remove("BYOC_PLUGIN_PATH")
-        .output()
-        .expect("the byoc binary starts")
+    byoc_with(args, None)
 }
 
 fn stderr(out: &Output) -> String {
@@ -421,6 +426,16 @@ fn cli_lists_builds_and_runs_artifacts_in_separate_processes() {
     );
     assert!(
         listing.contains("pattern: tinyacc.add_relu = nn.relu(add(*, *))"),
+        "{listing}"
+    );
+
+    // BYOC_PLUGIN_PATH adds directories to the search.
+    let env_dir = scratch("env");
+    place(&so("byoc_testplugin_faulty"), &env_dir, "faulty");
+    let out = byoc_with(&["plugins"], Some(&env_dir));
+    let listing = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        listing.contains("faulty 0.0.1 (ABI 1.0, SDK 0.1.0)"),
         "{listing}"
     );
 

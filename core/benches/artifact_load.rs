@@ -13,14 +13,22 @@ use byoc_core::exec::{ExecOptions, Executor, ExternalModules};
 use byoc_core::ir::{Attrs, DType, FunctionBuilder, Module, TensorType, Type};
 use byoc_core::Tensor;
 
-const LAYERS: usize = 102;
 const WIDTH: usize = 500;
 
-fn model() -> Module {
+/// The full 102 layers under `cargo bench`, 2 layers as a smoke run under `cargo test`.
+fn layers() -> usize {
+    if std::env::args().any(|a| a == "--bench") {
+        102
+    } else {
+        2
+    }
+}
+
+fn model(layers: usize) -> Module {
     let mut b = FunctionBuilder::new();
     let x = b.param("x", Type::tensor([1, WIDTH], DType::Float32));
     let mut h = x;
-    for l in 0..LAYERS {
+    for l in 0..layers {
         let values: Vec<f32> = (0..WIDTH * WIDTH)
             .map(|i| ((i * 31 + l * 7) % 97) as f32 / 97.0 - 0.5)
             .collect();
@@ -70,8 +78,8 @@ fn main() {
         v[v.len() / 2]
     };
     println!(
-        "artifact of {LAYERS} dense layers ({} parameters, {:.1} MB file)",
-        LAYERS * WIDTH * WIDTH,
+        "artifact of {layers} dense layers ({} parameters, {:.1} MB file)",
+        layers * WIDTH * WIDTH,
         size as f64 / 1e6
     );
     println!(

@@ -521,7 +521,7 @@ def @main(%x: Tensor[(2, 2), float32]) {
             .unwrap();
         assert_eq!(run(&a.module, &ext), want);
         // Hand-computed: relu(x * c + [1, 2, 3, 4]) - 1.
-        assert_eq!(want[0].as_slice::<f32>().unwrap(), &[0.5, 3.0, 9.0, 4.5]);
+        assert_eq!(want[0].as_slice::<f32>().unwrap(), &[0.5, 3.0, 8.0, 4.5]);
     }
 
     #[test]
