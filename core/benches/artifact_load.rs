@@ -49,8 +49,9 @@ fn model(layers: usize) -> Module {
 }
 
 fn main() {
+    let layers = layers();
     let artifact =
-        Artifact::build(&model(), &ExternalModules::new()).unwrap_or_else(|e| panic!("{e}"));
+        Artifact::build(&model(layers), &ExternalModules::new()).unwrap_or_else(|e| panic!("{e}"));
     let path = std::env::temp_dir().join(format!("byoc-bench-{}.byoc", std::process::id()));
     artifact.write(&path).unwrap_or_else(|e| panic!("{e}"));
     let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
