@@ -115,8 +115,10 @@ impl Program {
                     p.steps.push(step);
                     buf.insert(id, out);
                 }
-                // Composite bodies are fused into one step; their nodes need no buffers.
+                // Composite bodies are fused into one step; their nodes need no buffers. A
+                // tuple body only lists the outputs (read below).
                 Expr::Function(_) | Expr::Var(_) => {}
+                Expr::Tuple(_) if id == f.body => {}
                 other => return Err(err(sym, id, format!("unsupported expression {other:?}"))),
             }
         }
