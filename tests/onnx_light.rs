@@ -91,13 +91,21 @@ fn compare(model: &Path, name: &str, got: &Tensor, reference: &Tensor) -> Result
     let floor = FLOOR_FRACTION * peak;
     let mut worst = (0.0f64, 0usize);
     for (i, (x, y)) in a.iter().zip(&b).enumerate() {
-        let err = (x - y).abs() / y.abs().max(floor);
-        if !(err <= worst.0) {
+        let diff = (x - y).abs();
+        // Equal values (zeros included) have no error; a NaN on either side an unbounded one.
+        let err = if diff == 0.0 {
+            0.0
+        } else if diff.is_nan() {
+            f64::INFINITY
+        } else {
+            diff / y.abs().max(floor)
+        };
+        if err > worst.0 {
             worst = (err, i);
         }
     }
     let (err, i) = worst;
-    if !(err <= RTOL) {
+    if err > RTOL {
         bail!(
             "{}: output '{name}' element {i}: got {}, expected {} (relative error {err:.3e} > {RTOL:e}, floor {floor:.3e})",
             model.display(),

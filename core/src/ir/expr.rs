@@ -140,6 +140,26 @@ impl Expr {
         }
     }
 
+    /// Calls `f` on each operand, in the order of [`Expr::operands`], without allocating
+    /// (the form for hot loops over whole arenas).
+    pub fn for_each_operand(&self, mut f: impl FnMut(ExprId)) {
+        match self {
+            Expr::Var(_) | Expr::Constant(_) => {}
+            Expr::Call(call) => {
+                if let Callee::Local(callee) = call.callee {
+                    f(callee);
+                }
+                call.args.iter().for_each(|&a| f(a));
+            }
+            Expr::Tuple(fields) => fields.iter().for_each(|&a| f(a)),
+            Expr::TupleGetItem { tuple, .. } => f(*tuple),
+            Expr::Function(func) => {
+                func.params.iter().for_each(|&p| f(p));
+                f(func.body);
+            }
+        }
+    }
+
     /// The same expression with every operand and binder id passed through `f`.
     pub fn map_ids(&self, mut f: impl FnMut(ExprId) -> ExprId) -> Expr {
         match self {

@@ -109,9 +109,9 @@ impl Function {
         }
         for i in (0..self.nodes.len()).rev() {
             if live[i] {
-                for op in self.nodes[i].expr.operands() {
-                    live[op.index()] = true;
-                }
+                self.nodes[i]
+                    .expr
+                    .for_each_operand(|op| live[op.index()] = true);
             }
         }
         (0..self.nodes.len())
@@ -126,9 +126,7 @@ impl Function {
         let mut counts = vec![0u32; self.nodes.len()];
         counts[self.body.index()] += 1;
         for id in self.live_ids() {
-            for op in self.expr(id).operands() {
-                counts[op.index()] += 1;
-            }
+            self.expr(id).for_each_operand(|op| counts[op.index()] += 1);
         }
         counts
     }
@@ -137,11 +135,11 @@ impl Function {
     pub fn users(&self) -> Vec<Vec<ExprId>> {
         let mut users = vec![Vec::new(); self.nodes.len()];
         for id in self.live_ids() {
-            for op in self.expr(id).operands() {
+            self.expr(id).for_each_operand(|op| {
                 if users[op.index()].last() != Some(&id) {
                     users[op.index()].push(id);
                 }
-            }
+            });
         }
         users
     }
@@ -170,13 +168,14 @@ impl FunctionBuilder {
     /// Appends `expr`, checking that its operands exist. Prefer the typed helpers below.
     pub fn push(&mut self, expr: Expr) -> Result<ExprId, IrError> {
         let id = ExprId::from_index(self.nodes.len());
-        for op in expr.operands() {
-            if op.index() >= self.nodes.len() {
-                return Err(IrError::ForwardReference {
-                    at: id,
-                    operand: op,
-                });
+        let mut missing = None;
+        expr.for_each_operand(|op| {
+            if op.index() >= self.nodes.len() && missing.is_none() {
+                missing = Some(op);
             }
+        });
+        if let Some(operand) = missing {
+            return Err(IrError::ForwardReference { at: id, operand });
         }
         if let Expr::Function(f) = &expr {
             for &p in &f.params {

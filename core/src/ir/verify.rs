@@ -43,13 +43,14 @@ pub fn verify_function(f: &Function) -> Result<(), IrError> {
         bind(&mut bound, p, None)?;
     }
     for (id, node) in f.iter() {
-        for op in node.expr.operands() {
-            if op >= id {
-                return Err(IrError::ForwardReference {
-                    at: id,
-                    operand: op,
-                });
+        let mut forward = None;
+        node.expr.for_each_operand(|op| {
+            if op >= id && forward.is_none() {
+                forward = Some(op);
             }
+        });
+        if let Some(operand) = forward {
+            return Err(IrError::ForwardReference { at: id, operand });
         }
         if let Expr::Function(func) = &node.expr {
             for &p in &func.params {
@@ -93,7 +94,7 @@ pub fn verify_function(f: &Function) -> Result<(), IrError> {
                     });
                 }
             }
-            e => stack.extend(e.operands()),
+            e => e.for_each_operand(|o| stack.push(o)),
         }
     }
     Ok(())
@@ -118,7 +119,7 @@ fn check_closed(f: &Function, func: ExprId, body: ExprId) -> Result<(), IrError>
                 }
             }
             Expr::Function(_) | Expr::Constant(_) => {}
-            e => stack.extend(e.operands()),
+            e => e.for_each_operand(|o| stack.push(o)),
         }
     }
     Ok(())

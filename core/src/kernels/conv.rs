@@ -1,8 +1,11 @@
 //! 2-D convolution and transposed convolution through GEMM.
 //!
-//! conv2d lowers each (batch, group) to one GEMM over an im2col buffer (or over the input
-//! itself for a 1×1, stride-1, unpadded kernel); conv2d_transpose is a GEMM followed by a
-//! col2im scatter-add. Weights arrive repacked by [`pack4`]: OIHW for channels-first data,
+//! conv2d lowers each (batch, group) to GEMMs over im2col blocks (or over the input itself for
+//! a 1×1, stride-1, unpadded kernel). For NCHW data the kernel splits the work itself: tiles of
+//! output pixels, each with its own cache-sized im2col block and a single-threaded GEMM, run in
+//! parallel; with few output pixels, blocks of output channels share one im2col matrix. NHWC
+//! data uses one GEMM per (batch, group) with the GEMM's own threads. conv2d_transpose is a
+//! GEMM followed by a col2im scatter-add. Weights arrive repacked by [`pack4`]: OIHW for channels-first data,
 //! HWIO for channels-last data, IOHW for the transposed convolution.
 
 use rayon::prelude::*;
@@ -168,50 +171,259 @@ pub(crate) fn conv2d<A: Widen<T>, T: Gemm>(
     } else {
         Default::default()
     };
-    let mut col = if pointwise {
+    let mut col = if pointwise || !g.channels_last {
         Vec::new()
     } else {
         vec![T::default(); kk * hw_out]
     };
+    if !g.channels_last {
+        let src: &[T] = &xw;
+        for n in 0..g.batch {
+            let x_n = &x[n * g.in_c * hw_in..(n + 1) * g.in_c * hw_in];
+            let xw_n = if pointwise {
+                &src[n * g.in_c * hw_in..(n + 1) * g.in_c * hw_in]
+            } else {
+                &[]
+            };
+            let y_n = &mut y[n * g.out_c * hw_out..(n + 1) * g.out_c * hw_out];
+            conv_nchw_groups(g, x_n, xw_n, w, y_n, threads);
+        }
+        return;
+    }
     for n in 0..g.batch {
         for gi in 0..g.groups {
-            if g.channels_last {
-                let x_n = &x[n * hw_in * g.in_c..(n + 1) * hw_in * g.in_c];
-                let lhs = if pointwise {
-                    MatRef {
-                        data: &xw[n * hw_in * g.in_c + gi * cin_g..],
-                        rs: g.in_c,
-                        cs: 1,
-                    }
-                } else {
-                    im2col_nhwc(g, x_n, gi, &mut col, threads);
-                    MatRef::row_major(&col, kk)
-                };
+            let x_n = &x[n * hw_in * g.in_c..(n + 1) * hw_in * g.in_c];
+            let lhs = if pointwise {
+                MatRef {
+                    data: &xw[n * hw_in * g.in_c + gi * cin_g..],
+                    rs: g.in_c,
+                    cs: 1,
+                }
+            } else {
+                im2col_nhwc(g, x_n, gi, &mut col, threads);
+                MatRef::row_major(&col, kk)
+            };
+            let rhs = MatRef {
+                data: &w[gi * cout_g..],
+                rs: g.out_c,
+                cs: 1,
+            };
+            let dst = MatMut {
+                data: &mut y[n * hw_out * g.out_c + gi * cout_g..],
+                rs: g.out_c,
+            };
+            T::gemm(hw_out, cout_g, kk, lhs, rhs, dst, threads);
+        }
+    }
+}
+
+/// One batch of an NCHW convolution, group by group. With at least as many groups as threads
+/// (grouped and depthwise convolutions), the groups run in parallel, one thread each; otherwise
+/// they run in order and split their own work over the threads. `xw` is the widened input
+/// for the 1×1 path (empty otherwise).
+fn conv_nchw_groups<A: Widen<T>, T: Gemm>(
+    g: &Conv2dGeom,
+    x: &[A],
+    xw: &[T],
+    w: &[T],
+    y: &mut [T],
+    threads: usize,
+) {
+    let [kh, kw] = g.kernel;
+    let (cin_g, cout_g) = (g.in_c / g.groups, g.out_c / g.groups);
+    let kk = cin_g * kh * kw;
+    let (hw_in, hw_out) = (g.in_h * g.in_w, g.out_h * g.out_w);
+    let across_groups = g.groups > 1 && g.groups >= threads;
+    let inner_threads = if across_groups { 1 } else { threads };
+    let group = |gi: usize, y_g: &mut [T]| {
+        let w_g = &w[gi * cout_g * kk..(gi + 1) * cout_g * kk];
+        let range = gi * cin_g * hw_in..(gi + 1) * cin_g * hw_in;
+        if g.pointwise() {
+            conv_nchw_pointwise(g, &xw[range], w_g, y_g, inner_threads);
+        } else {
+            conv_nchw_im2col(g, &x[range], w_g, y_g, inner_threads);
+        }
+    };
+    for_chunks(
+        y,
+        cout_g * hw_out,
+        if across_groups { threads } else { 1 },
+        group,
+    );
+}
+
+/// Elements of a column tile's im2col buffer: a tile of `kk` rows then takes about 512 KiB of
+/// f32, so it stays in a core's L2 cache while the GEMM streams it.
+const TILE_ELEMS: usize = 128 * 1024;
+/// The fewest output pixels a column tile gets; below `threads` times this, the work is split
+/// over output channels instead.
+const MIN_TILE_PIXELS: usize = 64;
+
+/// How one (batch, group) of an NCHW convolution is cut into independent GEMMs.
+enum Split {
+    /// Column tiles of this many output pixels (the last may be shorter).
+    Pixels(usize),
+    /// Blocks of this many output channels over the whole im2col matrix.
+    Channels(usize),
+}
+
+impl Split {
+    fn choose(kk: usize, cout: usize, hw_out: usize, threads: usize) -> Split {
+        let threads = threads.max(1);
+        if hw_out >= threads * MIN_TILE_PIXELS || cout < 2 * threads {
+            let by_cache = (TILE_ELEMS / kk.max(1)).max(MIN_TILE_PIXELS);
+            let by_threads = hw_out.div_ceil(threads);
+            Split::Pixels(by_cache.min(by_threads).clamp(1, hw_out.max(1)))
+        } else {
+            // Multiples of 16 rows keep the GEMM's register tiles full.
+            Split::Channels(cout.div_ceil(threads).next_multiple_of(16).min(cout))
+        }
+    }
+}
+
+/// Runs `f(i, chunk)` over `chunk`-sized pieces of `data` on the current rayon pool, or in
+/// order when there is one piece or one thread.
+fn for_pieces<T: Send>(
+    data: &mut [T],
+    chunk: usize,
+    threads: usize,
+    f: impl Fn(usize, &mut [T]) + Send + Sync,
+) {
+    if chunk >= data.len() {
+        f(0, data);
+    } else {
+        for_chunks(data, chunk, threads, f);
+    }
+}
+
+/// Copies the pixel-tiled result `tiles` (tile after tile, each `cout × len` row-major) into
+/// the row-major `cout × hw_out` output.
+fn untile<T: Copy>(tiles: &[T], y: &mut [T], cout: usize, hw_out: usize, tile: usize) {
+    for (t, block) in tiles.chunks(cout * tile).enumerate() {
+        let p0 = t * tile;
+        let len = block.len() / cout;
+        for (row, src) in y.chunks_mut(hw_out).zip(block.chunks(len)) {
+            row[p0..p0 + len].copy_from_slice(src);
+        }
+    }
+}
+
+/// A 1×1, stride-1, unpadded NCHW convolution of one (batch, group): `y = w × x`, cut into
+/// pixel tiles or channel blocks that run in parallel, each a single-threaded GEMM.
+fn conv_nchw_pointwise<T: Gemm>(g: &Conv2dGeom, x: &[T], w: &[T], y: &mut [T], threads: usize) {
+    let (cin, cout) = (g.in_c / g.groups, g.out_c / g.groups);
+    let hw = g.out_h * g.out_w;
+    if y.is_empty() {
+        return;
+    }
+    match Split::choose(cin, cout, hw, threads) {
+        Split::Pixels(tile) => {
+            let mut tiles = vec![T::default(); cout * hw];
+            for_pieces(&mut tiles, cout * tile, threads, |t, out| {
+                let p0 = t * tile;
+                let len = out.len() / cout;
                 let rhs = MatRef {
-                    data: &w[gi * cout_g..],
-                    rs: g.out_c,
+                    data: &x[p0..],
+                    rs: hw,
                     cs: 1,
                 };
-                let dst = MatMut {
-                    data: &mut y[n * hw_out * g.out_c + gi * cout_g..],
-                    rs: g.out_c,
-                };
-                T::gemm(hw_out, cout_g, kk, lhs, rhs, dst, threads);
+                let dst = MatMut { data: out, rs: len };
+                T::gemm(cout, len, cin, MatRef::row_major(w, cin), rhs, dst, 1);
+            });
+            untile(&tiles, y, cout, hw, tile);
+        }
+        Split::Channels(rows) => {
+            for_pieces(y, rows * hw, threads, |b, out| {
+                let m = out.len() / hw;
+                let lhs = MatRef::row_major(&w[b * rows * cin..], cin);
+                let dst = MatMut { data: out, rs: hw };
+                T::gemm(m, hw, cin, lhs, MatRef::row_major(x, hw), dst, 1);
+            });
+        }
+    }
+}
+
+/// An NCHW convolution of one (batch, group) through im2col: pixel tiles each build their own
+/// im2col block (cache-sized) and multiply it, in parallel; with few output pixels the whole
+/// im2col matrix is built (in parallel) and channel blocks multiply it in parallel.
+fn conv_nchw_im2col<A: Widen<T>, T: Gemm>(
+    g: &Conv2dGeom,
+    x: &[A],
+    w: &[T],
+    y: &mut [T],
+    threads: usize,
+) {
+    let [kh, kw] = g.kernel;
+    let cout = g.out_c / g.groups;
+    let kk = g.in_c / g.groups * kh * kw;
+    let hw = g.out_h * g.out_w;
+    if y.is_empty() {
+        return;
+    }
+    match Split::choose(kk, cout, hw, threads) {
+        Split::Pixels(tile) => {
+            let mut tiles = vec![T::default(); cout * hw];
+            for_pieces(&mut tiles, cout * tile, threads, |t, out| {
+                let p0 = t * tile;
+                let len = out.len() / cout;
+                let mut col = vec![T::default(); kk * len];
+                im2col_nchw_pixels(g, x, p0, len, &mut col);
+                let dst = MatMut { data: out, rs: len };
+                let rhs = MatRef::row_major(&col, len);
+                T::gemm(cout, len, kk, MatRef::row_major(w, kk), rhs, dst, 1);
+            });
+            untile(&tiles, y, cout, hw, tile);
+        }
+        Split::Channels(rows) => {
+            let mut col = vec![T::default(); kk * hw];
+            im2col_nchw(g, x, &mut col, threads);
+            let col = &col;
+            for_pieces(y, rows * hw, threads, |b, out| {
+                let m = out.len() / hw;
+                let lhs = MatRef::row_major(&w[b * rows * kk..], kk);
+                let dst = MatMut { data: out, rs: hw };
+                T::gemm(m, hw, kk, lhs, MatRef::row_major(col, hw), dst, 1);
+            });
+        }
+    }
+}
+
+/// im2col of output pixels `p0..p0 + len` (row-major over OH × OW) of one (batch, group) of
+/// NCHW data `x` into `col` (`cin_g·KH·KW` rows of `len`).
+fn im2col_nchw_pixels<A: Widen<T>, T: Gemm>(
+    g: &Conv2dGeom,
+    x: &[A],
+    p0: usize,
+    len: usize,
+    col: &mut [T],
+) {
+    let [kh, kw] = g.kernel;
+    let (h, w, ow) = (g.in_h, g.in_w, g.out_w);
+    for (r, row) in col.chunks_mut(len).enumerate() {
+        let (ci, ky, kx) = (r / (kh * kw), (r / kw) % kh, r % kw);
+        let plane = &x[ci * h * w..(ci + 1) * h * w];
+        let mut p = p0;
+        let mut filled = 0;
+        while filled < len {
+            let (oy, ox0) = (p / ow, p % ow);
+            let run = (ow - ox0).min(len - filled);
+            let seg = &mut row[filled..filled + run];
+            let iy = g.src(0, oy, ky);
+            if iy < 0 || iy >= h as isize {
+                seg.fill(T::default());
             } else {
-                let start = (n * g.in_c + gi * cin_g) * hw_in;
-                let rhs = if pointwise {
-                    MatRef::row_major(&xw[start..start + cin_g * hw_in], hw_in)
-                } else {
-                    im2col_nchw(g, &x[start..start + cin_g * hw_in], &mut col, threads);
-                    MatRef::row_major(&col, hw_out)
-                };
-                let lhs = MatRef::row_major(&w[gi * cout_g * kk..(gi + 1) * cout_g * kk], kk);
-                let dst = MatMut {
-                    data: &mut y[(n * g.out_c + gi * cout_g) * hw_out..],
-                    rs: hw_out,
-                };
-                T::gemm(cout_g, hw_out, kk, lhs, rhs, dst, threads);
+                let src = &plane[iy as usize * w..(iy as usize + 1) * w];
+                for (i, v) in seg.iter_mut().enumerate() {
+                    let ix = g.src(1, ox0 + i, kx);
+                    *v = if ix < 0 || ix >= w as isize {
+                        T::default()
+                    } else {
+                        src[ix as usize].widen()
+                    };
+                }
             }
+            filled += run;
+            p += run;
         }
     }
 }

@@ -179,9 +179,7 @@ fn literal_members(f: &Function) -> Vec<bool> {
     let mut inside = vec![false; f.len()];
     for id in f.ids().rev() {
         if inside[id.index()] || f.expr(id).as_function().is_some() {
-            for o in f.expr(id).operands() {
-                inside[o.index()] = true;
-            }
+            f.expr(id).for_each_operand(|o| inside[o.index()] = true);
         }
     }
     inside

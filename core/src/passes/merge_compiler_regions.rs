@@ -66,9 +66,7 @@ fn merge_function(name: &str, f: &Function) -> Result<Function, PartitionError> 
     };
     for id in f.live_ids() {
         if !inner(id) {
-            for o in f.expr(id).operands() {
-                keep_end[o.index()] = true;
-            }
+            f.expr(id).for_each_operand(|o| keep_end[o.index()] = true);
         }
     }
     let arg_of = |id| annotation(f.expr(id)).map_or(id, |a| a.arg);

@@ -362,7 +362,7 @@ impl Outliner<'_> {
             if self.map.contains_key(&id) || !needed.insert(id) {
                 continue;
             }
-            todo.extend(self.f.expr(id).operands());
+            self.f.expr(id).for_each_operand(|o| todo.push(o));
         }
         for id in needed {
             match annotation(self.f.expr(id)) {

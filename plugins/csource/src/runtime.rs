@@ -156,7 +156,7 @@ impl LoadedPartition {
     /// Loads `so` (see the module documentation: the library is never unloaded).
     ///
     /// Loading runs the shared object's initializers, like loading any plugin: pass only
-    /// modules made by [`crate::compile`] (or read from an artifact of a trusted build).
+    /// modules made by [`crate::compile()`] (or read from an artifact of a trusted build).
     pub fn load(so: &SharedObject) -> Result<LoadedPartition, LoadError> {
         let symbol = so.symbol.clone();
         let io = |source| LoadError::Io {

@@ -137,3 +137,22 @@ fn intermediates_share_the_arena() -> Result<()> {
     assert_eq!(src.arena_bytes, 3 * 256, "{}", src.code);
     Ok(())
 }
+
+#[test]
+fn one_loaded_partition_runs_on_several_threads() -> Result<()> {
+    let m = conv_dense_module()?;
+    let f = as_partition(&m, "csource_threads")?;
+    let (_, p) = common::build(&f, CodegenOptions::default())?;
+    let inputs = common::inputs_for(&f, 3)?;
+    let want = common::host(&f, &inputs)?;
+    std::thread::scope(|s| {
+        let runs: Vec<_> = (0..4)
+            .map(|_| s.spawn(|| common::run(&p, &inputs)))
+            .collect();
+        for r in runs {
+            let got = r.join().map_err(|_| anyhow!("a run panicked"))??;
+            common::assert_close(&got, &want, "threaded run")?;
+        }
+        Ok(())
+    })
+}

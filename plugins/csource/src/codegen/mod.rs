@@ -7,9 +7,9 @@
 //! an exported DLTensor-style entry taking inputs then outputs (destination-passing style, as
 //! TVM's BYOC C codegen does with `<symbol>_` and its wrapper).
 //!
-//! The pipeline: type inference when types are missing → [`lower`] (a visitor producing
-//! kernel steps, fusing conv2d/dense epilogues) → [`memory`] (liveness-based arena offsets,
-//! outputs written in place) → [`emit`] (the C text). Generation is deterministic: the same
+//! The pipeline: type inference when types are missing → `lower` (a visitor producing
+//! kernel steps, fusing conv2d/dense epilogues) → `memory` (liveness-based arena offsets,
+//! outputs written in place) → `emit` (the C text). Generation is deterministic: the same
 //! function and options give byte-identical C.
 
 mod emit;

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Compares byoc's host executor with onnxruntime (CPU provider) on the same models, inputs and
+thread count, and prints a table of median latencies and their ratio.
+
+By default the models are the nine ONNX light CNNs with random weights prepared by
+scripts/fetch_onnx_light.sh (under target/onnx-light/<name>/random.onnx, with the seeded
+input random_input.npz). The two engines are timed in alternating rounds (byoc, onnxruntime,
+byoc, ...) so that load from other processes hits both alike. byoc's median is the median of
+its rounds' medians (`byoc bench`), onnxruntime's the median of all its timed runs; each
+engine's fastest run is reported beside it, and the ratio is byoc's median over onnxruntime's.
+
+Usage:
+    python3 bench/compare_ort.py [--byoc target/release/byoc] [--threads 2] [--iters 10]
+        [--rounds 3] [--warmup 3] [--dir target/onnx-light] [MODEL.onnx ...]
+A MODEL given on the command line gets seeded uniform random inputs, fed to both engines. Needs numpy and onnxruntime, and a release build
+(cargo build --release).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import onnxruntime as ort
+
+LIGHT = [
+    "bvlc_alexnet",
+    "densenet121",
+    "inception_v1",
+    "inception_v2",
+    "resnet50",
+    "shufflenet",
+    "squeezenet",
+    "vgg19",
+    "zfnet512",
+]
+
+
+def byoc_times(byoc: str, model: str, inputs: str, threads: int, iters: int, warmup: int):
+    """One `byoc bench` round: (median, min, max) in ms."""
+    cmd = [byoc, "bench", model, "--inputs", inputs, "--threads", str(threads),
+           "--iters", str(iters), "--warmup", str(warmup)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    report = json.loads(out)
+    return report["median_ms"], report["min_ms"], report["max_ms"]
+
+
+def ort_session(model: str, threads: int) -> ort.InferenceSession:
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    opts.log_severity_level = 3
+    return ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
+
+
+def ort_times(sess, feeds, iters: int, warmup: int) -> list[float]:
+    for _ in range(warmup):
+        sess.run(None, feeds)
+    times = []
+    for _ in range(iters):
+        start = time.perf_counter()
+        sess.run(None, feeds)
+        times.append((time.perf_counter() - start) * 1e3)
+    return times
+
+
+def random_inputs(model: str, path: str) -> None:
+    """Writes seeded uniform [-1, 1) inputs for `model` to `path` (symbolic dims set to 1);
+    both engines read them."""
+    sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(0)
+    feeds = {}
+    for i in sess.get_inputs():
+        shape = [d if isinstance(d, int) else 1 for d in i.shape]
+        feeds[i.name] = rng.uniform(-1, 1, shape).astype(np.float32)
+    np.savez(path, **feeds)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("models", nargs="*")
+    ap.add_argument("--byoc", default="target/release/byoc")
+    ap.add_argument("--dir", default="target/onnx-light")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=3)
+    args = ap.parse_args()
+
+    tmp = tempfile.mkdtemp(prefix="byoc-compare-")
+    cases = []
+    if args.models:
+        for m in args.models:
+            inputs = os.path.join(tmp, os.path.basename(m) + ".npz")
+            random_inputs(m, inputs)
+            cases.append((os.path.splitext(os.path.basename(m))[0], m, inputs))
+    else:
+        for name in LIGHT:
+            folder = os.path.join(args.dir, name)
+            model, inputs = os.path.join(folder, "random.onnx"), os.path.join(folder, "random_input.npz")
+            if not os.path.exists(model):
+                sys.exit(f"{model} is missing: run scripts/fetch_onnx_light.sh first")
+            cases.append((name, model, inputs))
+
+    header = f"{'model':<14} {'byoc median':>12} {'byoc min':>9} {'ort median':>11} {'ort min':>8} {'ratio':>6}"
+    print(f"threads={args.threads} iters={args.iters}x{args.rounds} rounds, warmup={args.warmup}")
+    print(header)
+    print("-" * len(header))
+    for name, model, inputs in cases:
+        feeds = dict(np.load(inputs))
+        sess = ort_session(model, args.threads)
+        b_meds, b_mins, o_times = [], [], []
+        for _ in range(args.rounds):
+            med, mn, _ = byoc_times(args.byoc, model, inputs, args.threads, args.iters, args.warmup)
+            b_meds.append(med)
+            b_mins.append(mn)
+            o_times += ort_times(sess, feeds, args.iters, args.warmup)
+        b_med = float(np.median(b_meds))
+        o_med = float(np.median(o_times))
+        print(f"{name:<14} {b_med:>10.2f}ms {min(b_mins):>7.2f}ms {o_med:>9.2f}ms "
+              f"{min(o_times):>6.2f}ms {b_med / o_med:>6.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
