@@ -24,7 +24,7 @@ use byoc_core::ir::{AttrValue, Attrs};
 use byoc_core::op::OpRegistry;
 use byoc_core::target::{OpRule, PruneConfig, TargetSupport};
 use byoc_core::DType;
-use byoc_patterns::{PatternTable, TableError};
+use byoc_patterns::{Check, PatternTable, TableEntry, TableError};
 use serde::Deserialize;
 use serde_json::Value;
 use thiserror::Error;
@@ -210,17 +210,17 @@ struct PruneJson {
 impl SpecJson {
     fn into_target(self) -> Result<Target, TargetSpecError> {
         let name = self.target;
-        if name.is_empty()
-            || name == HOST_TARGET
-            || name.contains(|c: char| c.is_whitespace() || c == '.')
-        {
-            return Err(TargetSpecError::BadName(name));
-        }
+        check_target_name(&name)?;
         let mut support = TargetSupport::new(name.as_str());
         for (index, entry) in self.ops.iter().enumerate() {
             support = support.with_rule(op_rule(index, entry)?);
         }
-        let patterns = pattern_table(&name, &self.patterns)?;
+        let patterns = pattern_table(
+            &name,
+            self.patterns
+                .iter()
+                .map(|p| (p.name.as_str(), p.pattern.as_str(), None)),
+        )?;
         for (i, op) in self.prune.require_any.iter().enumerate() {
             if OpRegistry::lookup(op).is_none() {
                 return Err(TargetSpecError::UnknownOp {
@@ -243,9 +243,25 @@ impl SpecJson {
     }
 }
 
-fn pattern_table(target: &str, entries: &[PatternJson]) -> Result<PatternTable, TargetSpecError> {
+/// Checks a target name: non-empty, no whitespace or '.', not the host's name.
+pub(crate) fn check_target_name(name: &str) -> Result<(), TargetSpecError> {
+    if name.is_empty()
+        || name == HOST_TARGET
+        || name.contains(|c: char| c.is_whitespace() || c == '.')
+    {
+        return Err(TargetSpecError::BadName(name.to_string()));
+    }
+    Ok(())
+}
+
+/// A pattern table from `(name, pattern text, check)` entries; names need the `<target>.`
+/// prefix.
+pub(crate) fn pattern_table<'a>(
+    target: &str,
+    entries: impl IntoIterator<Item = (&'a str, &'a str, Option<Check>)>,
+) -> Result<PatternTable, TargetSpecError> {
     let mut table = PatternTable::for_target(target);
-    for (index, e) in entries.iter().enumerate() {
+    for (index, (name, text, check)) in entries.into_iter().enumerate() {
         let wrap = |source| match source {
             TableError::MissingTargetPrefix { name, target } => TargetSpecError::MissingPrefix {
                 index,
@@ -254,12 +270,18 @@ fn pattern_table(target: &str, entries: &[PatternJson]) -> Result<PatternTable, 
             },
             source => TargetSpecError::Pattern {
                 index,
-                name: e.name.clone(),
+                name: name.to_string(),
                 source: Box::new(source),
             },
         };
-        let pattern = e.pattern.parse().map_err(|p| wrap(TableError::Parse(p)))?;
-        table.add(e.name.as_str(), pattern).map_err(wrap)?;
+        let pattern = text.parse().map_err(|p| wrap(TableError::Parse(p)))?;
+        table
+            .push(TableEntry {
+                name: name.to_string(),
+                pattern,
+                check,
+            })
+            .map_err(wrap)?;
     }
     Ok(table)
 }

@@ -16,6 +16,8 @@ use byoc::pipeline::{partition, PartitionOptions, Stage};
 use byoc::target::Target;
 use byoc_core::exec::{ExecOptions, Executor};
 use byoc_core::passes::infer_types;
+use byoc_core::plugin::{compile_externals, Runtimes};
+use byoc_core::sdk::CompileOptions;
 use byoc_core::text::{parse_module, print_module};
 use byoc_core::{Module, Tensor};
 use byoc_patterns::{merge_composite, PatternTable};
@@ -205,7 +207,9 @@ fn check_same_results(original: &Module, transformed: &Module) -> Result<(), Str
         })
         .collect::<Result<_, String>>()?;
     let run = |m: &Module, what: &str| -> Result<Vec<Tensor>, String> {
-        Executor::new(m, ExecOptions::default())
+        let externals = compile_externals(m, &Runtimes::reference_for(m), &CompileOptions::new())
+            .map_err(|e| format!("compiling the {what} module's partitions: {e}"))?;
+        Executor::with_externals(m, ExecOptions::default(), &externals)
             .and_then(|e| e.run(&inputs))
             .map_err(|e| format!("running the {what} module: {e}"))
     };

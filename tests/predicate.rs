@@ -10,6 +10,8 @@ use byoc::report::summary::Summary;
 use byoc::target::Target;
 use byoc_core::exec::{ExecOptions, Executor};
 use byoc_core::passes::infer_types;
+use byoc_core::plugin::{compile_externals, Runtimes};
+use byoc_core::sdk::CompileOptions;
 use byoc_core::target::{RejectReason, TargetSupport};
 use byoc_core::text::parse_module;
 use byoc_core::Tensor;
@@ -108,7 +110,13 @@ fn only_the_small_conv2d_is_offloaded() {
         tensor([3, 8, 3, 3], &w1),
         tensor([3, 3, 3, 3], &w2),
     ];
-    let got = Executor::new(&result.module, ExecOptions::default())
+    let externals = compile_externals(
+        &result.module,
+        &Runtimes::reference_for(&result.module),
+        &CompileOptions::new(),
+    )
+    .expect("partitions compile on the reference runtime");
+    let got = Executor::with_externals(&result.module, ExecOptions::default(), &externals)
         .and_then(|e| e.run(&inputs))
         .expect("partitioned module runs");
     let want = conv3x3(&conv3x3(&x, 8, &w1, 3, 5, 5), 3, &w2, 3, 5, 5);

@@ -6,6 +6,7 @@
 //! storage-reusing host execution).
 
 pub mod analysis;
+pub mod artifact;
 pub mod exec;
 pub mod io;
 pub mod ir;
@@ -14,6 +15,8 @@ pub mod onnx;
 pub mod op;
 mod ops;
 pub mod passes;
+pub mod plugin;
+pub mod sdk;
 pub mod target;
 pub mod tensor;
 pub mod text;

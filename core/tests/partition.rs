@@ -13,6 +13,8 @@ use byoc_core::passes::infer_types;
 use byoc_core::passes::merge_compiler_regions::MergeCompilerRegions;
 use byoc_core::passes::partition_graph::{PartitionError, PartitionGraph};
 use byoc_core::passes::prune::{op_names, Prune, PruneReason};
+use byoc_core::plugin::{compile_externals, Runtimes};
+use byoc_core::sdk::CompileOptions;
 use byoc_core::target::{CallView, PruneConfig, Support, TargetSupport};
 use byoc_core::{DType, Tensor, Type};
 use proptest::prelude::*;
@@ -796,7 +798,9 @@ proptest! {
         let x = Tensor::from_vec(vec![2, 2], inputs[..4].to_vec()).unwrap();
         let y = Tensor::from_vec(vec![2, 2], inputs[4..].to_vec()).unwrap();
         let run = |m: &Module| {
-            Executor::new(m, ExecOptions { threads: 1, profile: false })
+            let externals =
+                compile_externals(m, &Runtimes::reference_for(m), &CompileOptions::new()).unwrap();
+            Executor::with_externals(m, ExecOptions { threads: 1, profile: false }, &externals)
                 .unwrap()
                 .run(&[x.clone(), y.clone()])
                 .unwrap()

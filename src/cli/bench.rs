@@ -3,9 +3,8 @@
 //! The model is planned once; `--warmup` untimed runs fill the executor's scratch pool and
 //! caches, then `--iters` timed runs give the median, minimum and maximum wall-clock latency.
 //! Each timed run is profiled, and the kernel time is split by the target that ran it
-//! (`shares`, summing to 1). Every kernel runs on the host executor today, so the shares are
-//! `{"host": 1.0}`; targets chosen with `--target` join the split when partitioned execution
-//! lands. A progress bar on standard error covers loading and the iterations when it is a
+//! (`shares`, summing to 1): `host` for the host executor's kernels, and each target chosen
+//! with `--target` (or named by an artifact) for the calls of its partitions. A progress bar on standard error covers loading and the iterations when it is a
 //! terminal; piped output stays quiet and holds only the JSON.
 
 use std::collections::BTreeMap;
@@ -19,7 +18,9 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::inputs::resolve_inputs;
-use crate::model::{load_model, parse_input_shapes};
+use super::run::load_runnable;
+use super::targets::TargetArgs;
+use crate::target::HOST_TARGET;
 
 /// The target name of kernels the host executor runs itself.
 const HOST: &str = "host";
@@ -27,8 +28,11 @@ const HOST: &str = "host";
 /// Arguments of `byoc bench`.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// The model (.relay or .onnx).
+    /// The model (.relay or .onnx) or an artifact (.byoc).
     pub model: PathBuf,
+    /// Targets and plugins (for a model; an artifact names its own plugins).
+    #[command(flatten)]
+    pub targets: TargetArgs,
     /// Fix an ONNX input's shape (symbolic dimensions): NAME=D0,D1,... (repeatable).
     #[arg(long = "input-shape", value_name = "NAME=DIMS")]
     pub input_shapes: Vec<String>,
@@ -133,7 +137,12 @@ fn progress(len: Option<u64>, message: &str) -> ProgressBar {
 fn target_shares(profiles: &[Profile]) -> BTreeMap<String, f64> {
     let mut per_target: BTreeMap<String, Duration> = BTreeMap::new();
     for call in profiles.iter().flat_map(|p| &p.calls) {
-        *per_target.entry(HOST.to_string()).or_default() += call.time;
+        let target = if call.target == HOST_TARGET {
+            HOST
+        } else {
+            call.target.as_str()
+        };
+        *per_target.entry(target.to_string()).or_default() += call.time;
     }
     let total: f64 = per_target.values().map(Duration::as_secs_f64).sum();
     per_target
@@ -161,13 +170,14 @@ pub fn run_bench(args: &BenchArgs) -> Result<BenchReport> {
         bail!("--iters must be at least 1");
     }
     let loading = progress(None, &format!("loading {}", args.model.display()));
-    let module = load_model(&args.model, &parse_input_shapes(&args.input_shapes)?)?;
-    let executor = Executor::new(
+    let (module, externals) = load_runnable(&args.model, &args.targets, &args.input_shapes)?;
+    let executor = Executor::with_externals(
         &module,
         ExecOptions {
             threads: args.threads,
             profile: true,
         },
+        &externals,
     )
     .with_context(|| format!("{}: cannot build the host plan", args.model.display()))?;
     let inputs = resolve_inputs(&module, args.inputs.as_deref(), Some(args.random_inputs))?;

@@ -6,6 +6,7 @@ use anyhow::{bail, Context, Result};
 use byoc_core::text::{print_module_with, PrintOptions};
 use clap::{Args, ValueEnum};
 
+use super::targets::TargetArgs;
 use crate::model::{load_model, parse_input_shapes};
 use crate::pipeline::{partition, PartitionOptions, Stage as PipelineStage};
 use crate::report::{render, Format};
@@ -16,10 +17,9 @@ use crate::target::Target;
 pub struct InspectArgs {
     /// The model (.relay or .onnx).
     pub model: PathBuf,
-    /// A declarative target (JSON target spec, DESIGN §3.3); repeat for several targets, in
-    /// priority order.
-    #[arg(long = "target-spec", value_name = "FILE")]
-    pub target_specs: Vec<PathBuf>,
+    /// Targets and plugins.
+    #[command(flatten)]
+    pub targets: TargetArgs,
     /// Fix an ONNX input's shape (symbolic dimensions): NAME=D0,D1,... (repeatable).
     #[arg(long = "input-shape", value_name = "NAME=DIMS")]
     pub input_shapes: Vec<String>,
@@ -67,11 +67,7 @@ impl Stage {
 
 /// Runs `byoc inspect`.
 pub fn inspect(args: &InspectArgs) -> Result<()> {
-    let targets = args
-        .target_specs
-        .iter()
-        .map(|p| Target::from_spec_file(p))
-        .collect::<Result<Vec<_>, _>>()?;
+    let targets = args.targets.select()?.targets;
     let module = load_model(&args.model, &parse_input_shapes(&args.input_shapes)?)?;
     let text = match args.stage.pipeline_stage() {
         None if args.format == Format::Text => {

@@ -3,9 +3,12 @@
 //! Exit codes: 0 ok, 1 a check failed ([`CheckFailed`]), 2 bad usage or bad input.
 
 mod bench;
+mod build;
 pub mod inputs;
 mod inspect;
+mod plugins;
 mod run;
+mod targets;
 
 use std::fmt;
 
@@ -13,8 +16,11 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 pub use bench::{BenchArgs, BenchReport};
+pub use build::BuildArgs;
 pub use inspect::InspectArgs;
+pub use plugins::PluginsArgs;
 pub use run::RunArgs;
+pub use targets::TargetArgs;
 
 /// byoc: partition deep-learning models across accelerator backends, inspect and run them.
 #[derive(Debug, Parser)]
@@ -30,8 +36,12 @@ pub struct Cli {
 pub enum Command {
     /// Print the module after a stage of the pipeline.
     Inspect(InspectArgs),
-    /// Run a model on inputs from an .npz file (or random inputs) and write the outputs.
+    /// Run a model or an artifact on inputs from an .npz file (or random inputs) and write the outputs.
     Run(RunArgs),
+    /// Partition a model for targets, compile the partitions and write one artifact file.
+    Build(BuildArgs),
+    /// List the plugins byoc can load.
+    Plugins(PluginsArgs),
     /// Time repeated runs of a model and print median/min/max latency and per-target shares as JSON.
     Bench(BenchArgs),
 }
@@ -53,6 +63,8 @@ pub fn execute(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Inspect(args) => inspect::inspect(&args),
         Command::Run(args) => run::run(&args),
+        Command::Build(args) => build::build(&args),
+        Command::Plugins(args) => plugins::plugins(&args),
         Command::Bench(args) => bench::bench(&args),
     }
 }

@@ -1,19 +1,27 @@
-//! `byoc run`: execute a model on the host executor.
+//! `byoc run`: execute a model (on the host, or partitioned for targets) or an artifact.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use byoc_core::exec::{ExecOptions, Executor};
+use byoc_core::artifact::Artifact;
+use byoc_core::exec::{ExecOptions, Executor, ExternalModules};
+use byoc_core::plugin::{PluginRegistry, REFERENCE_RUNTIME};
+use byoc_core::Module;
 use clap::Args;
 
 use super::inputs::{output_map, resolve_inputs};
+use super::targets::{partition_and_compile, TargetArgs};
 use crate::model::{load_model, parse_input_shapes};
+use crate::plugins::{discover_plugins, find_plugin};
 
 /// Arguments of `byoc run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The model (.relay or .onnx).
+    /// The model (.relay or .onnx) or an artifact (.byoc) from `byoc build`.
     pub model: PathBuf,
+    /// Targets and plugins (for a model; an artifact names its own plugins).
+    #[command(flatten)]
+    pub targets: TargetArgs,
     /// Fix an ONNX input's shape (symbolic dimensions): NAME=D0,D1,... (repeatable).
     #[arg(long = "input-shape", value_name = "NAME=DIMS")]
     pub input_shapes: Vec<String>,
@@ -29,23 +37,78 @@ pub struct RunArgs {
     /// Worker threads (0: all cores).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
+    /// Print the time per target and per partition to standard error.
+    #[arg(long)]
+    pub profile: bool,
+}
+
+/// True when `path` names an artifact (by extension).
+fn is_artifact(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "byoc")
+}
+
+/// Loads an artifact and its partitions, resolving plugins by name.
+fn load_artifact(path: &Path, args: &TargetArgs) -> Result<(Module, ExternalModules)> {
+    let name = path.display();
+    let artifact = Artifact::read(path).with_context(|| format!("{name}: cannot load"))?;
+    let needs_registry = artifact
+        .partitions
+        .iter()
+        .any(|p| p.target.plugin != REFERENCE_RUNTIME);
+    let registry = if needs_registry {
+        discover_plugins(&args.plugin_paths)?
+    } else {
+        PluginRegistry::new()
+    };
+    let externals = artifact
+        .load_externals(|plugin| find_plugin(&registry, plugin))
+        .with_context(|| format!("{name}: cannot load"))?;
+    Ok((artifact.module, externals))
+}
+
+/// The module to run and its compiled partitions: an artifact as built, or a model run on
+/// the host or partitioned for the selected targets.
+pub fn load_runnable(
+    model: &Path,
+    targets: &TargetArgs,
+    input_shapes: &[String],
+) -> Result<(Module, ExternalModules)> {
+    if is_artifact(model) {
+        return load_artifact(model, targets);
+    }
+    let module = load_model(model, &parse_input_shapes(input_shapes)?)?;
+    if targets.is_empty() {
+        Ok((module, ExternalModules::new()))
+    } else {
+        partition_and_compile(&module, targets, &model.display().to_string())
+    }
 }
 
 /// Runs `byoc run`.
 pub fn run(args: &RunArgs) -> Result<()> {
-    let module = load_model(&args.model, &parse_input_shapes(&args.input_shapes)?)?;
-    let executor = Executor::new(
+    let name = args.model.display().to_string();
+    let (module, externals) = load_runnable(&args.model, &args.targets, &args.input_shapes)?;
+    let executor = Executor::with_externals(
         &module,
         ExecOptions {
             threads: args.threads,
-            ..ExecOptions::default()
+            profile: args.profile,
         },
+        &externals,
     )
-    .with_context(|| format!("{}: cannot build the host plan", args.model.display()))?;
+    .with_context(|| format!("{name}: cannot build the host plan"))?;
     let inputs = resolve_inputs(&module, args.inputs.as_deref(), args.random_inputs)?;
     let outputs = executor
         .run_named(&inputs)
-        .with_context(|| format!("{}: execution failed", args.model.display()))?;
+        .with_context(|| format!("{name}: execution failed"))?;
+    if let Some(profile) = executor.last_profile() {
+        for t in &profile.targets {
+            eprintln!("target {}: {} call(s), {:?}", t.target, t.calls, t.total);
+        }
+        for op in profile.ops.iter().filter(|o| o.op.starts_with('@')) {
+            eprintln!("partition {}: {} call(s), {:?}", op.op, op.calls, op.total);
+        }
+    }
     let named = output_map(&module, outputs);
     for (name, t) in &named {
         let values = t.to_f64_vec();

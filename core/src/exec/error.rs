@@ -5,6 +5,7 @@ use thiserror::Error;
 use crate::ir::{IrError, TensorType};
 use crate::op::KernelError;
 use crate::passes::TypeInferError;
+use crate::sdk::PluginError;
 
 /// Why a module could not be planned or run. Every variant names what failed and where: the
 /// input by name, or the call site (`@main:%7 > @f:%2`, the chain of inlined calls).
@@ -51,6 +52,30 @@ pub enum ExecError {
         site: String,
         /// The kernel's error.
         source: KernelError,
+    },
+    /// A call of an external function that no compiled module was given for.
+    #[error("{site}: @{function} is an external function for target '{target}' but no runtime was given for it (load the target's plugin, or compile it with the reference runtime)")]
+    NoRuntime {
+        /// The call site.
+        site: String,
+        /// The external function.
+        function: String,
+        /// Its target.
+        target: String,
+    },
+    /// An external function's compiled module failed.
+    #[error("{site}: plugin '{plugin}' failed running @{function} (target '{target}'): {error}")]
+    External {
+        /// The call site.
+        site: String,
+        /// The external function.
+        function: String,
+        /// Its target.
+        target: String,
+        /// The plugin that compiled it.
+        plugin: String,
+        /// The plugin's error (its message; not an error source, so chains print it once).
+        error: PluginError,
     },
     /// The wrong number of inputs was given.
     #[error("expected {expected} input(s) but got {got}")]

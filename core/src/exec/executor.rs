@@ -2,6 +2,8 @@
 //!
 //! [`Executor::new`] types the module (on a copy, when types are missing), lowers `@main`
 //! ([`super::plan`]), builds every kernel once and plans storage ([`super::storage`]).
+//! [`Executor::with_externals`] does the same for a partitioned module, dispatching calls of
+//! external functions to their compiled modules with views of the executor's buffers.
 //! [`Executor::run`] takes `&self` and may be called from several threads at once: each run
 //! borrows a scratch arena from a small pool (or makes one) and gives it back afterwards, so
 //! repeated runs do not reallocate. Kernels run inside the executor's own rayon pool.
@@ -11,7 +13,8 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use super::error::ExecError;
-use super::plan::{lower, InputInfo, Plan};
+use super::external::ExternalModules;
+use super::plan::{lower, InputInfo, Kernel, Plan};
 use super::profile::{CallTime, Profile};
 use super::storage::{plan_storage, Loc, MemoryReport, OutputSource, StoragePlan};
 use crate::ir::{Module, Type};
@@ -63,14 +66,25 @@ fn fully_typed(module: &Module) -> bool {
 
 impl Executor {
     /// Plans `module` for execution: infers types if any are missing, lowers `@main`, builds
-    /// each call site's kernel and plans storage.
+    /// each call site's kernel and plans storage. A module that calls an external function
+    /// does not plan here (see [`Executor::with_externals`]).
     pub fn new(module: &Module, options: ExecOptions) -> Result<Executor, ExecError> {
+        Executor::with_externals(module, options, &ExternalModules::new())
+    }
+
+    /// Plans a partitioned module: calls of external functions run the compiled modules in
+    /// `externals`; an external function without one is an error.
+    pub fn with_externals(
+        module: &Module,
+        options: ExecOptions,
+        externals: &ExternalModules,
+    ) -> Result<Executor, ExecError> {
         let plan = if fully_typed(module) {
-            lower(module)?
+            lower(module, externals)?
         } else {
             let mut typed = module.clone();
             infer_types(&mut typed)?;
-            lower(&typed)?
+            lower(&typed, externals)?
         };
         let storage = plan_storage(&plan);
         let threads = match options.threads {
@@ -139,6 +153,12 @@ impl Executor {
     /// tensor per flattened leaf of its result. No output shares memory with another output,
     /// an input or a constant.
     pub fn run(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>, ExecError> {
+        let views: Vec<TensorRef<'_>> = inputs.iter().map(Tensor::view).collect();
+        self.run_views(&views)
+    }
+
+    /// [`Executor::run`] on borrowed inputs.
+    pub fn run_views(&self, inputs: &[TensorRef<'_>]) -> Result<Vec<Tensor>, ExecError> {
         self.check_inputs(inputs)?;
         self.pool.install(|| self.execute(inputs))
     }
@@ -176,7 +196,7 @@ impl Executor {
         self.run(&ordered)
     }
 
-    fn check_inputs(&self, inputs: &[Tensor]) -> Result<(), ExecError> {
+    fn check_inputs(&self, inputs: &[TensorRef<'_>]) -> Result<(), ExecError> {
         if inputs.len() != self.plan.inputs.len() {
             return Err(ExecError::InputCount {
                 expected: self.plan.inputs.len(),
@@ -184,11 +204,11 @@ impl Executor {
             });
         }
         for (info, t) in self.plan.inputs.iter().zip(inputs) {
-            if t.ty() != &info.ty {
+            if t.ty != &info.ty || t.bytes.len() != info.ty.size_bytes() {
                 return Err(ExecError::InputType {
                     name: info.name.clone(),
                     expected: info.ty.clone(),
-                    got: t.ty().clone(),
+                    got: t.ty.clone(),
                 });
             }
         }
@@ -196,7 +216,7 @@ impl Executor {
     }
 
     /// Runs the plan on checked inputs, inside the thread pool.
-    fn execute(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>, ExecError> {
+    fn execute(&self, inputs: &[TensorRef<'_>]) -> Result<Vec<Tensor>, ExecError> {
         let start = Instant::now();
         let mut bufs = self.take_arena();
         let n_slots = bufs.len();
@@ -233,7 +253,7 @@ impl Executor {
 
     fn run_instructions(
         &self,
-        inputs: &[Tensor],
+        inputs: &[TensorRef<'_>],
         bufs: &mut [AlignedBuf],
         calls: &mut Vec<CallTime>,
     ) -> Result<(), ExecError> {
@@ -265,10 +285,30 @@ impl Executor {
                 })
                 .collect();
             let t0 = self.profile.then(Instant::now);
-            let status = instr.kernel.run(&ins, &mut outs, self.threads);
+            let status =
+                match &instr.kernel {
+                    Kernel::Host { op, kernel } => kernel
+                        .run(&ins, &mut outs, self.threads)
+                        .map_err(|source| ExecError::Kernel {
+                            op: op.name().to_string(),
+                            site: instr.site.clone(),
+                            source,
+                        }),
+                    Kernel::External { function, module } => module
+                        .module
+                        .run(&ins, &mut outs)
+                        .map_err(|error| ExecError::External {
+                            site: instr.site.clone(),
+                            function: function.clone(),
+                            target: module.target.clone(),
+                            plugin: module.plugin.clone(),
+                            error,
+                        }),
+                };
             if let Some(t0) = t0 {
                 calls.push(CallTime {
-                    op: instr.op.name().to_string(),
+                    op: instr.label(),
+                    target: instr.target().to_string(),
                     site: instr.site.clone(),
                     time: t0.elapsed(),
                 });
@@ -278,11 +318,7 @@ impl Executor {
             for (b, buf) in taken {
                 bufs[b] = buf;
             }
-            status.map_err(|source| ExecError::Kernel {
-                op: instr.op.name().to_string(),
-                site: instr.site.clone(),
-                source,
-            })?;
+            status?;
         }
         Ok(())
     }
@@ -300,12 +336,12 @@ impl Executor {
     fn tensor_ref<'a>(
         &'a self,
         v: usize,
-        inputs: &'a [Tensor],
+        inputs: &[TensorRef<'a>],
         bufs: &'a [AlignedBuf],
     ) -> TensorRef<'a> {
         let ty = &self.plan.values[v].ty;
         let bytes = match &self.storage.locs[v] {
-            Loc::Input(i) => inputs[*i].as_bytes(),
+            Loc::Input(i) => inputs[*i].bytes,
             Loc::Constant(t) => t.as_bytes(),
             Loc::Buffer(b) => &bufs[*b].as_bytes()[..ty.size_bytes()],
         };
@@ -313,7 +349,7 @@ impl Executor {
     }
 
     /// The caller's outputs: copies first (they may read a buffer that is then moved out).
-    fn collect_outputs(&self, inputs: &[Tensor], bufs: &mut [AlignedBuf]) -> Vec<Tensor> {
+    fn collect_outputs(&self, inputs: &[TensorRef<'_>], bufs: &mut [AlignedBuf]) -> Vec<Tensor> {
         let mut outs: Vec<Option<Tensor>> = self
             .storage
             .outputs

@@ -3,8 +3,9 @@
 //! Every tensor the program handles is a [`Value`]: an input, a constant (bound once, shared
 //! with the module, never copied), the output of an instruction, or a view of another value.
 //! Tuples and tuple-get-item exist only during lowering (they alias values, no copies);
-//! calls of local function literals (composites) and of global functions are inlined, each call
-//! site getting its own instructions; ops marked [`crate::op::OpDef::is_view`] become views of
+//! calls of local function literals (composites) and of host global functions are inlined, each
+//! call site getting its own instructions; a call of an external function (`Compiler`
+//! attribute) becomes one instruction running its compiled module ([`super::external`]); ops marked [`crate::op::OpDef::is_view`] become views of
 //! their first input instead of instructions. Instructions come out in a topological order:
 //! every value is produced before its first use.
 //!
@@ -15,6 +16,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::error::ExecError;
+use super::external::{ExternalModule, ExternalModules};
 use super::promote;
 use crate::ir::{Call, Callee, Expr, ExprId, Function, Module, TensorType, Type};
 use crate::op::{HostKernel, Op};
@@ -43,14 +45,26 @@ pub(crate) struct Value {
     pub source: Source,
 }
 
+/// What an instruction runs.
+pub(crate) enum Kernel {
+    /// A host kernel of an op, built once for this site's types and attributes.
+    Host { op: Op, kernel: Box<dyn HostKernel> },
+    /// The compiled module of an external function.
+    External {
+        function: String,
+        module: ExternalModule,
+    },
+}
+
+/// The target name of host instructions in profiles.
+pub(crate) const HOST_TARGET: &str = "default";
+
 /// One kernel call.
 pub(crate) struct Instr {
-    /// The op.
-    pub op: Op,
+    /// What runs.
+    pub kernel: Kernel,
     /// The call site (see the module docs).
     pub site: String,
-    /// The kernel, built once for this site's types and attributes.
-    pub kernel: Box<dyn HostKernel>,
     /// Input values, tuple arguments flattened.
     pub inputs: Vec<ValueId>,
     /// Output values (each [`Source::Produced`]), tuple results flattened.
@@ -76,6 +90,24 @@ pub(crate) struct Plan {
     pub outputs: Vec<ValueId>,
     /// `@main`'s result type (its tuple structure).
     pub result_type: Type,
+}
+
+impl Instr {
+    /// The op name, or `@function` for an external call.
+    pub fn label(&self) -> String {
+        match &self.kernel {
+            Kernel::Host { op, .. } => op.name().to_string(),
+            Kernel::External { function, .. } => format!("@{function}"),
+        }
+    }
+
+    /// The target that runs the instruction.
+    pub fn target(&self) -> &str {
+        match &self.kernel {
+            Kernel::Host { .. } => HOST_TARGET,
+            Kernel::External { module, .. } => &module.target,
+        }
+    }
 }
 
 impl Plan {
@@ -130,11 +162,13 @@ fn lowering(site: &str, message: impl Into<String>) -> ExecError {
     }
 }
 
-/// Lowers `@main` of `module`, whose live nodes must all be typed.
-pub(crate) fn lower(module: &Module) -> Result<Plan, ExecError> {
+/// Lowers `@main` of `module`, whose live nodes must all be typed; calls of external
+/// functions run the modules in `externals`.
+pub(crate) fn lower(module: &Module, externals: &ExternalModules) -> Result<Plan, ExecError> {
     let main = module.main()?;
     let mut lowerer = Lowerer {
         module,
+        externals,
         values: Vec::new(),
         instrs: Vec::new(),
         inputs: Vec::new(),
@@ -165,6 +199,7 @@ pub(crate) fn lower(module: &Module) -> Result<Plan, ExecError> {
 
 struct Lowerer<'m> {
     module: &'m Module,
+    externals: &'m ExternalModules,
     values: Vec<Value>,
     instrs: Vec<Instr>,
     inputs: Vec<InputInfo>,
@@ -272,6 +307,9 @@ impl<'m> Lowerer<'m> {
                 site: site.to_string(),
                 name: name.to_string(),
             })?;
+        if let Some(target) = callee.attrs.get_str("Compiler") {
+            return self.lower_external_call(site, name, target, callee, &args);
+        }
         if self.stack.iter().any(|s| s == name) {
             return Err(ExecError::Recursive {
                 site: site.to_string(),
@@ -283,6 +321,59 @@ impl<'m> Lowerer<'m> {
         let result = self.lower_body(callee, &format!("{site} > @{name}"), callee.body, bindings);
         self.stack.pop();
         result
+    }
+
+    /// One instruction running the compiled module of the external function `name`.
+    fn lower_external_call(
+        &mut self,
+        site: &str,
+        name: &str,
+        target: &str,
+        callee: &Function,
+        args: &[Lowered<'m>],
+    ) -> Result<Lowered<'m>, ExecError> {
+        let module = self
+            .externals
+            .get(name)
+            .ok_or_else(|| ExecError::NoRuntime {
+                site: site.to_string(),
+                function: name.to_string(),
+                target: target.to_string(),
+            })?
+            .clone();
+        if callee.params.len() != args.len() {
+            return Err(lowering(
+                site,
+                format!(
+                    "@{name} takes {} argument(s) but {} were given",
+                    callee.params.len(),
+                    args.len()
+                ),
+            ));
+        }
+        let mut inputs = Vec::new();
+        for a in args {
+            a.flatten(site, &mut inputs)?;
+        }
+        let result_ty = callee
+            .ty(callee.body)
+            .ok_or_else(|| lowering(site, format!("the result of @{name} is not typed")))?;
+        let outputs: Vec<ValueId> = result_ty
+            .flatten_tensors()
+            .into_iter()
+            .map(|t| self.value(t.clone(), Source::Produced))
+            .collect();
+        self.instrs.push(Instr {
+            kernel: Kernel::External {
+                function: name.to_string(),
+                module,
+            },
+            site: site.to_string(),
+            inputs,
+            outputs: outputs.clone(),
+        });
+        rebuild(result_ty, &mut outputs.into_iter())
+            .ok_or_else(|| lowering(site, format!("@{name} returns {result_ty}, not tensors")))
     }
 
     fn lower_local_call(
@@ -340,9 +431,11 @@ impl<'m> Lowerer<'m> {
             .map(|t| self.value(t, Source::Produced))
             .collect();
         self.instrs.push(Instr {
-            op: op.clone(),
+            kernel: Kernel::Host {
+                op: op.clone(),
+                kernel,
+            },
             site: site.to_string(),
-            kernel,
             inputs,
             outputs: outputs.clone(),
         });

@@ -1,4 +1,6 @@
-//! Per-op timing of one run: each kernel call's time, and the totals per op name.
+//! Timing of one run: each kernel call's time, the totals per op name (an external call is
+//! named `@function`, so its total is the partition's time) and per target (`default` for the
+//! host).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -6,8 +8,10 @@ use std::time::Duration;
 /// The time of one kernel call.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CallTime {
-    /// The op name.
+    /// The op name, or `@function` for a call of an external function.
     pub op: String,
+    /// The target that ran it (`default` for the host).
+    pub target: String,
     /// The call site (`@main:%7 > @f:%2`).
     pub site: String,
     /// Wall-clock time of the kernel.
@@ -25,6 +29,17 @@ pub struct OpTime {
     pub total: Duration,
 }
 
+/// The total time of one target.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TargetTime {
+    /// The target name (`default` for the host).
+    pub target: String,
+    /// Number of calls.
+    pub calls: usize,
+    /// Sum of their times.
+    pub total: Duration,
+}
+
 /// The timing profile of one run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Profile {
@@ -32,6 +47,8 @@ pub struct Profile {
     pub calls: Vec<CallTime>,
     /// Totals per op, largest total first (ties by name).
     pub ops: Vec<OpTime>,
+    /// Totals per target, largest total first (ties by name).
+    pub targets: Vec<TargetTime>,
     /// Wall-clock time of the whole run (kernels, copies and bookkeeping).
     pub total: Duration,
 }
@@ -39,21 +56,42 @@ pub struct Profile {
 impl Profile {
     /// A profile from the calls of one run, aggregating per op.
     pub fn new(calls: Vec<CallTime>, total: Duration) -> Self {
-        let mut per_op: BTreeMap<&str, (usize, Duration)> = BTreeMap::new();
-        for c in &calls {
-            let e = per_op.entry(&c.op).or_default();
-            e.0 += 1;
-            e.1 += c.time;
-        }
-        let mut ops: Vec<OpTime> = per_op
+        let mut ops: Vec<OpTime> = totals(&calls, |c| &c.op)
             .into_iter()
-            .map(|(op, (calls, total))| OpTime {
-                op: op.to_string(),
+            .map(|(op, calls, total)| OpTime { op, calls, total })
+            .collect();
+        ops.sort_by(|a, b| b.total.cmp(&a.total).then_with(|| a.op.cmp(&b.op)));
+        let mut targets: Vec<TargetTime> = totals(&calls, |c| &c.target)
+            .into_iter()
+            .map(|(target, calls, total)| TargetTime {
+                target,
                 calls,
                 total,
             })
             .collect();
-        ops.sort_by(|a, b| b.total.cmp(&a.total).then_with(|| a.op.cmp(&b.op)));
-        Profile { calls, ops, total }
+        targets.sort_by(|a, b| b.total.cmp(&a.total).then_with(|| a.target.cmp(&b.target)));
+        Profile {
+            calls,
+            ops,
+            targets,
+            total,
+        }
     }
+}
+
+/// Call counts and time sums grouped by `key`, in key order.
+fn totals(
+    calls: &[CallTime],
+    key: impl Fn(&CallTime) -> &String,
+) -> Vec<(String, usize, Duration)> {
+    let mut groups: BTreeMap<&str, (usize, Duration)> = BTreeMap::new();
+    for c in calls {
+        let e = groups.entry(key(c)).or_default();
+        e.0 += 1;
+        e.1 += c.time;
+    }
+    groups
+        .into_iter()
+        .map(|(k, (n, t))| (k.to_string(), n, t))
+        .collect()
 }

@@ -1,0 +1,139 @@
+//! Codegen: compiling every external function of a partitioned module with its target's
+//! runtime, into the [`ExternalModules`] the executor dispatches to.
+//!
+//! For each global function with a `Compiler` attribute: the target's runtime is looked up
+//! in [`Runtimes`] (missing: an error, never a host fallback); when the runtime's description
+//! asks for it, its optimize hook rewrites the partition (the signature must not change);
+//! then the runtime compiles it.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::error::CodegenError;
+use super::reference::ReferenceRuntime;
+use crate::exec::{ExternalModule, ExternalModules};
+use crate::ir::Module;
+use crate::passes::infer_types;
+use crate::sdk::{CompileOptions, PartitionedFunction, Plugin};
+
+/// The runtime that compiles each target's partitions.
+#[derive(Clone, Default)]
+pub struct Runtimes {
+    by_target: BTreeMap<String, Arc<dyn Plugin>>,
+}
+
+impl std::fmt::Debug for Runtimes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map()
+            .entries(self.by_target.iter().map(|(t, p)| (t, p.name())))
+            .finish()
+    }
+}
+
+impl Runtimes {
+    /// No runtimes.
+    pub fn new() -> Self {
+        Runtimes::default()
+    }
+
+    /// Compiles `target`'s partitions with `plugin`.
+    pub fn with(mut self, target: impl Into<String>, plugin: Arc<dyn Plugin>) -> Self {
+        self.by_target.insert(target.into(), plugin);
+        self
+    }
+
+    /// Compiles `target`'s partitions with the reference runtime (host kernels).
+    pub fn with_reference(self, target: impl Into<String>) -> Self {
+        self.with(target, Arc::new(ReferenceRuntime))
+    }
+
+    /// The reference runtime for every target that has a partition in `module` (tests and
+    /// declarative targets).
+    pub fn reference_for(module: &Module) -> Self {
+        external_functions(module)
+            .into_iter()
+            .fold(Runtimes::new(), |r, (_, target)| r.with_reference(target))
+    }
+
+    /// The runtime of `target`.
+    pub fn get(&self, target: &str) -> Option<&Arc<dyn Plugin>> {
+        self.by_target.get(target)
+    }
+}
+
+/// The external functions of `module` with their targets, by name.
+pub fn external_functions(module: &Module) -> Vec<(String, String)> {
+    module
+        .functions()
+        .filter_map(|(name, f)| {
+            f.attrs
+                .get_str("Compiler")
+                .map(|t| (name.to_string(), t.to_string()))
+        })
+        .collect()
+}
+
+/// Compiles every external function of `module` (see the module docs).
+pub fn compile_externals(
+    module: &Module,
+    runtimes: &Runtimes,
+    options: &CompileOptions,
+) -> Result<ExternalModules, CodegenError> {
+    let mut typed = module.clone();
+    infer_types(&mut typed)?;
+    let mut out = ExternalModules::new();
+    for (name, target) in external_functions(&typed) {
+        let plugin = runtimes
+            .get(&target)
+            .ok_or_else(|| CodegenError::NoRuntime {
+                function: name.clone(),
+                target: target.clone(),
+                reason: "no plugin or target spec provides it".to_string(),
+            })?;
+        let Some(f) = typed.get(&name) else { continue };
+        let mut function = PartitionedFunction {
+            symbol: name.clone(),
+            function: f.clone(),
+        };
+        let failed = |operation, error| CodegenError::Plugin {
+            plugin: plugin.name().to_string(),
+            operation,
+            function: name.clone(),
+            error,
+        };
+        if plugin.describe().optimize {
+            let before = function.function.func_type();
+            function = plugin
+                .optimize(function)
+                .map_err(|e| failed("optimize", e))?;
+            let after = function.function.func_type();
+            if before != after {
+                let show = |t: Option<crate::ir::FuncType>| {
+                    t.map_or("an untyped function".to_string(), |t| {
+                        let params: Vec<String> = t.params.iter().map(|p| p.to_string()).collect();
+                        format!("fn ({}) -> {}", params.join(", "), t.ret)
+                    })
+                };
+                return Err(CodegenError::Signature {
+                    plugin: plugin.name().to_string(),
+                    function: name,
+                    before: show(before),
+                    after: show(after),
+                });
+            }
+        }
+        let compiled = plugin
+            .compile(&function, options)
+            .map_err(|e| failed("compile", e))?;
+        out.insert(
+            name,
+            ExternalModule {
+                target,
+                plugin: plugin.name().to_string(),
+                plugin_version: plugin.version().to_string(),
+                module: Arc::from(compiled),
+            },
+        );
+    }
+    Ok(out)
+}

@@ -1,0 +1,102 @@
+//! Opening a plugin library and checking its table before anything else is read.
+//!
+//! The library is opened with `RTLD_NOW | RTLD_LOCAL` (unresolved symbols fail at load, the
+//! plugin's symbols do not leak into later libraries) and never closed: its handle is
+//! forgotten on purpose, because unloading a Rust library that used thread-locals is unsound.
+//! Checks, in order: the file exists, the system loader accepts it, it exports
+//! [`ENTRY_SYMBOL`], the entry returns a table with [`MAGIC`], the ABI major version matches
+//! and the table is at least as large as this host's. Then the plugin's custom datatypes are
+//! registered.
+
+use std::path::Path;
+
+use super::error::LoadError;
+use super::loaded::LoadedPlugin;
+use crate::ir::register_custom_dtype;
+use crate::sdk::abi::{
+    PluginHeader, PluginVTable, ABI_MAJOR, ABI_MINOR, ENTRY_SYMBOL, MAGIC, SDK_VERSION,
+};
+
+type EntryFn = unsafe extern "C" fn() -> *const PluginHeader;
+
+fn open(path: &Path) -> Result<libloading::Library, libloading::Error> {
+    #[cfg(unix)]
+    {
+        use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
+        // SAFETY: loading runs the library's initializers; loading a plugin means trusting it.
+        unsafe { Library::open(Some(path), RTLD_NOW | RTLD_LOCAL) }.map(Into::into)
+    }
+    #[cfg(not(unix))]
+    {
+        // SAFETY: as above.
+        unsafe { libloading::Library::new(path) }
+    }
+}
+
+/// Loads the plugin in the shared library at `path` and checks its ABI.
+pub fn load_plugin(path: &Path) -> Result<LoadedPlugin, LoadError> {
+    if !path.exists() {
+        return Err(LoadError::NotFound {
+            path: path.to_path_buf(),
+        });
+    }
+    let lib = open(path).map_err(|e| LoadError::Open {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    // SAFETY: the symbol's type is the one `export_plugin!` defines.
+    let entry: EntryFn = match unsafe { lib.get::<EntryFn>(ENTRY_SYMBOL.as_bytes()) } {
+        Ok(sym) => *sym,
+        Err(_) => {
+            return Err(LoadError::NoEntry {
+                path: path.to_path_buf(),
+                symbol: ENTRY_SYMBOL,
+            })
+        }
+    };
+    // Never unloaded: the entry point and everything it returns stay valid.
+    std::mem::forget(lib);
+    // SAFETY: the entry point takes no arguments and catches its own panics.
+    let header = unsafe { entry() };
+    if header.is_null() {
+        return Err(LoadError::EntryFailed {
+            path: path.to_path_buf(),
+        });
+    }
+    // SAFETY: a non-null entry result points to a header in the library's static data.
+    let h: &'static PluginHeader = unsafe { &*header };
+    if h.magic != MAGIC {
+        return Err(LoadError::BadMagic {
+            path: path.to_path_buf(),
+        });
+    }
+    if h.abi_major != ABI_MAJOR || h.table_size < std::mem::size_of::<PluginVTable>() {
+        return Err(LoadError::Incompatible {
+            path: path.to_path_buf(),
+            // SAFETY: the header's version string is static data of the library.
+            plugin_sdk: unsafe { h.sdk_version.text() },
+            plugin_major: h.abi_major,
+            plugin_minor: h.abi_minor,
+            host_sdk: SDK_VERSION,
+            host_major: ABI_MAJOR,
+            host_minor: ABI_MINOR,
+        });
+    }
+    // SAFETY: the header is the first field of a table of at least this host's size.
+    let table: &'static PluginVTable = unsafe { &*header.cast::<PluginVTable>() };
+    let plugin = LoadedPlugin::from_table(table, path).map_err(|(plugin, message)| {
+        LoadError::Description {
+            path: path.to_path_buf(),
+            plugin,
+            message,
+        }
+    })?;
+    for d in &plugin.description.datatypes {
+        register_custom_dtype(&d.name, d.code).map_err(|error| LoadError::Datatype {
+            path: path.to_path_buf(),
+            plugin: plugin.name.clone(),
+            error,
+        })?;
+    }
+    Ok(plugin)
+}

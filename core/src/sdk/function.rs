@@ -1,0 +1,178 @@
+//! What crosses the plugin boundary as text: partitioned functions and single op calls.
+//!
+//! A [`PartitionedFunction`] is one external function (`Compiler="<target>"`) of a
+//! partitioned module, with its symbol. It crosses the ABI as Relay text (a module holding
+//! just that function, constants inline) and is parsed and type-checked on the receiving side.
+//! An op call that a predicate or pattern check is asked about crosses the same way, as a
+//! one-call function `def @main(%a0: T0, ...) { op(%a0, ..., attrs) }` ([`call_to_text`],
+//! [`OwnedCall::parse`]).
+
+use thiserror::Error;
+
+use crate::ir::{Attrs, Callee, Expr, Function, FunctionBuilder, IrError, Module, Type};
+use crate::op::Op;
+use crate::passes::{infer_types, TypeInferError};
+use crate::target::CallView;
+use crate::text::{parse_module, print_module, ParseError};
+
+/// Errors of reading a function or call that crossed the boundary as text.
+#[derive(Debug, Error, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum CrossingError {
+    /// The text does not parse.
+    #[error("malformed function text: {0}")]
+    Parse(#[from] ParseError),
+    /// The text holds no function or several.
+    #[error("expected exactly one function in the text, found {0}")]
+    FunctionCount(usize),
+    /// The function does not type-check.
+    #[error("{0}")]
+    Types(#[from] TypeInferError),
+    /// A call text whose body is not one op call over the parameters.
+    #[error("call text: the body is not a single op call")]
+    NotACall,
+    /// The function could not be built.
+    #[error(transparent)]
+    Ir(#[from] IrError),
+}
+
+/// One partition: the external function and its symbol (`global_symbol`, e.g. `vendor_0`).
+#[derive(Clone, Debug)]
+pub struct PartitionedFunction {
+    /// The symbol: the global function's name.
+    pub symbol: String,
+    /// The typed function, with its attributes (`Compiler`, `global_symbol`, `Primitive`).
+    pub function: Function,
+}
+
+impl PartitionedFunction {
+    /// The target that the function is for (its `Compiler` attribute), if any.
+    pub fn target(&self) -> Option<&str> {
+        self.function.attrs.get_str("Compiler")
+    }
+
+    /// The Relay text of a module holding just this function.
+    pub fn to_text(&self) -> String {
+        let mut m = Module::new();
+        m.insert(self.symbol.clone(), self.function.clone());
+        print_module(&m)
+    }
+
+    /// Reads the text of [`PartitionedFunction::to_text`] and infers its types.
+    pub fn from_text(text: &str) -> Result<Self, CrossingError> {
+        let mut m = parse_module(text)?;
+        if m.len() != 1 {
+            return Err(CrossingError::FunctionCount(m.len()));
+        }
+        infer_types(&mut m)?;
+        let symbol = m.names().remove(0);
+        let function = m.remove(&symbol).ok_or(CrossingError::FunctionCount(0))?;
+        Ok(PartitionedFunction { symbol, function })
+    }
+}
+
+/// The text of a one-call function for `call` (see the module docs).
+pub fn call_to_text(call: &CallView<'_>) -> Result<String, CrossingError> {
+    let mut b = FunctionBuilder::new();
+    let params: Vec<_> = call
+        .arg_types
+        .iter()
+        .enumerate()
+        .map(|(i, t)| b.param(format!("a{i}"), t.clone()))
+        .collect();
+    let body = b.call_op(call.op, &params, call.attrs.clone())?;
+    let f = b.finish(params, body, Attrs::new())?;
+    Ok(print_module(&Module::from_main(f)))
+}
+
+/// An op call read back from [`call_to_text`]: owns what a [`CallView`] borrows.
+#[derive(Clone, Debug)]
+pub struct OwnedCall {
+    /// The op.
+    pub op: Op,
+    /// Its normalized attributes.
+    pub attrs: Attrs,
+    /// Argument types.
+    pub arg_types: Vec<Type>,
+    /// The inferred result type.
+    pub result_type: Type,
+}
+
+impl OwnedCall {
+    /// Parses and types a call text.
+    pub fn parse(text: &str) -> Result<Self, CrossingError> {
+        let mut m = parse_module(text)?;
+        infer_types(&mut m)?;
+        let f = m
+            .main()
+            .map_err(|_| CrossingError::FunctionCount(m.len()))?;
+        let Expr::Call(call) = f.expr(f.body) else {
+            return Err(CrossingError::NotACall);
+        };
+        let Callee::Op(op) = &call.callee else {
+            return Err(CrossingError::NotACall);
+        };
+        let ty = |id| f.ty(id).cloned().ok_or(CrossingError::NotACall);
+        Ok(OwnedCall {
+            op: op.clone(),
+            attrs: call.attrs.clone(),
+            arg_types: call.args.iter().map(|&a| ty(a)).collect::<Result<_, _>>()?,
+            result_type: ty(f.body)?,
+        })
+    }
+
+    /// The call as predicates see it.
+    pub fn view(&self) -> CallView<'_> {
+        CallView {
+            op: &self.op,
+            attrs: &self.attrs,
+            arg_types: &self.arg_types,
+            result_type: &self.result_type,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{AttrValue, DType};
+    use crate::op::OpRegistry;
+
+    #[test]
+    fn call_text_round_trips() {
+        let clip = OpRegistry::lookup("clip").unwrap();
+        let attrs = clip
+            .normalize_attrs(
+                Attrs::new()
+                    .with("a_min", AttrValue::Float(0.0))
+                    .with("a_max", AttrValue::Float(6.0)),
+            )
+            .unwrap();
+        let t = Type::tensor([2, 3], DType::Float32);
+        let view = CallView {
+            op: &clip,
+            attrs: &attrs,
+            arg_types: std::slice::from_ref(&t),
+            result_type: &t,
+        };
+        let back = OwnedCall::parse(&call_to_text(&view).unwrap()).unwrap();
+        assert_eq!(back.op.name(), "clip");
+        assert_eq!(back.attrs, attrs);
+        assert_eq!(back.arg_types, vec![t.clone()]);
+        assert_eq!(back.result_type, t);
+    }
+
+    #[test]
+    fn partitioned_function_round_trips_and_bad_text_is_an_error() {
+        let text = "def @acc_0(%x: Tensor[(2), float32], Compiler=\"acc\", global_symbol=\"acc_0\", Primitive=1) {\n  nn.relu(%x)\n}\n";
+        let f = PartitionedFunction::from_text(text).unwrap();
+        assert_eq!(f.symbol, "acc_0");
+        assert_eq!(f.target(), Some("acc"));
+        let again = PartitionedFunction::from_text(&f.to_text()).unwrap();
+        assert!(crate::ir::structural_eq_function(&f.function, &again.function).is_ok());
+        assert!(matches!(
+            PartitionedFunction::from_text("def @a("),
+            Err(CrossingError::Parse(_))
+        ));
+    }
+}

@@ -1,0 +1,30 @@
+//! The plugin SDK: what a vendor implements to bring a codegen backend to byoc.
+//!
+//! A vendor crate implements [`Plugin`] (name, version, a [`TargetDescription`] of the ops
+//! and patterns it takes, `compile` of a [`PartitionedFunction`] into a [`CompiledModule`],
+//! `deserialize`) and [`CompiledModule`] (`run` on views of the host's buffers, `serialize`),
+//! then exports it with [`crate::export_plugin!`] from a `cdylib`. The host loads the `.so`
+//! ([`crate::plugin`]) and checks the ABI version before using it.
+//!
+//! This module is the stable surface: [`abi`] is the C boundary (versioned, append-only), and
+//! everything that crosses it is text (functions, op calls), JSON (descriptions, options) or
+//! `#[repr(C)]` tensor views ([`TensorView`]), so the vendor-facing types can grow without
+//! breaking plugins built against an older SDK of the same ABI major version.
+
+pub mod abi;
+mod describe;
+mod function;
+mod plugin;
+mod view;
+
+pub use describe::{
+    CheckKind, CustomDatatype, DatatypeLowering, DescriptionError, OpSupport, PatternSpec,
+    TargetDescription,
+};
+pub use function::{call_to_text, CrossingError, OwnedCall, PartitionedFunction};
+pub use plugin::{CompileOptions, CompiledModule, Plugin, PluginError};
+pub use view::{DataType, TensorView, ViewError};
+
+// Vendors name these in their descriptions and predicates.
+pub use crate::target::{CallView, OpRule, PruneConfig, RejectReason};
+pub use crate::tensor::{TensorMut, TensorRef};

@@ -1,0 +1,111 @@
+//! The traits a vendor implements: [`Plugin`] (capabilities, compile, deserialize) and
+//! [`CompiledModule`] (run, serialize).
+//!
+//! The same traits are what the host sees of every backend: a plugin linked into the process,
+//! a plugin loaded from a `.so` (the loader implements [`Plugin`] over the C ABI), and the
+//! built-in reference runtime. Both traits are object safe; the host holds `Arc<dyn Plugin>`
+//! and `Arc<dyn CompiledModule>`.
+
+use std::collections::BTreeMap;
+
+use thiserror::Error;
+
+use super::describe::TargetDescription;
+use super::function::PartitionedFunction;
+use crate::tensor::{TensorMut, TensorRef};
+
+/// An error a plugin reports from compile, run, serialize or a hook. The message is the
+/// plugin's own; the host adds the plugin's name and the operation when it reports it.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+#[error("{message}")]
+pub struct PluginError {
+    /// What went wrong, in the plugin's words.
+    pub message: String,
+}
+
+impl PluginError {
+    /// An error with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        PluginError {
+            message: message.into(),
+        }
+    }
+}
+
+impl From<crate::tensor::TensorError> for PluginError {
+    fn from(e: crate::tensor::TensorError) -> Self {
+        PluginError::new(e.to_string())
+    }
+}
+
+/// Options of one compilation: key/value strings (`--plugin-option KEY=VALUE` on the command
+/// line, artifact build settings), passed through to the plugin unchanged.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CompileOptions {
+    /// The options, sorted by key.
+    pub values: BTreeMap<String, String>,
+}
+
+impl CompileOptions {
+    /// No options.
+    pub fn new() -> Self {
+        CompileOptions::default()
+    }
+
+    /// Adds or replaces an option.
+    pub fn with(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.values.insert(key.into(), value.into());
+        self
+    }
+
+    /// The value of `key`, if set.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.values.get(key).map(String::as_str)
+    }
+}
+
+/// A codegen backend: what it offloads, and how it turns a partitioned function into a
+/// [`CompiledModule`].
+pub trait Plugin: Send + Sync {
+    /// The plugin's name; it is also the target name (the `Compiler` attribute of its
+    /// partitions) unless the description says otherwise.
+    fn name(&self) -> &str;
+
+    /// The plugin's own version (semver text, e.g. `0.3.1`), recorded in artifacts.
+    fn version(&self) -> &str;
+
+    /// What the target supports: ops with predicates, patterns, prune settings, datatypes.
+    fn describe(&self) -> TargetDescription;
+
+    /// Rewrites one partition before it is compiled (the description's `optimize` flag says
+    /// whether the host calls it). The default returns the function unchanged.
+    fn optimize(&self, function: PartitionedFunction) -> Result<PartitionedFunction, PluginError> {
+        Ok(function)
+    }
+
+    /// Compiles one partitioned function.
+    fn compile(
+        &self,
+        function: &PartitionedFunction,
+        options: &CompileOptions,
+    ) -> Result<Box<dyn CompiledModule>, PluginError>;
+
+    /// Rebuilds a compiled module from the bytes of [`CompiledModule::serialize`].
+    fn deserialize(&self, bytes: &[u8]) -> Result<Box<dyn CompiledModule>, PluginError>;
+}
+
+/// One compiled partition, ready to run. `run` takes `&self` and may be called from several
+/// threads at once; a module with mutable state guards it itself.
+pub trait CompiledModule: Send + Sync {
+    /// Computes `outputs` from `inputs`. Both are the partition's flattened parameters and
+    /// results, in order, with exactly the partition's types; the views borrow the caller's
+    /// buffers (no copies). Every output element must be written.
+    fn run(
+        &self,
+        inputs: &[TensorRef<'_>],
+        outputs: &mut [TensorMut<'_>],
+    ) -> Result<(), PluginError>;
+
+    /// The module as bytes, for artifacts; [`Plugin::deserialize`] reads them back.
+    fn serialize(&self) -> Result<Vec<u8>, PluginError>;
+}

@@ -1,0 +1,54 @@
+//! `byoc build`: partition a model for targets, compile the partitions with their plugins,
+//! and write one artifact file.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use byoc_core::artifact::Artifact;
+use clap::Args;
+
+use super::targets::{partition_and_compile, TargetArgs};
+use crate::model::{load_model, parse_input_shapes};
+
+/// Arguments of `byoc build`.
+#[derive(Debug, Args)]
+pub struct BuildArgs {
+    /// The model (.relay or .onnx).
+    pub model: PathBuf,
+    /// Targets and plugins.
+    #[command(flatten)]
+    pub targets: TargetArgs,
+    /// Fix an ONNX input's shape (symbolic dimensions): NAME=D0,D1,... (repeatable).
+    #[arg(long = "input-shape", value_name = "NAME=DIMS")]
+    pub input_shapes: Vec<String>,
+    /// The artifact file to write.
+    #[arg(short, long)]
+    pub output: PathBuf,
+}
+
+/// Runs `byoc build`.
+pub fn build(args: &BuildArgs) -> Result<()> {
+    let name = args.model.display().to_string();
+    let module = load_model(&args.model, &parse_input_shapes(&args.input_shapes)?)?;
+    let (partitioned, externals) = partition_and_compile(&module, &args.targets, &name)?;
+    let artifact = Artifact::build(&partitioned, &externals)
+        .with_context(|| format!("{name}: cannot build the artifact"))?;
+    let bytes = artifact
+        .to_bytes()
+        .with_context(|| format!("{name}: cannot build the artifact"))?;
+    std::fs::write(&args.output, &bytes)
+        .with_context(|| format!("cannot write '{}'", args.output.display()))?;
+    println!(
+        "wrote {} ({} bytes): {} partition(s)",
+        args.output.display(),
+        bytes.len(),
+        artifact.partitions.len()
+    );
+    for t in artifact.targets() {
+        println!(
+            "  target {}: plugin {} {}",
+            t.target, t.plugin, t.plugin_version
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,77 @@
+//! The target-selection arguments shared by `inspect`, `build` and `run`, and the steps they
+//! share: partition a model for the selected targets and compile its partitions.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use byoc_core::exec::ExternalModules;
+use byoc_core::plugin::compile_externals;
+use byoc_core::sdk::CompileOptions;
+use byoc_core::Module;
+use clap::Args;
+
+use crate::pipeline::{partition, PartitionOptions};
+use crate::plugins::{select_targets, Selection};
+
+/// Which targets to use and where their plugins are.
+#[derive(Debug, Default, Args)]
+pub struct TargetArgs {
+    /// A target: the name of a plugin, or a target-spec .json file (repeatable, in priority
+    /// order, before the --target-spec targets).
+    #[arg(long = "target", value_name = "NAME")]
+    pub targets: Vec<String>,
+    /// A declarative target (JSON target spec, DESIGN §3.3), run by the reference runtime;
+    /// repeat for several targets, in priority order.
+    #[arg(long = "target-spec", value_name = "FILE")]
+    pub target_specs: Vec<PathBuf>,
+    /// A directory to search for plugins, or a plugin file (repeatable; searched before
+    /// BYOC_PLUGIN_PATH and the directory of the byoc executable).
+    #[arg(long = "plugin-path", value_name = "DIR")]
+    pub plugin_paths: Vec<PathBuf>,
+    /// An option passed to the plugins' compile: KEY=VALUE (repeatable).
+    #[arg(long = "plugin-option", value_name = "KEY=VALUE")]
+    pub plugin_options: Vec<String>,
+}
+
+impl TargetArgs {
+    /// True when no target was selected.
+    pub fn is_empty(&self) -> bool {
+        self.targets.is_empty() && self.target_specs.is_empty()
+    }
+
+    /// Resolves the targets and their runtimes.
+    pub fn select(&self) -> Result<Selection> {
+        Ok(select_targets(
+            &self.targets,
+            &self.target_specs,
+            &self.plugin_paths,
+        )?)
+    }
+
+    /// The `--plugin-option` values.
+    pub fn compile_options(&self) -> Result<CompileOptions> {
+        let mut options = CompileOptions::new();
+        for kv in &self.plugin_options {
+            let Some((k, v)) = kv.split_once('=') else {
+                bail!("--plugin-option '{kv}': expected KEY=VALUE");
+            };
+            options = options.with(k.trim(), v.trim());
+        }
+        Ok(options)
+    }
+}
+
+/// Partitions `module` for the selected targets and compiles every partition.
+pub fn partition_and_compile(
+    module: &Module,
+    args: &TargetArgs,
+    model: &str,
+) -> Result<(Module, ExternalModules)> {
+    let selection = args.select()?;
+    let options = args.compile_options()?;
+    let result = partition(module, &selection.targets, &PartitionOptions::default())
+        .with_context(|| format!("{model}: partitioning failed"))?;
+    let externals = compile_externals(&result.module, &selection.runtimes, &options)
+        .with_context(|| format!("{model}: codegen failed"))?;
+    Ok((result.module, externals))
+}
