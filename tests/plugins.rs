@@ -564,3 +564,47 @@ fn cli_lists_builds_and_runs_artifacts_in_separate_processes() {
         "{err}"
     );
 }
+
+#[test]
+fn verify_compares_partitioned_and_host_runs() {
+    let faulty = so("byoc_testplugin_faulty");
+    let model = "tests/data/plugins/faulty.relay";
+    let verify = |extra: &[&str]| {
+        let mut args = vec![
+            "verify",
+            model,
+            "--target",
+            "faulty",
+            "--plugin-path",
+            path_str(&faulty),
+        ];
+        args.extend_from_slice(extra);
+        byoc(&args)
+    };
+    let ok = verify(&[]);
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    let report = String::from_utf8_lossy(&ok.stdout);
+    assert!(
+        report.contains("max_abs_err=0.000e0") && report.contains(" ok"),
+        "{report}"
+    );
+
+    // A plugin computing wrong values: every output is off by one, exit code 1.
+    let bad = verify(&["--plugin-option", "fault=wrong_values"]);
+    assert_eq!(bad.status.code(), Some(1), "{}", stderr(&bad));
+    let report = String::from_utf8_lossy(&bad.stdout);
+    assert!(
+        report.contains("max_abs_err=1.000e0") && report.contains("FAILED"),
+        "{report}"
+    );
+    assert!(
+        stderr(&bad).contains("exceed rtol=0.0001"),
+        "{}",
+        stderr(&bad)
+    );
+
+    // Without a target there is nothing to compare: bad usage.
+    let none = byoc(&["verify", model]);
+    assert_eq!(none.status.code(), Some(2));
+    assert!(stderr(&none).contains("give at least one --target"));
+}

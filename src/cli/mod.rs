@@ -9,6 +9,7 @@ mod inspect;
 mod plugins;
 mod run;
 mod targets;
+mod verify;
 
 use std::fmt;
 
@@ -44,6 +45,8 @@ pub enum Command {
     Plugins(PluginsArgs),
     /// Time repeated runs of a model and print median/min/max latency and per-target shares as JSON.
     Bench(BenchArgs),
+    /// Run a model host-only and partitioned on the same inputs; report each output's largest error.
+    Verify(verify::VerifyArgs),
 }
 
 /// A check (numerical comparison, strict mode) that failed: exit code 1.
@@ -66,5 +69,6 @@ pub fn execute(cli: Cli) -> Result<()> {
         Command::Build(args) => build::build(&args),
         Command::Plugins(args) => plugins::plugins(&args),
         Command::Bench(args) => bench::bench(&args),
+        Command::Verify(args) => verify::verify(&args),
     }
 }

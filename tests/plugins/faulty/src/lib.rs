@@ -6,6 +6,7 @@
 //! - `panic_run`: panics in run;
 //! - `error_run`: returns an error from run;
 //! - `wrong_size`: writes half as many values as the output has;
+//! - `wrong_values`: writes every value off by one (what `byoc verify` must catch);
 //! - none: computes the partition correctly (add and relu on float32, same shapes), so the
 //!   test can also check that a working run gives the host's results.
 //!
@@ -124,8 +125,10 @@ impl CompiledModule for Chain {
         let out = outputs
             .first_mut()
             .ok_or_else(|| PluginError::new("no outputs"))?;
-        if self.fault == "wrong_size" {
-            acc.truncate(acc.len() / 2);
+        match self.fault.as_str() {
+            "wrong_size" => acc.truncate(acc.len() / 2),
+            "wrong_values" => acc.iter_mut().for_each(|a| *a += 1.0),
+            _ => {}
         }
         out.fill_from_f64(&acc)?;
         Ok(())
