@@ -146,7 +146,7 @@ pub fn partition(
     let at = |stage| move |source| PipelineError::Partition { stage, source };
     let (annotated, report) = AnnotateTarget::new(&supports)
         .include_non_call_ops(options.include_non_call_ops)
-        .run(&out.module)
+        .run_owned(std::mem::take(&mut out.module))
         .map_err(at(Stage::Annotate))?;
     out.module = annotated;
     out.rejected = report.rejected;
@@ -155,7 +155,7 @@ pub fn partition(
     }
     if options.merge {
         out.module = MergeCompilerRegions::new()
-            .run(&out.module)
+            .run_owned(std::mem::take(&mut out.module))
             .map_err(at(Stage::Merge))?;
     }
     if options.stop_after == Stage::Merge {
@@ -163,11 +163,11 @@ pub fn partition(
     }
     out.module = PartitionGraph::new()
         .bind_constants(options.bind_constants)
-        .run(&out.module)
+        .run_owned(std::mem::take(&mut out.module))
         .map_err(at(Stage::Partition))?;
     if options.prune {
         let (pruned, report) = Prune::new(&supports)
-            .run(&out.module)
+            .run_owned(std::mem::take(&mut out.module))
             .map_err(at(Stage::Partition))?;
         out.module = pruned;
         out.pruned = report.pruned;

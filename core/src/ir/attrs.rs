@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use super::DType;
 
@@ -187,8 +188,11 @@ pub fn escape(s: &str) -> String {
 }
 
 /// A set of named attributes, ordered by name so iteration and printing are deterministic.
+///
+/// The map is shared between copies and copied on the first write, so copying an expression
+/// (which every rewriting pass does for each node it keeps) does not copy its attributes.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Attrs(BTreeMap<String, AttrValue>);
+pub struct Attrs(Arc<BTreeMap<String, AttrValue>>);
 
 impl Attrs {
     /// No attributes.
@@ -204,12 +208,15 @@ impl Attrs {
 
     /// Sets an attribute.
     pub fn set(&mut self, name: &str, value: impl Into<AttrValue>) {
-        self.0.insert(name.to_string(), value.into());
+        Arc::make_mut(&mut self.0).insert(name.to_string(), value.into());
     }
 
     /// Removes an attribute, returning its value.
     pub fn remove(&mut self, name: &str) -> Option<AttrValue> {
-        self.0.remove(name)
+        if !self.0.contains_key(name) {
+            return None;
+        }
+        Arc::make_mut(&mut self.0).remove(name)
     }
 
     /// The attribute's value.
@@ -250,7 +257,7 @@ impl Attrs {
 
 impl FromIterator<(String, AttrValue)> for Attrs {
     fn from_iter<I: IntoIterator<Item = (String, AttrValue)>>(iter: I) -> Self {
-        Attrs(iter.into_iter().collect())
+        Attrs(Arc::new(iter.into_iter().collect()))
     }
 }
 

@@ -73,19 +73,24 @@ impl<'t> AnnotateTarget<'t> {
 
     /// Runs the pass.
     pub fn run(&self, module: &Module) -> Result<(Module, AnnotateReport), PartitionError> {
-        let mut typed = module.clone();
-        infer_types(&mut typed)?;
+        self.run_owned(module.clone())
+    }
+
+    /// Runs the pass on a module it consumes, sparing the copy [`AnnotateTarget::run`] makes.
+    pub fn run_owned(
+        &self,
+        mut module: Module,
+    ) -> Result<(Module, AnnotateReport), PartitionError> {
+        infer_types(&mut module)?;
         let mut report = AnnotateReport::default();
-        let mut out = Module::new();
-        for (name, f) in typed.functions() {
-            let annotated = if is_external(f) {
-                f.clone()
-            } else {
-                self.annotate_function(name, f, &mut report)?
+        for name in module.names() {
+            let Some(f) = module.get(&name).filter(|f| !is_external(f)) else {
+                continue;
             };
-            out.insert(name, annotated);
+            let annotated = self.annotate_function(&name, f, &mut report)?;
+            module.insert(name, annotated);
         }
-        Ok((out, report))
+        Ok((module, report))
     }
 
     fn annotate_function(

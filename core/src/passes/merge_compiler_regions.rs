@@ -16,9 +16,14 @@
 //! every dataflow edge, so paths through unannotated nodes (tuples left bare by
 //! `include_non_call_ops=false`, hand-placed annotations) never let a merge create a cycle.
 //!
-//! Sets are bitsets over regions, shared between vertices while equal and freed after the
-//! last user; a merge renames the absorbed region in the live sets. Cost:
-//! `O(v · r / 64 + merges · s)` for `v` vertices, `r` regions and `s` distinct live sets.
+//! Regions form a union-find of merge classes. A set is a sorted vector of class roots, freed
+//! after the vertex's last user; members absorbed by a merge are renamed lazily (through the
+//! union-find) when a set is next read. A class is dropped from new sets once every
+//! same-target consumer edge of it has been visited: it can no longer be a merge candidate,
+//! so it is never asked about again. Sets therefore hold only the classes still open on the
+//! current frontier, and the cost is `O((v + e) · w log w)` for `v` vertices, `e` edges and
+//! at most `w` open classes per set (small for CNN-like graphs), instead of one bitset over
+//! all regions per vertex.
 
 use crate::analysis::regions::{annotation, AnnotationKind, RegionGraph, RegionSet, Vertex};
 use crate::ir::{rewrite::Rebuild, Function, Module};
@@ -36,16 +41,20 @@ impl MergeCompilerRegions {
 
     /// Runs the pass.
     pub fn run(&self, module: &Module) -> Result<Module, PartitionError> {
-        let mut out = Module::new();
-        for (name, f) in module.functions() {
-            let merged = if is_external(f) {
-                f.clone()
-            } else {
-                merge_function(name, f)?
+        self.run_owned(module.clone())
+    }
+
+    /// Runs the pass on a module it consumes, sparing the copy [`MergeCompilerRegions::run`]
+    /// makes.
+    pub fn run_owned(&self, mut module: Module) -> Result<Module, PartitionError> {
+        for name in module.names() {
+            let Some(f) = module.get(&name).filter(|f| !is_external(f)) else {
+                continue;
             };
-            out.insert(name, merged);
+            let merged = merge_function(&name, f)?;
+            module.insert(name, merged);
         }
-        Ok(out)
+        Ok(module)
     }
 }
 
@@ -90,71 +99,90 @@ fn merge_function(name: &str, f: &Function) -> Result<Function, PartitionError> 
 fn merge_classes(regions: &RegionSet, graph: &RegionGraph) -> Vec<usize> {
     let nr = regions.regions().len();
     let mut parent: Vec<usize> = (0..nr).collect();
-    let mut sets = SetPool::new(nr);
     let nv = graph.preds.len();
-    // Remaining uses of each vertex's set.
+    // The same-target producer regions of a region vertex: its merge candidates.
+    let candidates = |v: Vertex| -> Vec<usize> {
+        let Vertex::Region(r) = v else {
+            return Vec::new();
+        };
+        let target = &regions.region(r).target;
+        let mut c: Vec<usize> = graph
+            .preds_of(v)
+            .iter()
+            .filter_map(|&u| match u {
+                Vertex::Region(p) if regions.region(p).target == *target => Some(p.index()),
+                _ => None,
+            })
+            .collect();
+        c.sort_unstable();
+        c.dedup();
+        c
+    };
+    // Remaining uses of each vertex's set, and (per class root) the candidate edges not yet
+    // visited: a class with none left can never be asked about again.
     let mut uses = vec![0usize; nv];
+    let mut open = vec![0usize; nr];
     for &v in &graph.order {
         for &u in graph.preds_of(v) {
             uses[graph.index(u)] += 1;
         }
+        for p in candidates(v) {
+            open[p] += 1;
+        }
     }
-    let mut set_of: Vec<Option<usize>> = vec![None; nv];
+    let mut set_of: Vec<Vec<usize>> = vec![Vec::new(); nv];
     for &v in &graph.order {
         let vi = graph.index(v);
         let preds = graph.preds_of(v);
-        let mut restr = sets.union(preds.iter().filter_map(|&u| set_of[graph.index(u)]));
+        let mut restr: Vec<usize> = Vec::new();
+        for &u in preds {
+            restr.extend(set_of[graph.index(u)].iter().map(|&x| find(&mut parent, x)));
+        }
+        restr.sort_unstable();
+        restr.dedup();
         if let Vertex::Region(r) = v {
-            let target = &regions.region(r).target;
-            let mut candidates: Vec<usize> = preds
-                .iter()
-                .filter_map(|&u| match u {
-                    Vertex::Region(p) if regions.region(p).target == *target => Some(p.index()),
-                    _ => None,
-                })
-                .collect();
-            candidates.sort_unstable();
-            candidates.dedup();
-            for p in candidates {
-                let p = find(&mut parent, p);
-                if p == r.index() || restr.is_some_and(|s| sets.contains(s, p)) {
+            let mine = candidates(v);
+            for &c in &mine {
+                let p = find(&mut parent, c);
+                if p == r.index() || restr.binary_search(&p).is_ok() {
                     continue;
                 }
                 parent[p] = r.index();
-                sets.rename(p, r.index());
+                open[r.index()] += std::mem::take(&mut open[p]);
+            }
+            for c in mine {
+                let p = find(&mut parent, c);
+                open[p] -= 1;
             }
         }
         let me = match v {
             Vertex::Region(r) => Some(find(&mut parent, r.index())),
             Vertex::Node(_) => None,
         };
-        let mut exits: Vec<usize> = preds
-            .iter()
-            .filter_map(|&u| match u {
-                Vertex::Region(p) => Some(find(&mut parent, p.index())),
-                Vertex::Node(_) => None,
-            })
-            .filter(|&p| Some(p) != me)
-            .collect();
-        exits.sort_unstable();
-        exits.dedup();
-        if !exits.is_empty() {
-            restr = Some(sets.with_bits(restr, &exits));
-        }
-        if let Some(s) = restr {
-            if uses[vi] > 0 {
-                sets.retain(s);
-                set_of[vi] = Some(s);
+        if uses[vi] > 0 {
+            for &u in preds {
+                if let Vertex::Region(p) = u {
+                    let p = find(&mut parent, p.index());
+                    if Some(p) != me {
+                        restr.push(p);
+                    }
+                }
             }
-            sets.release(s);
+            // Normalize to live class roots: merges above may have renamed members.
+            let mut set: Vec<usize> = restr
+                .into_iter()
+                .map(|x| find(&mut parent, x))
+                .filter(|&x| open[x] > 0)
+                .collect();
+            set.sort_unstable();
+            set.dedup();
+            set_of[vi] = set;
         }
         for &u in preds {
             let ui = graph.index(u);
             uses[ui] -= 1;
             if uses[ui] == 0 {
-                if let Some(s) = set_of[ui].take() {
-                    sets.release(s);
-                }
+                set_of[ui] = Vec::new();
             }
         }
     }
@@ -167,107 +195,4 @@ fn find(parent: &mut [usize], mut x: usize) -> usize {
         x = parent[x];
     }
     x
-}
-
-/// Reference-counted bitsets over region ids; a set is shared while unchanged.
-struct SetPool {
-    words: usize,
-    bits: Vec<Vec<u64>>,
-    refs: Vec<usize>,
-    free: Vec<usize>,
-}
-
-impl SetPool {
-    fn new(regions: usize) -> Self {
-        SetPool {
-            words: regions.div_ceil(64),
-            bits: Vec::new(),
-            refs: Vec::new(),
-            free: Vec::new(),
-        }
-    }
-
-    fn alloc(&mut self, bits: Vec<u64>) -> usize {
-        match self.free.pop() {
-            Some(i) => {
-                self.bits[i] = bits;
-                self.refs[i] = 1;
-                i
-            }
-            None => {
-                self.bits.push(bits);
-                self.refs.push(1);
-                self.bits.len() - 1
-            }
-        }
-    }
-
-    fn retain(&mut self, s: usize) {
-        self.refs[s] += 1;
-    }
-
-    fn release(&mut self, s: usize) {
-        self.refs[s] -= 1;
-        if self.refs[s] == 0 {
-            self.bits[s] = Vec::new();
-            self.free.push(s);
-        }
-    }
-
-    /// The union of `sets` (holding one reference), or `None` when all are empty.
-    fn union(&mut self, sets: impl Iterator<Item = usize>) -> Option<usize> {
-        let mut distinct: Vec<usize> = sets.collect();
-        distinct.sort_unstable();
-        distinct.dedup();
-        match distinct.as_slice() {
-            [] => None,
-            [one] => {
-                self.retain(*one);
-                Some(*one)
-            }
-            [first, rest @ ..] => {
-                let mut acc = self.bits[*first].clone();
-                for &s in rest {
-                    for (a, b) in acc.iter_mut().zip(&self.bits[s]) {
-                        *a |= *b;
-                    }
-                }
-                Some(self.alloc(acc))
-            }
-        }
-    }
-
-    /// `set` (consumed) with `extra` bits added, as a set holding one reference.
-    fn with_bits(&mut self, set: Option<usize>, extra: &[usize]) -> usize {
-        if let Some(s) = set {
-            if extra.iter().all(|&b| self.contains(s, b)) {
-                return s;
-            }
-        }
-        let mut bits = match set {
-            Some(s) => {
-                let b = self.bits[s].clone();
-                self.release(s);
-                b
-            }
-            None => vec![0; self.words],
-        };
-        for &b in extra {
-            bits[b / 64] |= 1 << (b % 64);
-        }
-        self.alloc(bits)
-    }
-
-    fn contains(&self, s: usize, bit: usize) -> bool {
-        self.bits[s][bit / 64] & (1 << (bit % 64)) != 0
-    }
-
-    /// Region `from` was absorbed by `into`: every live set naming `from` now names `into`.
-    fn rename(&mut self, from: usize, into: usize) {
-        for (bits, &refs) in self.bits.iter_mut().zip(&self.refs) {
-            if refs > 0 && bits[from / 64] & (1 << (from % 64)) != 0 {
-                bits[into / 64] |= 1 << (into % 64);
-            }
-        }
-    }
 }

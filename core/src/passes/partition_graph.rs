@@ -86,25 +86,28 @@ impl PartitionGraph {
 
     /// Runs the pass.
     pub fn run(&self, module: &Module) -> Result<Module, PartitionError> {
-        let mut typed = module.clone();
-        infer_types(&mut typed)?;
+        self.run_owned(module.clone())
+    }
+
+    /// Runs the pass on a module it consumes, sparing the copy [`PartitionGraph::run`] makes.
+    pub fn run_owned(&self, mut module: Module) -> Result<Module, PartitionError> {
+        infer_types(&mut module)?;
+        let original = module.names();
         let mut names = Namer {
-            taken: typed.names().into_iter().collect(),
+            taken: original.iter().cloned().collect(),
             next: BTreeMap::new(),
         };
-        let mut out = Module::new();
-        for (fname, f) in typed.functions() {
-            if is_external(f) {
-                out.insert(fname, f.clone());
+        for fname in original {
+            let Some(f) = module.get(&fname).filter(|f| !is_external(f)) else {
                 continue;
-            }
-            let (host, externals) = self.partition_function(fname, f, &mut names)?;
-            out.insert(fname, host);
+            };
+            let (host, externals) = self.partition_function(&fname, f, &mut names)?;
+            module.insert(fname, host);
             for (name, ext) in externals {
-                out.add(name, ext)?;
+                module.add(name, ext)?;
             }
         }
-        Ok(out)
+        Ok(module)
     }
 
     fn partition_function(

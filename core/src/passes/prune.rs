@@ -80,21 +80,26 @@ impl<'t> Prune<'t> {
 
     /// Runs the pass.
     pub fn run(&self, module: &Module) -> Result<(Module, PruneReport), PartitionError> {
-        let pruned = self.select(module);
+        self.run_owned(module.clone())
+    }
+
+    /// Runs the pass on a module it consumes, sparing the copy [`Prune::run`] makes.
+    pub fn run_owned(&self, mut module: Module) -> Result<(Module, PruneReport), PartitionError> {
+        let pruned = self.select(&module);
         let gone: HashSet<&str> = pruned.iter().map(|p| p.name.as_str()).collect();
-        let mut out = Module::new();
+        let mut hosts = Vec::new();
         for (name, f) in module.functions() {
-            if gone.contains(name) {
-                continue;
+            if !gone.contains(name) && !is_external(f) {
+                hosts.push((name.to_string(), inline_calls(f, &module, &gone)?));
             }
-            let f = if is_external(f) {
-                f.clone()
-            } else {
-                inline_calls(f, module, &gone)?
-            };
-            out.insert(name, f);
         }
-        Ok((out, PruneReport { pruned }))
+        for (name, f) in hosts {
+            module.insert(name, f);
+        }
+        for name in &gone {
+            module.remove(name);
+        }
+        Ok((module, PruneReport { pruned }))
     }
 
     fn select(&self, module: &Module) -> Vec<Pruned> {
