@@ -165,22 +165,11 @@ mod tests {
 
     #[test]
     fn dtype_codes_round_trip() {
-        for d in [
-            DType::Bool,
-            DType::Int8,
-            DType::Int16,
-            DType::Int32,
-            DType::Int64,
-            DType::UInt8,
-            DType::Float16,
-            DType::BFloat16,
-            DType::Float32,
-            DType::Float64,
-            DType::Custom {
-                code: 131,
-                bits: 16,
-            },
-        ] {
+        let custom = DType::Custom {
+            code: 131,
+            bits: 16,
+        };
+        for d in DType::BUILTIN.into_iter().chain([custom]) {
             assert_eq!(DataType::of(d).dtype(), Some(d));
         }
         assert_eq!(
