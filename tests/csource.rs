@@ -15,13 +15,13 @@ use std::sync::OnceLock;
 use anyhow::{anyhow, ensure, Context, Result};
 use byoc::cli::inputs::{output_map, resolve_inputs};
 use byoc::pipeline::{partition, PartitionOptions};
-use byoc::plugins::select_targets;
+use byoc::target::Target;
 use byoc_core::artifact::Artifact;
 use byoc_core::exec::{ExecOptions, Executor};
 use byoc_core::io::read_npz;
 use byoc_core::passes::prune::op_names;
-use byoc_core::plugin::compile_externals;
-use byoc_core::sdk::CompileOptions;
+use byoc_core::plugin::{compile_externals, PluginRegistry, PluginSearch, Runtimes};
+use byoc_core::sdk::{CompileOptions, Plugin};
 use byoc_core::Tensor;
 
 const MODEL: &str = "examples/models/small_cnn.relay";
@@ -254,15 +254,24 @@ fn squeezenet_partitioned_to_csource_matches_onnxruntime() -> Result<()> {
     let dir = PathBuf::from(light).join("squeezenet");
     let model = dir.join("random.onnx");
     let module = byoc::model::load_model(&model, &BTreeMap::new())?;
-    let selection = select_targets(&["csource".to_string()], &[], &[plugin_dir().to_path_buf()])?;
-    let result = partition(&module, &selection.targets, &PartitionOptions::default())?;
+    // Only the plugin file built next to byoc (the test binary's own directory holds a copy).
+    let so = plugin_dir().join(format!(
+        "{}byoc_plugin_csource{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    ));
+    let registry = PluginRegistry::discover(&PluginSearch::only(&[so]))?;
+    let plugin = registry.get("csource")?;
+    let target = Target::from_description(&plugin.describe())?;
+    let runtimes = Runtimes::new().with("csource", plugin);
+    let result = partition(&module, &[target], &PartitionOptions::default())?;
     let main = result.module.main().map_err(|e| anyhow!("{e}"))?;
     let host_ops = op_names(main);
     // Every conv2d, relu and pool runs as C; concatenate (not a csource op) stays on the host.
     for op in ["nn.conv2d", "nn.relu", "nn.max_pool2d"] {
         assert!(!host_ops.contains(&op), "{op} on the host: {host_ops:?}");
     }
-    let externals = compile_externals(&result.module, &selection.runtimes, &CompileOptions::new())?;
+    let externals = compile_externals(&result.module, &runtimes, &CompileOptions::new())?;
     assert!(externals.len() >= 2);
     let executor = Executor::with_externals(&result.module, ExecOptions::default(), &externals)?;
     let feeds = resolve_inputs(&result.module, Some(&dir.join("random_input.npz")), None)?;
