@@ -123,15 +123,26 @@ impl Conv2dGeom {
     }
 
     /// Height and row length of the zero-padded input copy, or `None` when the kernel reads
-    /// the input directly (no padding, and the rounded rows end inside the input rows).
+    /// the input directly (no padding, stride 1 across, and the rounded rows end inside the
+    /// input rows). With a column stride `s > 1` each copied row is split into `s` phases
+    /// (columns `p, p + s, p + 2s, ...` for phase `p`, [`Conv2dGeom::phase_len`] each), so
+    /// every tap reads a contiguous run of its phase.
     fn padded(&self) -> Option<[usize; 2]> {
-        let [_, _, h, w] = self.input;
-        let [pt, pl, pb, pr] = self.pad;
-        if self.pad == [0; 4] && self.row_len() == self.out[2] {
-            return None;
-        }
-        let reach = (self.row_len() - 1) * self.strides[1] + (self.kernel[1] - 1) * self.dilation[1] + 1;
-        Some([h + pt + pb, (w + pl + pr).max(reach)])
+        let [_, _, h, _] = self.input;
+        let [pt, _, pb, _] = self.pad;
+        let direct = self.pad == [0; 4] && self.strides[1] == 1 && self.row_len() == self.out[2];
+        (!direct).then(|| [h + pt + pb, self.strides[1] * self.phase_len()])
+    }
+
+    /// Columns of one stride phase of a padded row: the padded row's, and enough for the
+    /// rounded output row of the last tap.
+    fn phase_len(&self) -> usize {
+        let [_, _, _, w] = self.input;
+        let [_, pl, _, pr] = self.pad;
+        let s = self.strides[1];
+        (w + pl + pr)
+            .div_ceil(s)
+            .max(self.row_len() + (self.kernel[1] - 1) * self.dilation[1] / s)
     }
 }
 
@@ -350,7 +361,9 @@ fn times(var: &str, factor: usize) -> String {
 }
 
 /// Convolution, direct: per image, the input is copied into a zero-padded buffer when it has
-/// padding (so no tap needs a bounds check), then output channels are computed in blocks of
+/// padding (so no tap needs a bounds check; with a column stride above 1 the copy splits each
+/// row into stride phases, see [`Conv2dGeom::padded`]), then output channels are computed in
+/// blocks of
 /// [`OC_BLOCK`]: for each output row, every (input channel, ky, kx) tap multiplies one input
 /// row segment into the block's row accumulators (local arrays, contiguous over the output
 /// width with a trip count rounded up to the vector length, so gcc vectorizes it at `-O2`);
@@ -366,9 +379,26 @@ fn emit_conv2d(w: &mut CWriter, g: &Conv2dGeom, epi: &Epilogue, args: &[String],
             w.line(format!("float *xp = {scratch};"));
             w.line(format!("memset(xp, 0, sizeof(float) * {});", c * hp * wp));
             w.open_for("c", c);
-            w.line(format!(
-                "for (long iy = 0; iy < {h}; ++iy) memcpy(xp + (c * {hp} + iy + {pt}) * {wp} + {pl}, {x} + ((n * {c} + c) * {h} + iy) * {wd}, sizeof(float) * {wd});"
-            ));
+            let (src, dst) = (
+                format!("{x} + ((n * {c} + c) * {h} + iy) * {wd}"),
+                format!("xp + (c * {hp} + iy + {pt}) * {wp}"),
+            );
+            match g.strides[1] {
+                1 => w.line(format!(
+                    "for (long iy = 0; iy < {h}; ++iy) memcpy({dst} + {pl}, {src}, sizeof(float) * {wd});"
+                )),
+                s => {
+                    let len = g.phase_len();
+                    w.open_for("iy", h);
+                    w.line(format!("const float *src = {src};"));
+                    w.line(format!("float *dst = {dst};"));
+                    w.open_for("ix", wd);
+                    w.line(format!("const long col = ix + {pl};"));
+                    w.line(format!("dst[(col % {s}) * {len} + col / {s}] = src[ix];"));
+                    w.close();
+                    w.close();
+                }
+            }
             w.close();
         }
         None => w.line(format!("const float *xp = {x} + n * {};", c * h * wd)),
@@ -424,7 +454,10 @@ fn emit_conv2d_block(
     let blocks: Vec<usize> = (0..nb).collect();
     let wt = &args[1];
     w.line(format!("const long oc0 = {oc0};"));
-    w.line(format!("const float *xg = xp + {} * {};", group, icg * hp * wp));
+    match group {
+        "0" => w.line("const float *xg = xp;"),
+        g => w.line(format!("const float *xg = xp + {g} * {};", icg * hp * wp)),
+    }
     for &b in &blocks {
         w.line(format!(
             "const float *w{b} = {wt} + (oc0 + {b}) * {};",
@@ -444,12 +477,21 @@ fn emit_conv2d_block(
         times("ky", g.dilation[0])
     ));
     w.open_for("kx", kw);
-    w.line(format!("const float *xs = xr + {};", times("kx", g.dilation[1])));
+    match g.strides[1] {
+        1 => w.line(format!("const float *xs = xr + {};", times("kx", g.dilation[1]))),
+        s => {
+            w.line(format!("const long q = {};", times("kx", g.dilation[1])));
+            w.line(format!(
+                "const float *xs = xr + (q % {s}) * {} + q / {s};",
+                g.phase_len()
+            ));
+        }
+    }
     w.line(format!("const long k = (ic * {kh} + ky) * {kw} + kx;"));
     let weights: Vec<String> = blocks.iter().map(|b| format!("c{b} = w{b}[k]")).collect();
     w.line(format!("const float {};", weights.join(", ")));
     w.open(format!("for (long ox = 0; ox < {row}; ++ox)"));
-    w.line(format!("const float v = xs[{}];", times("ox", g.strides[1])));
+    w.line("const float v = xs[ox];");
     let updates: Vec<String> = blocks.iter().map(|b| format!("a{b}[ox] += c{b} * v;")).collect();
     w.line(updates.join(" "));
     w.close();
@@ -607,6 +649,15 @@ mod tests {
         assert_eq!(geom(10, 0).row_len(), 8);
         assert_eq!(geom(9, 0).padded(), Some([5, 10]));
         assert_eq!(geom(8, 1).padded(), Some([7, 10]));
+        // Stride 2 across: phases of 5 columns (the 10 padded ones), or of 8 + 1 for the
+        // rounded row of the last tap.
+        let strided = Conv2dGeom {
+            strides: [1, 2],
+            out: [3, 5, 4],
+            ..geom(8, 1)
+        };
+        assert_eq!(strided.phase_len(), 9);
+        assert_eq!(strided.padded(), Some([7, 18]));
     }
 
     #[test]
