@@ -45,7 +45,10 @@ fn plugin_dir() -> &'static Path {
         if dir.file_name().is_some_and(|n| n == "release") {
             cmd.arg("--release");
         }
-        assert!(cmd.status().expect("cargo runs").success(), "building csource failed");
+        assert!(
+            cmd.status().expect("cargo runs").success(),
+            "building csource failed"
+        );
         dir
     })
 }
@@ -94,12 +97,20 @@ fn refused(out: Output) -> Result<String> {
 /// Every output of `a` is within `1e-4 + 1e-4 |b|` of `b`'s.
 fn assert_close(a: &Path, b: &Path) -> Result<()> {
     let (a, b) = (read_npz(a)?, read_npz(b)?);
-    ensure!(a.keys().eq(b.keys()), "outputs differ: {:?} {:?}", a.keys(), b.keys());
+    ensure!(
+        a.keys().eq(b.keys()),
+        "outputs differ: {:?} {:?}",
+        a.keys(),
+        b.keys()
+    );
     for (name, x) in &a {
         let (x, y) = (x.to_f64_vec(), b[name].to_f64_vec());
         ensure!(x.len() == y.len(), "{name}: sizes differ");
         for (i, (p, q)) in x.iter().zip(&y).enumerate() {
-            ensure!((p - q).abs() <= 1e-4 + 1e-4 * q.abs(), "{name}[{i}]: {p} vs {q}");
+            ensure!(
+                (p - q).abs() <= 1e-4 + 1e-4 * q.abs(),
+                "{name}[{i}]: {p} vs {q}"
+            );
         }
     }
     Ok(())
@@ -113,7 +124,10 @@ fn plugins_lists_csource() -> Result<()> {
         .find(|l| l.starts_with("csource "))
         .ok_or_else(|| anyhow!("csource not listed:\n{out}"))?;
     assert!(line.contains("(ABI 1.1, SDK "), "{line}");
-    assert!(out.contains("  pattern: csource.conv2d_bias_relu = "), "{out}");
+    assert!(
+        out.contains("  pattern: csource.conv2d_bias_relu = "),
+        "{out}"
+    );
     assert!(out.contains("nn.conv2d, nn.dense, nn.bias_add"), "{out}");
     Ok(())
 }
@@ -122,9 +136,28 @@ fn plugins_lists_csource() -> Result<()> {
 fn run_build_and_artifact_without_compiler_match_the_host() -> Result<()> {
     let dir = scratch("run");
     let path = |f: &str| dir.join(f).display().to_string();
-    succeeded(byoc(&["run", MODEL, "--random-inputs", "7", "-o", &path("host.npz")], &[]))?;
     succeeded(byoc(
-        &["run", MODEL, "--target", "csource", "--random-inputs", "7", "-o", &path("cs.npz")],
+        &[
+            "run",
+            MODEL,
+            "--random-inputs",
+            "7",
+            "-o",
+            &path("host.npz"),
+        ],
+        &[],
+    ))?;
+    succeeded(byoc(
+        &[
+            "run",
+            MODEL,
+            "--target",
+            "csource",
+            "--random-inputs",
+            "7",
+            "-o",
+            &path("cs.npz"),
+        ],
         &[],
     ))?;
     assert_close(&dir.join("cs.npz"), &dir.join("host.npz"))?;
@@ -135,15 +168,33 @@ fn run_build_and_artifact_without_compiler_match_the_host() -> Result<()> {
     assert!(built.contains("target csource: plugin csource "), "{built}");
     // The artifact carries the compiled shared objects: no compiler is needed to run it.
     succeeded(byoc(
-        &["run", &path("m.byoc"), "--random-inputs", "7", "-o", &path("art.npz")],
+        &[
+            "run",
+            &path("m.byoc"),
+            "--random-inputs",
+            "7",
+            "-o",
+            &path("art.npz"),
+        ],
         &[("CC", "false")],
     ))?;
-    assert_eq!(read_npz(&dir.join("art.npz"))?, read_npz(&dir.join("cs.npz"))?);
+    assert_eq!(
+        read_npz(&dir.join("art.npz"))?,
+        read_npz(&dir.join("cs.npz"))?
+    );
     // Passing the constants as arguments gives the same results.
     succeeded(byoc(
         &[
-            "run", MODEL, "--target", "csource", "--plugin-option",
-            "csource.embed_constants=false", "--random-inputs", "7", "-o", &path("args.npz"),
+            "run",
+            MODEL,
+            "--target",
+            "csource",
+            "--plugin-option",
+            "csource.embed_constants=false",
+            "--random-inputs",
+            "7",
+            "-o",
+            &path("args.npz"),
         ],
         &[],
     ))?;
@@ -158,7 +209,10 @@ fn failing_compiler_is_reported_with_the_kept_file() -> Result<()> {
         &["run", MODEL, "--target", "csource", "--random-inputs", "1"],
         &[("CC", "false")],
     ))?;
-    assert!(err.contains("plugin 'csource' failed during compile of @"), "{err}");
+    assert!(
+        err.contains("plugin 'csource' failed during compile of @"),
+        "{err}"
+    );
     let tail = err
         .split("csource: 'false' failed (exit status: 1) on ")
         .nth(1)
@@ -178,7 +232,14 @@ fn corrupt_shared_object_in_an_artifact_is_a_clear_error() -> Result<()> {
     let dir = scratch("corrupt");
     let good = dir.join("m.byoc");
     succeeded(byoc(
-        &["build", MODEL, "--target", "csource", "-o", &good.display().to_string()],
+        &[
+            "build",
+            MODEL,
+            "--target",
+            "csource",
+            "-o",
+            &good.display().to_string(),
+        ],
         &[],
     ))?;
     let mut artifact = Artifact::read(&good)?;
@@ -193,7 +254,10 @@ fn corrupt_shared_object_in_an_artifact_is_a_clear_error() -> Result<()> {
     let function = part.function.clone();
     let bad = dir.join("bad.byoc");
     std::fs::write(&bad, artifact.to_bytes()?)?;
-    let err = refused(byoc(&["run", &bad.display().to_string(), "--random-inputs", "1"], &[]))?;
+    let err = refused(byoc(
+        &["run", &bad.display().to_string(), "--random-inputs", "1"],
+        &[],
+    ))?;
     assert!(
         err.contains(&format!(
             "plugin 'csource' failed to deserialize partition @{function}: partition {function}: the compiled module ("
@@ -209,7 +273,14 @@ fn inspect_emits_the_c_of_each_partition() -> Result<()> {
     let dir = scratch("emit");
     let src = dir.join("src");
     let out = byoc(
-        &["inspect", MODEL, "--target", "csource", "--emit-source", &src.display().to_string()],
+        &[
+            "inspect",
+            MODEL,
+            "--target",
+            "csource",
+            "--emit-source",
+            &src.display().to_string(),
+        ],
         &[],
     );
     let err = stderr(&out);
@@ -226,7 +297,10 @@ fn inspect_emits_the_c_of_each_partition() -> Result<()> {
             .ok_or_else(|| anyhow!("bad name"))?;
         assert_eq!(f.extension().and_then(|e| e.to_str()), Some("c"));
         let code = std::fs::read_to_string(f)?;
-        assert!(code.contains(&format!("int32_t {symbol}(const byoc_tensor")), "{code}");
+        assert!(
+            code.contains(&format!("int32_t {symbol}(const byoc_tensor")),
+            "{code}"
+        );
         assert!(err.contains(&format!("wrote {}", f.display())), "{err}");
     }
     // A directory that cannot be created.
@@ -234,11 +308,20 @@ fn inspect_emits_the_c_of_each_partition() -> Result<()> {
     std::fs::write(&file, "x")?;
     let under = file.join("src").display().to_string();
     let err = refused(byoc(
-        &["inspect", MODEL, "--target", "csource", "--emit-source", &under],
+        &[
+            "inspect",
+            MODEL,
+            "--target",
+            "csource",
+            "--emit-source",
+            &under,
+        ],
         &[],
     ))?;
     assert!(
-        err.contains(&format!("--emit-source: cannot create the directory '{under}'")),
+        err.contains(&format!(
+            "--emit-source: cannot create the directory '{under}'"
+        )),
         "{err}"
     );
     std::fs::remove_dir_all(&dir)?;
@@ -278,7 +361,11 @@ fn squeezenet_partitioned_to_csource_matches_onnxruntime() -> Result<()> {
     let outputs = executor.run_named(&feeds).context("run failed")?;
     let got: BTreeMap<String, Tensor> = output_map(&result.module, outputs);
     let want = read_npz(&dir.join("random_expected.npz"))?;
-    ensure!(got.keys().eq(want.keys()), "outputs {:?}", got.keys().collect::<Vec<_>>());
+    ensure!(
+        got.keys().eq(want.keys()),
+        "outputs {:?}",
+        got.keys().collect::<Vec<_>>()
+    );
     for (name, reference) in &want {
         common::compare(&model, name, &got[name], reference)?;
     }

@@ -119,7 +119,10 @@ pub fn inspect(args: &InspectArgs) -> Result<()> {
 /// no source are named on standard error.
 fn write_sources(dir: &Path, sources: &[PartitionSource]) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| {
-        format!("--emit-source: cannot create the directory '{}'", dir.display())
+        format!(
+            "--emit-source: cannot create the directory '{}'",
+            dir.display()
+        )
     })?;
     for p in sources {
         let Some(source) = &p.source else {

@@ -58,4 +58,3 @@ pub fn compare(model: &Path, name: &str, got: &Tensor, reference: &Tensor) -> Re
     );
     Ok(())
 }
-

@@ -107,19 +107,23 @@ fn prepare<'r>(module: &Module, runtimes: &'r Runtimes) -> Result<Vec<Prepared<'
                 target: target.clone(),
                 reason: "no plugin or target spec provides it".to_string(),
             })?;
-        let Some(f) = typed.remove(&name) else { continue };
+        let Some(f) = typed.remove(&name) else {
+            continue;
+        };
         let mut function = PartitionedFunction {
             symbol: name.clone(),
             function: f,
         };
         if plugin.describe().optimize {
             let before = function.function.func_type();
-            function = plugin.optimize(function).map_err(|error| CodegenError::Plugin {
-                plugin: plugin.name().to_string(),
-                operation: "optimize",
-                function: name.clone(),
-                error,
-            })?;
+            function = plugin
+                .optimize(function)
+                .map_err(|error| CodegenError::Plugin {
+                    plugin: plugin.name().to_string(),
+                    operation: "optimize",
+                    function: name.clone(),
+                    error,
+                })?;
             let after = function.function.func_type();
             if before != after {
                 let show = |t: Option<crate::ir::FuncType>| {

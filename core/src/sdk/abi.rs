@@ -649,3 +649,61 @@ macro_rules! export_plugin {
         }
     };
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugin::ReferenceRuntime;
+
+    struct Reference;
+
+    impl Export for Reference {
+        type Plugin = ReferenceRuntime;
+        fn instance() -> &'static Exported<ReferenceRuntime> {
+            static CELL: std::sync::OnceLock<Exported<ReferenceRuntime>> =
+                std::sync::OnceLock::new();
+            CELL.get_or_init(|| Exported::new::<Reference>(ReferenceRuntime))
+        }
+    }
+
+    #[test]
+    fn tables_of_an_older_minor_are_widened_with_absent_slots() {
+        let full = &Reference::instance().table;
+        assert_eq!(full.header.table_size, std::mem::size_of::<PluginVTable>());
+        // SAFETY: the header heads a whole table.
+        let same = unsafe { PluginVTable::widen(&full.header) }.expect("a full table");
+        assert!(same.emit_source.is_some());
+        assert_eq!(same.describe as usize, full.describe as usize);
+
+        // A 1.0 table: the same slots up to `release_buf`, and whatever lies after it (here
+        // all ones) must not be read.
+        let mut old = std::mem::MaybeUninit::<PluginVTable>::uninit();
+        let size = std::mem::size_of::<PluginVTable>();
+        // SAFETY: both buffers hold `size` bytes; the header's size field is then patched.
+        let old = unsafe {
+            let dst = old.as_mut_ptr().cast::<u8>();
+            std::ptr::copy_nonoverlapping((full as *const PluginVTable).cast::<u8>(), dst, size);
+            std::ptr::write_bytes(dst.add(TABLE_SIZE_1_0), 0xFF, size - TABLE_SIZE_1_0);
+            (*old.as_mut_ptr()).header.table_size = TABLE_SIZE_1_0;
+            &*old.as_ptr()
+        };
+        // SAFETY: the header heads a table of `TABLE_SIZE_1_0` bytes.
+        let widened = unsafe { PluginVTable::widen(&old.header) }.expect("a 1.0 table");
+        assert!(widened.emit_source.is_none());
+        assert_eq!(widened.release_buf as usize, full.release_buf as usize);
+
+        let mut short = std::mem::MaybeUninit::<PluginHeader>::uninit();
+        // SAFETY: only the header is read when the size is below 1.0's.
+        let short = unsafe {
+            std::ptr::copy_nonoverlapping(
+                (full as *const PluginVTable).cast::<PluginHeader>(),
+                short.as_mut_ptr(),
+                1,
+            );
+            (*short.as_mut_ptr()).table_size = TABLE_SIZE_1_0 - 8;
+            short.assume_init()
+        };
+        // SAFETY: as above.
+        assert!(unsafe { PluginVTable::widen(&short) }.is_none());
+    }
+}

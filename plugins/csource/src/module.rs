@@ -145,7 +145,9 @@ impl CSourceModule {
         if len < PREFIX_LEN || &bytes[..8] != MODULE_MAGIC {
             return Err(ModuleFormatError::NotAModule { len });
         }
-        let word = |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+        let word = |at: usize| {
+            u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+        };
         let version = word(8);
         if version != FORMAT_VERSION {
             return Err(ModuleFormatError::Version {
@@ -160,8 +162,8 @@ impl CSourceModule {
                 expected: header_end,
                 found: len,
             })?;
-        let header: Header = serde_json::from_slice(header)
-            .map_err(|e| ModuleFormatError::Header(e.to_string()))?;
+        let header: Header =
+            serde_json::from_slice(header).map_err(|e| ModuleFormatError::Header(e.to_string()))?;
         if !is_c_identifier(&header.symbol) {
             return Err(ModuleFormatError::Header(format!(
                 "symbol '{}' is not a C identifier",

@@ -16,8 +16,8 @@
 use std::sync::Arc;
 
 use byoc_core::sdk::{
-    CompileOptions, CompiledModule, EmittedSource, PartitionedFunction, Plugin,
-    PluginError, PruneConfig, TargetDescription,
+    CompileOptions, CompiledModule, EmittedSource, PartitionedFunction, Plugin, PluginError,
+    PruneConfig, TargetDescription,
 };
 use thiserror::Error;
 
@@ -186,9 +186,11 @@ impl Plugin for CSource {
     }
 
     fn describe(&self) -> TargetDescription {
-        let ops = SUPPORTED_OPS.iter().fold(TargetDescription::new(TARGET), |d, s| {
-            d.with_rule_checked(op_rule(s), check_call)
-        });
+        let ops = SUPPORTED_OPS
+            .iter()
+            .fold(TargetDescription::new(TARGET), |d, s| {
+                d.with_rule_checked(op_rule(s), check_call)
+            });
         PATTERNS
             .iter()
             .fold(ops, |d, (name, pattern)| d.with_pattern(*name, *pattern))

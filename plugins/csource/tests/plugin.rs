@@ -103,7 +103,10 @@ fn description_lists_ops_patterns_predicates_and_pruning() -> Result<()> {
         .and_then(|o| o.predicate.clone())
         .ok_or_else(|| anyhow!("no conv2d predicate"))?;
     let reason = conv(&view).err().ok_or_else(|| anyhow!("accepted"))?;
-    assert_eq!(reason.0, "data_layout=\"NHWC\" not supported (needs \"NCHW\")");
+    assert_eq!(
+        reason.0,
+        "data_layout=\"NHWC\" not supported (needs \"NCHW\")"
+    );
     Ok(())
 }
 
@@ -132,10 +135,15 @@ fn emit_source_is_the_compiled_c() -> Result<()> {
         .emit_source(&f, &CompileOptions::new())?
         .ok_or_else(|| anyhow!("no source"))?;
     assert_eq!(source.extension, "c");
-    assert!(source.code.contains("int32_t csource_0(const byoc_tensor *const *args"));
+    assert!(source
+        .code
+        .contains("int32_t csource_0(const byoc_tensor *const *args"));
     assert!(source.code.contains("[csource.conv2d_bias_relu]"));
     let passed = plugin
-        .emit_source(&f, &CompileOptions::new().with("csource.embed_constants", "false"))?
+        .emit_source(
+            &f,
+            &CompileOptions::new().with("csource.embed_constants", "false"),
+        )?
         .ok_or_else(|| anyhow!("no source"))?;
     assert!(passed.code.contains("(passed after the outputs)"));
     Ok(())
@@ -145,9 +153,15 @@ fn emit_source_is_the_compiled_c() -> Result<()> {
 fn options_are_checked() -> Result<()> {
     let plugin = CSource::new();
     let e = compile_err(&plugin, &CompileOptions::new().with("csource.opt", "3"))?;
-    assert!(e.starts_with("unknown csource option 'csource.opt' (known: csource.cc, "), "{e}");
+    assert!(
+        e.starts_with("unknown csource option 'csource.opt' (known: csource.cc, "),
+        "{e}"
+    );
     let e = compile_err(&plugin, &CompileOptions::new().with("csource.fuse", "yes"))?;
-    assert_eq!(e, "csource option 'csource.fuse=yes': expected true or false");
+    assert_eq!(
+        e,
+        "csource option 'csource.fuse=yes': expected true or false"
+    );
     // Other plugins' options are not ours to judge.
     plugin.compile(
         &partition(NET, true)?,
@@ -215,7 +229,10 @@ fn damaged_modules_are_refused_with_the_reason() -> Result<()> {
         "csource module format version 9 is not supported (this plugin reads version 1); rebuild the artifact"
     );
     let e = message(&bytes[..bytes.len() - 1])?;
-    assert!(e.starts_with("csource module: the header describes "), "{e}");
+    assert!(
+        e.starts_with("csource module: the header describes "),
+        "{e}"
+    );
     // A valid layout around bytes that are not a shared object (same length, so only the
     // loader can tell).
     let header_len = u32::from_le_bytes([bytes[12], bytes[13], bytes[14], bytes[15]]) as usize;

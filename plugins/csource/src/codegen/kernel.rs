@@ -149,8 +149,10 @@ impl Conv2dGeom {
 /// Floats in the vectors the conv2d row loops are laid out for: 8 (AVX; a multiple of SSE's 4).
 pub(crate) const VECTOR_FLOATS: usize = 8;
 
-/// Output channels a conv2d block computes together: each input row is loaded once for all of
-/// them, and their weights and accumulators stay in registers (4 fit SSE's 16).
+/// Output channels a conv2d block computes together: each input row segment is loaded once for
+/// all of them; their weights, the input vector and the accumulator vectors of one step fit
+/// SSE's 16 registers. The accumulator rows are local arrays: 16 bytes of stack per column of
+/// the rounded output row.
 pub(crate) const OC_BLOCK: usize = 4;
 
 /// Floats of the partial sums of a dense dot product (one SSE or AVX vector's worth of lanes).
@@ -323,7 +325,9 @@ fn emit_dense(w: &mut CWriter, [m, k, n]: [usize; 3], epi: &Epilogue, args: &[St
     let lanes: Vec<String> = (0..DOT_LANES).map(|j| format!("s[{j}]")).collect();
     w.line(format!("float v = {};", pairwise_sum(&lanes)));
     if body < k {
-        w.line(format!("for (long k = {body}; k < {k}; ++k) v += xr[k] * wr[k];"));
+        w.line(format!(
+            "for (long k = {body}; k < {k}; ++k) v += xr[k] * wr[k];"
+        ));
     }
     epi.emit(w, "v", &|i| format!("{}[n]", args[i]));
     w.line(format!("{out}[m * {n} + n] = v;"));
@@ -368,7 +372,14 @@ fn times(var: &str, factor: usize) -> String {
 /// row segment into the block's row accumulators (local arrays, contiguous over the output
 /// width with a trip count rounded up to the vector length, so gcc vectorizes it at `-O2`);
 /// then the epilogue runs and each output element is stored once.
-fn emit_conv2d(w: &mut CWriter, g: &Conv2dGeom, epi: &Epilogue, args: &[String], out: &str, scratch: &str) {
+fn emit_conv2d(
+    w: &mut CWriter,
+    g: &Conv2dGeom,
+    epi: &Epilogue,
+    args: &[String],
+    out: &str,
+    scratch: &str,
+) {
     let [_, c, h, wd] = g.input;
     let x = &args[0];
     let [hp, wp] = g.padded().unwrap_or([h, wd]);
@@ -436,7 +447,10 @@ fn emit_conv2d(w: &mut CWriter, g: &Conv2dGeom, epi: &Epilogue, args: &[String],
 
 /// The loop nest of `nb` output channels starting at `oc0` (a C expression) of group
 /// `group`, reading the image `xp` of `[hp, wp]` planes.
-#[allow(clippy::too_many_arguments, reason = "one loop nest's geometry and names")]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one loop nest's geometry and names"
+)]
 fn emit_conv2d_block(
     w: &mut CWriter,
     g: &Conv2dGeom,
@@ -468,7 +482,10 @@ fn emit_conv2d_block(
     let accs: Vec<String> = blocks.iter().map(|b| format!("a{b}[{row}]")).collect();
     w.line(format!("float {};", accs.join(", ")));
     let zero: Vec<String> = blocks.iter().map(|b| format!("a{b}[ox] = 0.0f;")).collect();
-    w.line(format!("for (long ox = 0; ox < {row}; ++ox) {{ {} }}", zero.join(" ")));
+    w.line(format!(
+        "for (long ox = 0; ox < {row}; ++ox) {{ {} }}",
+        zero.join(" ")
+    ));
     w.open_for("ic", icg);
     w.open_for("ky", kh);
     w.line(format!(
@@ -478,7 +495,10 @@ fn emit_conv2d_block(
     ));
     w.open_for("kx", kw);
     match g.strides[1] {
-        1 => w.line(format!("const float *xs = xr + {};", times("kx", g.dilation[1]))),
+        1 => w.line(format!(
+            "const float *xs = xr + {};",
+            times("kx", g.dilation[1])
+        )),
         s => {
             w.line(format!("const long q = {};", times("kx", g.dilation[1])));
             w.line(format!(
@@ -492,7 +512,10 @@ fn emit_conv2d_block(
     w.line(format!("const float {};", weights.join(", ")));
     w.open(format!("for (long ox = 0; ox < {row}; ++ox)"));
     w.line("const float v = xs[ox];");
-    let updates: Vec<String> = blocks.iter().map(|b| format!("a{b}[ox] += c{b} * v;")).collect();
+    let updates: Vec<String> = blocks
+        .iter()
+        .map(|b| format!("a{b}[ox] += c{b} * v;"))
+        .collect();
     w.line(updates.join(" "));
     w.close();
     w.close();
