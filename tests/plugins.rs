@@ -176,7 +176,7 @@ fn tinyacc_partitions_run_through_the_so_and_match_the_host() {
     let x = inputs(&m);
     let want = host_run(&m, &x);
     let plugin = tinyacc();
-    assert_eq!(plugin.abi_version(), (1, 0));
+    assert_eq!(plugin.abi_version(), (1, 1));
     let target = Target::from_description(&plugin.describe()).unwrap();
     let parts = partition(&m, &[target], &PartitionOptions::default()).unwrap();
     // The broadcasting add is declined by the plugin's predicate, across the ABI.
