@@ -179,8 +179,8 @@ fn run_build_and_artifact_without_compiler_match_the_host() -> Result<()> {
         &[("CC", "false")],
     ))?;
     assert_eq!(
-        read_npz(&dir.join("art.npz"))?,
-        read_npz(&dir.join("cs.npz"))?
+        read_npz(dir.join("art.npz"))?,
+        read_npz(dir.join("cs.npz"))?
     );
     // Passing the constants as arguments gives the same results.
     succeeded(byoc(
@@ -360,7 +360,7 @@ fn squeezenet_partitioned_to_csource_matches_onnxruntime() -> Result<()> {
     let feeds = resolve_inputs(&result.module, Some(&dir.join("random_input.npz")), None)?;
     let outputs = executor.run_named(&feeds).context("run failed")?;
     let got: BTreeMap<String, Tensor> = output_map(&result.module, outputs);
-    let want = read_npz(&dir.join("random_expected.npz"))?;
+    let want = read_npz(dir.join("random_expected.npz"))?;
     ensure!(
         got.keys().eq(want.keys()),
         "outputs {:?}",
