@@ -37,7 +37,12 @@ fn with(command: &str, rest: &[&str]) -> Vec<String> {
 fn piped_output_has_no_progress() {
     let artifact = std::env::temp_dir().join(format!("byoc-progress-{}.byoc", std::process::id()));
     let artifact_arg = artifact.display().to_string();
-    let onnx = ["run", "tests/data/onnx/conv/model.onnx", "--random-inputs", "0"];
+    let onnx = [
+        "run",
+        "tests/data/onnx/conv/model.onnx",
+        "--random-inputs",
+        "0",
+    ];
     let commands: Vec<Vec<String>> = vec![
         with("build", &["-o", &artifact_arg]),
         with("verify", &[]),
@@ -51,7 +56,10 @@ fn piped_output_has_no_progress() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{args:?}: {stderr}");
-        assert!(stderr.is_empty(), "{args:?}: piped stderr must be empty: {stderr:?}");
+        assert!(
+            stderr.is_empty(),
+            "{args:?}: piped stderr must be empty: {stderr:?}"
+        );
         for text in [&stdout, &stderr] {
             assert!(
                 !text.contains('\u{1b}') && !text.contains('\r'),
@@ -68,7 +76,8 @@ fn a_terminal_shows_progress() {
         eprintln!("util-linux `script` is not installed: the terminal case is not run");
         return;
     }
-    let artifact = std::env::temp_dir().join(format!("byoc-progress-tty-{}.byoc", std::process::id()));
+    let artifact =
+        std::env::temp_dir().join(format!("byoc-progress-tty-{}.byoc", std::process::id()));
     let cases = [
         (
             with("build", &["-o", &artifact.display().to_string()]),

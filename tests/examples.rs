@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-#[path = "../examples/common.rs"]
+#[path = "../examples/common/mod.rs"]
 mod common;
 #[path = "../examples/detection/detection.rs"]
 mod detection;
@@ -69,7 +69,9 @@ fn forum_case_offloads_only_the_second_conv2d_both_ways() {
         "{:?}",
         by_predicate.rejected
     );
-    assert!(report.placements[1].summary.functions[0].composites.is_empty());
+    assert!(report.placements[1].summary.functions[0]
+        .composites
+        .is_empty());
     let text = report.to_string();
     assert!(text.contains("declined by acc: nn.conv2d ×1 (input has 8 channels, more than 3)"));
 }
@@ -90,7 +92,10 @@ fn detection_keeps_nms_on_the_host_and_offloads_the_rest() {
         assert!(!f.ops.iter().any(|op| op.starts_with("vision.")), "{f:?}");
     }
     let offloaded: usize = s.functions.iter().map(|f| f.ops.len()).sum();
-    assert!(offloaded >= 15, "the backbone and heads go to detacc: {s:?}");
+    assert!(
+        offloaded >= 15,
+        "the backbone and heads go to detacc: {s:?}"
+    );
 
     // The profile: NMS ran on the host, the partitions on detacc, nothing else on the host.
     let host: Vec<&str> = report
@@ -123,7 +128,9 @@ fn detection_keeps_nms_on_the_host_and_offloads_the_rest() {
             assert!(iou(a, b) < 0.4, "{a:?} and {b:?} overlap");
         }
     }
-    assert!(report.to_string().contains("host     vision.non_max_suppression"));
+    assert!(report
+        .to_string()
+        .contains("host     vision.non_max_suppression"));
 }
 
 #[test]
@@ -135,7 +142,8 @@ fn quickstart_on_resnet50() {
         );
         return;
     };
-    let artifact = std::env::temp_dir().join(format!("byoc-quickstart-{}.byoc", std::process::id()));
+    let artifact =
+        std::env::temp_dir().join(format!("byoc-quickstart-{}.byoc", std::process::id()));
     let options = quickstart::Options {
         model: quickstart::locate(Some(PathBuf::from(dir))).expect("ResNet-50 is prepared"),
         artifact: artifact.clone(),
@@ -164,14 +172,26 @@ fn quickstart_says_how_to_fetch_a_missing_model() {
         .expect_err("a missing model is an error");
     let text = format!("{err:#}");
     assert!(text.contains("no/such/model.onnx"), "{text}");
-    assert!(text.contains("./scripts/fetch_onnx_light.sh target/onnx-light"), "{text}");
+    assert!(
+        text.contains("./scripts/fetch_onnx_light.sh target/onnx-light"),
+        "{text}"
+    );
 }
 
 #[test]
 fn readme_commands_of_the_examples_work() {
     // Manual annotation from the command line: the partition holds the second block.
-    let out = byoc(&["inspect", "examples/models/forum_annotated.relay", "--format", "json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = byoc(&[
+        "inspect",
+        "examples/models/forum_annotated.relay",
+        "--format",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
     assert_eq!(json["functions"][0]["name"], "acc_0");
     assert_eq!(
@@ -185,13 +205,26 @@ fn readme_commands_of_the_examples_work() {
     let mut args = vec!["verify", "examples/models/detector.relay"];
     args.extend(spec);
     let out = byoc(&args);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let mut args = vec!["run", "examples/models/detector.relay", "--random-inputs", "3", "--profile"];
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut args = vec![
+        "run",
+        "examples/models/detector.relay",
+        "--random-inputs",
+        "3",
+        "--profile",
+    ];
     args.extend(spec);
     let out = byoc(&args);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("target detacc:") && stderr.contains("target default:"), "{stderr}");
+    assert!(
+        stderr.contains("target detacc:") && stderr.contains("target default:"),
+        "{stderr}"
+    );
 }
 
 /// The README's quick tour as written: every `target/release/byoc ...` line of its first `sh`

@@ -36,9 +36,15 @@ fn check(case: &str, body: &str) {
     let reparsed = typed(&print_module(&module)).expect("printed module parses");
     for m in [&module, &reparsed] {
         for threads in [1, 2] {
-            let outs = Executor::new(m, ExecOptions { threads, profile: false })
-                .and_then(|e| e.run(std::slice::from_ref(data)))
-                .unwrap_or_else(|e| panic!("{case}: {e}"));
+            let outs = Executor::new(
+                m,
+                ExecOptions {
+                    threads,
+                    profile: false,
+                },
+            )
+            .and_then(|e| e.run(std::slice::from_ref(data)))
+            .unwrap_or_else(|e| panic!("{case}: {e}"));
             let want: Vec<_> = (0..outs.len()).map(|i| &fx[&format!("out{i}")]).collect();
             assert_eq!(outs.len(), fx.len() - 1, "{case}: number of outputs");
             for (i, (got, want)) in outs.iter().zip(want).enumerate() {
@@ -51,10 +57,7 @@ fn check(case: &str, body: &str) {
 
 #[test]
 fn get_valid_counts_matches_numpy() {
-    check(
-        "get_valid_counts",
-        "  vision.get_valid_counts(%data, 0.3f)",
-    );
+    check("get_valid_counts", "  vision.get_valid_counts(%data, 0.3f)");
 }
 
 #[test]
@@ -104,7 +107,13 @@ fn result_types_follow_relay() {
 }",
     )
     .expect("types");
-    let ty = m.main().expect("main").func_type().expect("typed").ret.to_string();
+    let ty = m
+        .main()
+        .expect("main")
+        .func_type()
+        .expect("typed")
+        .ret
+        .to_string();
     assert_eq!(
         ty,
         "((Tensor[(2), int32], Tensor[(2, 10, 6), float32], Tensor[(2, 10), int32]), \

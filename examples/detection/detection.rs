@@ -22,7 +22,7 @@ use byoc::core::text::parse_module;
 use byoc::report::summary::Summary;
 use byoc::target::{Target, HOST_TARGET};
 
-use crate::common::{all_within, Checked, errors_text, partition_and_compile, summary_text, FLOOR};
+use crate::common::{all_within, errors_text, partition_and_compile, summary_text, Checked, FLOOR};
 
 /// The detector.
 pub const MODEL: &str = include_str!("../models/detector.relay");

@@ -8,7 +8,7 @@
 //! Exit code 0 when the partitioned run matches host-only execution, 1 when it does not,
 //! 2 on an error.
 
-#[path = "../common.rs"]
+#[path = "../common/mod.rs"]
 mod common;
 mod detection;
 

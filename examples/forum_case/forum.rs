@@ -30,7 +30,7 @@ use byoc::report::summary::Summary;
 use byoc::target::Target;
 use byoc_patterns::{Pattern, PatternTable};
 
-use crate::common::{all_within, Checked, errors_text, partition_and_compile, summary_text, FLOOR};
+use crate::common::{all_within, errors_text, partition_and_compile, summary_text, Checked, FLOOR};
 
 /// The model, unannotated.
 pub const MODEL: &str = include_str!("../models/forum.relay");
@@ -68,7 +68,8 @@ fn small_conv2d_block(f: &Function, root: ExprId) -> bool {
             return false;
         };
         if op.name() == "nn.conv2d" {
-            let arg_types: Option<Vec<Type>> = call.args.iter().map(|&a| f.ty(a).cloned()).collect();
+            let arg_types: Option<Vec<Type>> =
+                call.args.iter().map(|&a| f.ty(a).cloned()).collect();
             return arg_types
                 .and_then(|t| input_channels(&t))
                 .is_some_and(|c| c <= MAX_CHANNELS);
@@ -140,7 +141,12 @@ fn typed(text: &str, what: &str) -> Result<Module> {
 
 /// Partitions `module` for `targets`, runs it and the host-only `reference` on the same
 /// inputs, and compares.
-fn place(how: &'static str, module: &Module, targets: &[Target], reference: &Module) -> Result<Placement> {
+fn place(
+    how: &'static str,
+    module: &Module,
+    targets: &[Target],
+    reference: &Module,
+) -> Result<Placement> {
     let (result, externals) =
         partition_and_compile(module, targets, &Runtimes::new().with_reference(TARGET))?;
     let inputs = resolve_inputs(reference, None, Some(SEED))?;

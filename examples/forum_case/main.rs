@@ -8,7 +8,7 @@
 //! Exit code 0 when both partitioned runs match host-only execution, 1 when one does not,
 //! 2 on an error.
 
-#[path = "../common.rs"]
+#[path = "../common/mod.rs"]
 mod common;
 mod forum;
 

@@ -10,7 +10,7 @@
 //! run matches host-only execution, 1 when it does not, 2 on an error (a missing model
 //! included: the message says how to fetch it).
 
-#[path = "../common.rs"]
+#[path = "../common/mod.rs"]
 mod common;
 mod quickstart;
 

@@ -24,7 +24,7 @@ use byoc::plugins::find_plugin;
 use byoc::report::summary::Summary;
 use byoc::target::Target;
 
-use crate::common::{all_within, Checked, errors_text, partition_and_compile, summary_text, FLOOR};
+use crate::common::{all_within, errors_text, partition_and_compile, summary_text, Checked, FLOOR};
 
 /// The accelerator's target spec.
 pub const TARGET_SPEC: &str = include_str!("../targets/cnnacc.json");
@@ -162,19 +162,22 @@ pub fn run(options: &Options) -> Result<Report> {
         input_file.is_file().then_some(input_file.as_path()),
         Some(0),
     )?;
-    let checked = timed(&mut steps, "run the artifact and host-only".to_string(), || {
-        verify_partitioned(
-            &module,
-            &loaded,
-            &loaded_externals,
-            &inputs,
-            ExecOptions::default(),
-            FLOOR,
-        )
-    })?;
-    let first = |outputs: &BTreeMap<String, Tensor>| {
-        outputs.values().next().map(top5).unwrap_or_default()
-    };
+    let checked = timed(
+        &mut steps,
+        "run the artifact and host-only".to_string(),
+        || {
+            verify_partitioned(
+                &module,
+                &loaded,
+                &loaded_externals,
+                &inputs,
+                ExecOptions::default(),
+                FLOOR,
+            )
+        },
+    )?;
+    let first =
+        |outputs: &BTreeMap<String, Tensor>| outputs.values().next().map(top5).unwrap_or_default();
     Ok(Report {
         steps,
         summary: Summary::of(&result),

@@ -165,7 +165,14 @@ pub fn verify(args: &VerifyArgs) -> Result<()> {
         threads: args.threads,
         profile: false,
     };
-    let checked = verify_partitioned(&host, &partitioned, &externals, &inputs, options, args.floor)?;
+    let checked = verify_partitioned(
+        &host,
+        &partitioned,
+        &externals,
+        &inputs,
+        options,
+        args.floor,
+    )?;
     let mut failed = Vec::new();
     for e in checked.errors {
         let ok = e.max_rel <= args.rtol;

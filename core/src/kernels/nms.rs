@@ -35,7 +35,10 @@ impl Boxes {
 /// (and whose class id is not negative, when `id_index` is given) to the front in their
 /// original order, fills the rest with `-1`, and records each kept box's original index and
 /// the count.
-#[allow(clippy::too_many_arguments, reason = "the op's inputs and outputs, each named")]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the op's inputs and outputs, each named"
+)]
 pub(crate) fn get_valid_counts(
     geo: Boxes,
     data: &[f32],
@@ -100,6 +103,18 @@ fn iou(a: &[f32], b: &[f32]) -> f32 {
     }
 }
 
+/// True when the earlier box `kept` (still valid: score > 0, class id not negative)
+/// suppresses `row`: same class (or `force_suppress`) and IoU ≥ `iou_threshold`.
+fn suppresses(attrs: &NmsAttrs, kept: &[f32], row: &[f32], iou_threshold: f32) -> bool {
+    let c = attrs.coord_start;
+    let labelled = attrs.id_index.is_none_or(|id| kept[id] >= 0.0);
+    let same_class = attrs.force_suppress || attrs.id_index.is_none_or(|id| kept[id] == row[id]);
+    kept[attrs.score_index] > 0.0
+        && labelled
+        && same_class
+        && iou(&row[c..c + 4], &kept[c..c + 4]) >= iou_threshold
+}
+
 /// Greedy non-maximum suppression of the first `valid_count[b]` boxes of each batch element
 /// of `data` (`get_valid_counts`' output). Boxes are taken in descending score order (stable
 /// for ties); a box is kept unless it overlaps an already kept box of the same class (any
@@ -111,7 +126,10 @@ fn iou(a: &[f32], b: &[f32]) -> f32 {
 /// (`[batch, anchors]`: for each row of `out`, the original index through `indices`, or
 /// `-1`). With `return_indices`, the caller uses only `box_indices`, compacted by
 /// [`compact_indices`].
-#[allow(clippy::too_many_arguments, reason = "the op's inputs and outputs, each named")]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the op's inputs and outputs, each named"
+)]
 pub(crate) fn non_max_suppression(
     geo: Boxes,
     attrs: &NmsAttrs,
@@ -123,9 +141,11 @@ pub(crate) fn non_max_suppression(
     out: &mut [f32],
     box_indices: &mut [i32],
 ) {
-    let (score, coords) = (attrs.score_index, attrs.coord_start);
+    let score = attrs.score_index;
     for b in 0..geo.batch {
-        let valid = usize::try_from(valid_count[b]).unwrap_or(0).min(geo.anchors);
+        let valid = usize::try_from(valid_count[b])
+            .unwrap_or(0)
+            .min(geo.anchors);
         let idx = &mut box_indices[b * geo.anchors..(b + 1) * geo.anchors];
         if iou_threshold > 0.0 {
             let mut order: Vec<usize> = (0..valid).collect();
@@ -148,43 +168,27 @@ pub(crate) fn non_max_suppression(
                 }
             }
             let mut kept = 0i32;
-            for j in 0..valid {
+            for (j, slot) in idx.iter_mut().enumerate().take(valid) {
                 let row = geo.row(out, b, j);
-                let mut suppressed = row[score] <= 0.0 || kept == max_output_size;
-                for k in 0..j {
-                    if suppressed {
-                        break;
-                    }
-                    let other = geo.row(out, b, k);
-                    let same_class = attrs.force_suppress
-                        || attrs.id_index.is_none_or(|id| other[id] == row[id]);
-                    let labelled = attrs.id_index.is_none_or(|id| other[id] >= 0.0);
-                    if other[score] > 0.0
-                        && labelled
-                        && same_class
-                        && iou(&row[coords..coords + 4], &other[coords..coords + 4])
-                            >= iou_threshold
-                    {
-                        suppressed = true;
-                    }
-                }
+                let suppressed = row[score] <= 0.0
+                    || kept == max_output_size
+                    || (0..j).any(|k| suppresses(attrs, geo.row(out, b, k), row, iou_threshold));
                 if suppressed {
                     geo.row_mut(out, b, j).fill(-1.0);
-                    idx[j] = -1;
+                    *slot = -1;
                 } else {
                     kept += 1;
                 }
             }
         } else {
             for (j, slot) in idx.iter_mut().enumerate().take(valid) {
-                geo.row_mut(out, b, j)
-                    .copy_from_slice(geo.row(data, b, j));
+                geo.row_mut(out, b, j).copy_from_slice(geo.row(data, b, j));
                 *slot = j as i32;
             }
         }
-        for j in valid..geo.anchors {
+        for (j, slot) in idx.iter_mut().enumerate().skip(valid) {
             geo.row_mut(out, b, j).fill(-1.0);
-            idx[j] = -1;
+            *slot = -1;
         }
         for slot in idx.iter_mut().take(valid) {
             if let Ok(pos) = usize::try_from(*slot) {

@@ -117,7 +117,10 @@ impl OpImpl for GetValidCounts {
                 let data = kernels::input::<f32>(ins, 0)?;
                 let threshold = kernels::input::<f32>(ins, 1)?[0];
                 let [count, boxes, indices] = outs else {
-                    return Err(KernelError::new("vision.get_valid_counts", "needs 3 outputs"));
+                    return Err(KernelError::new(
+                        "vision.get_valid_counts",
+                        "needs 3 outputs",
+                    ));
                 };
                 nms::get_valid_counts(
                     geo,

@@ -1,6 +1,6 @@
 //! Steps every example shares: partition a module and compile its partitions, print a
 //! partitioning summary and a host-only comparison as text, and turn a report into an exit
-//! code. Each example includes this file as its `common` module (`#[path = "../common.rs"]`),
+//! code. Each example includes this file as its `common` module (`#[path = "../common/mod.rs"]`),
 //! as does `tests/examples.rs`.
 
 use std::collections::BTreeMap;
