@@ -6,8 +6,6 @@
 //! overlap takes the min/max of each pair, as TVM does). Rows that are not valid boxes are
 //! filled with `-1` and their indices with `-1`, as in TVM.
 
-use std::cmp::Ordering;
-
 /// The geometry of a box tensor `[batch, anchors, elems]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Boxes {
@@ -151,7 +149,8 @@ pub(crate) fn non_max_suppression(
             let mut order: Vec<usize> = (0..valid).collect();
             order.sort_by(|&p, &q| {
                 let (sp, sq) = (geo.row(data, b, p)[score], geo.row(data, b, q)[score]);
-                sq.partial_cmp(&sp).unwrap_or(Ordering::Equal)
+                // A total order (NaN scores sort consistently), descending; stable for ties.
+                sq.total_cmp(&sp)
             });
             let keep = match usize::try_from(attrs.top_k) {
                 Ok(k) if k > 0 && k < valid => k,
