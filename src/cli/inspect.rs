@@ -7,8 +7,7 @@ use byoc_core::plugin::{emit_sources, PartitionSource};
 use byoc_core::text::{print_module_with, PrintOptions};
 use clap::{Args, ValueEnum};
 
-use super::targets::TargetArgs;
-use crate::model::{load_model, parse_input_shapes};
+use super::targets::{load, TargetArgs};
 use crate::pipeline::{partition, PartitionOptions, Stage as PipelineStage};
 use crate::report::{render, Format};
 use crate::target::Target;
@@ -77,7 +76,7 @@ pub fn inspect(args: &InspectArgs) -> Result<()> {
     if args.emit_source.is_some() && args.stage != Stage::Partition {
         bail!("--emit-source needs --stage partition (the default)");
     }
-    let module = load_model(&args.model, &parse_input_shapes(&args.input_shapes)?)?;
+    let module = load(&args.model, &args.input_shapes)?;
     let text = match args.stage.pipeline_stage() {
         None if args.format == Format::Text => {
             print_module_with(&module, &PrintOptions { show_types: true })
