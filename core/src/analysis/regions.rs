@@ -6,11 +6,17 @@
 //! argument; any other node whose open (non-end) arguments lie in regions joins them, merging
 //! those regions; a node none of whose arguments lie in a region stays outside. The callee of a
 //! call is not an argument, so composite function literals stay outside regions and are used
-//! by their members.
+//! by their members. So the per-op form AnnotateTarget writes and the merged form
+//! MergeCompilerRegions writes (ops between a begin and its end without annotations of their
+//! own) describe regions alike: a bare op reached only from a region's begins belongs to it.
 //!
 //! Checked here (TVM leaves these undefined or fails with an internal check):
 //! - an end's argument lies in a region of the same target;
-//! - a region node's arguments are all begins, region nodes or ends (no raw variables mixed in);
+//! - no begin directly wraps a begin, no end an end;
+//! - a node joining several regions joins regions of one target (TVM would merge regions of
+//!   different targets into one);
+//! - a region node's arguments are all begins, region nodes or ends (no raw variables, constants
+//!   or host values mixed in; TVM fails with "Arg regions are inconsistent");
 //! - a region's value leaves it only through an end, and an end's value enters a region only
 //!   through a begin;
 //! - regions are convex: the region graph (regions contracted to single vertices, every other
@@ -115,12 +121,37 @@ pub struct Region {
     pub nodes: Vec<ExprId>,
 }
 
-/// An annotation problem, located in a function.
+/// Names node `id` of `f` for messages: the op or kind of node and its id (`add %3`,
+/// `tuple %5`, `call of @f %7`, `%x`).
+pub fn describe(f: &Function, id: ExprId) -> String {
+    match f.expr(id) {
+        Expr::Call(call) => match &call.callee {
+            Callee::Op(op) => format!("{} {id}", op.name()),
+            Callee::Global(g) => format!("call of @{g} {id}"),
+            Callee::Local(lit) => match composite_call(f, id) {
+                Some((_, name)) => format!("composite {name} {id}"),
+                None => format!("call of local function {lit} {id}"),
+            },
+        },
+        Expr::Tuple(_) => format!("tuple {id}"),
+        Expr::TupleGetItem { index, .. } => format!("tuple-get-item .{index} {id}"),
+        Expr::Var(v) => format!("%{}", v.name),
+        Expr::Constant(_) => format!("constant {id}"),
+        Expr::Function(_) => format!("function literal {id}"),
+    }
+}
+
+fn describe_annotation(f: &Function, id: ExprId) -> String {
+    let target = annotation(f.expr(id)).map_or(DEFAULT_TARGET, |a| a.target);
+    format!("{} (compiler=\"{target}\")", describe(f, id))
+}
+
+/// An annotation problem, located in a function. Nodes are named as [`describe`] does.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RegionError {
     /// An end whose argument lies in no region.
-    #[error("in @{function}: compiler_end {end} (compiler=\"{target}\") closes no region: its argument {arg} lies outside every region")]
+    #[error("in @{function}: compiler_end {end} (compiler=\"{target}\") closes no region: its argument {arg} lies outside every region (no compiler_begin leads to it)")]
     EndWithoutRegion {
         /// The function.
         function: String,
@@ -128,64 +159,96 @@ pub enum RegionError {
         end: ExprId,
         /// Its target.
         target: String,
-        /// Its argument.
-        arg: ExprId,
+        /// Its argument, described.
+        arg: String,
     },
     /// An end of another target than the region it closes.
-    #[error("in @{function}: compiler_end {end} has compiler=\"{end_target}\" but its argument lies in a region of target \"{region_target}\"")]
+    #[error("in @{function}: compiler_end {end} has compiler=\"{end_target}\" but its argument {arg} lies in a region of target \"{region_target}\"")]
     TargetMismatch {
         /// The function.
         function: String,
         /// The end.
         end: ExprId,
+        /// Its argument, described.
+        arg: String,
         /// The end's target.
         end_target: String,
         /// The region's target.
         region_target: String,
     },
+    /// A compiler annotation directly around another one of the same kind.
+    #[error("in @{function}: nested annotation: {outer} wraps {inner} directly (a value enters a region through one compiler_begin and leaves it through one compiler_end)")]
+    Nested {
+        /// The function.
+        function: String,
+        /// The outer annotation, described.
+        outer: String,
+        /// The inner annotation, described.
+        inner: String,
+    },
+    /// A node taking values from regions of two different targets.
+    #[error("in @{function}: {node} takes {first} from a region of target \"{first_target}\" and {second} from a region of target \"{second_target}\"; a node belongs to one region, so one of them needs a compiler_end and a compiler_begin")]
+    TwoTargets {
+        /// The function.
+        function: String,
+        /// The node, described.
+        node: String,
+        /// An argument in the first region.
+        first: ExprId,
+        /// The first region's target.
+        first_target: String,
+        /// An argument in the second region.
+        second: ExprId,
+        /// The second region's target.
+        second_target: String,
+    },
     /// A node mixing region values with values that entered no region through a begin.
-    #[error("in @{function}: {node} takes {inside} from a region and {outside}, which entered no region through a compiler_begin")]
+    #[error("in @{function}: {node} takes {inside} from a region of target \"{target}\" and {outside} from the host, which entered no region through a compiler_begin")]
     MixedArgs {
         /// The function.
         function: String,
-        /// The node.
-        node: ExprId,
+        /// The node, described.
+        node: String,
+        /// The region's target.
+        target: String,
         /// An argument inside a region.
         inside: ExprId,
-        /// An argument outside every region.
-        outside: ExprId,
+        /// An argument outside every region, described.
+        outside: String,
     },
     /// A region value used outside its region without a compiler_end.
-    #[error("in @{function}: {value} of a {target} region is used by {user} outside the region without a compiler_end")]
+    #[error("in @{function}: {value} of a region of target \"{target}\" is used by {user} outside the region without a compiler_end")]
     ValueEscapes {
         /// The function.
         function: String,
-        /// The region value.
-        value: ExprId,
+        /// The region value, described.
+        value: String,
         /// The region's target.
         target: String,
-        /// The user outside the region.
-        user: ExprId,
+        /// The user outside the region, described (`the function result` for the body).
+        user: String,
     },
     /// A region output consumed inside a region without a compiler_begin.
     #[error(
-        "in @{function}: compiler_end {end} is used by region node {user} without a compiler_begin"
+        "in @{function}: compiler_end {end} is used by {user} inside a region of target \"{target}\" without a compiler_begin"
     )]
     EndEntersRegion {
         /// The function.
         function: String,
         /// The end.
         end: ExprId,
-        /// The region node using it.
-        user: ExprId,
+        /// The region node using it, described.
+        user: String,
+        /// The user's region target.
+        target: String,
     },
     /// Regions that are not convex: the region graph has a cycle.
     #[error("in @{function}: regions are not convex: {first} and other nodes depend on each other in a cycle through nodes outside the regions")]
     Cycle {
         /// The function.
         function: String,
-        /// A node on the cycle.
-        first: ExprId,
+        /// A node on the cycle, described.
+        first: String,
     },
 }
 
@@ -267,8 +330,20 @@ impl RegionSet {
         let err_fn = || function.to_string();
         for id in f.ids().filter(|id| live[id.index()]) {
             let expr = f.expr(id);
-            let ann =
-                annotation(expr).filter(|a| !(transparent_default && a.target == DEFAULT_TARGET));
+            let delimiting = |id: ExprId| {
+                annotation(f.expr(id))
+                    .filter(|a| !(transparent_default && a.target == DEFAULT_TARGET))
+            };
+            let ann = delimiting(id);
+            if let Some(a) = ann {
+                if delimiting(a.arg).is_some_and(|inner| inner.kind == a.kind) {
+                    return Err(RegionError::Nested {
+                        function: err_fn(),
+                        outer: describe_annotation(f, id),
+                        inner: describe_annotation(f, a.arg),
+                    });
+                }
+            }
             match ann {
                 Some(Annotation {
                     kind: AnnotationKind::Begin,
@@ -290,7 +365,7 @@ impl RegionSet {
                             function: err_fn(),
                             end: id,
                             target: target.to_string(),
-                            arg,
+                            arg: describe(f, arg),
                         });
                     };
                     let r = uf.find(r);
@@ -298,6 +373,7 @@ impl RegionSet {
                         return Err(RegionError::TargetMismatch {
                             function: err_fn(),
                             end: id,
+                            arg: describe(f, arg),
                             end_target: target.to_string(),
                             region_target: targets[r as usize].to_string(),
                         });
@@ -306,36 +382,48 @@ impl RegionSet {
                     ends[id.index()] = true;
                 }
                 None => {
+                    // The node joins the regions of its open arguments, merging them when
+                    // they are several regions of one target (as TVM's region builder does).
                     let mut joined: Option<(u32, ExprId)> = None;
                     let mut outside = None;
                     for &a in dataflow_args(expr) {
                         if ends[a.index()] {
                             continue;
                         }
-                        match prov[a.index()] {
-                            Some(r) => {
-                                let r = uf.find(r);
-                                match joined {
-                                    None => joined = Some((r, a)),
-                                    Some((into, _)) if into != r => {
-                                        // Keep the earlier region's id as the representative.
-                                        let (lo, hi) = (into.min(r), into.max(r));
-                                        uf.0[hi as usize] = lo;
-                                        joined = joined.map(|(_, at)| (lo, at));
-                                    }
-                                    Some(_) => {}
+                        let Some(r) = prov[a.index()] else {
+                            outside = outside.or(Some(a));
+                            continue;
+                        };
+                        let r = uf.find(r);
+                        match joined {
+                            None => joined = Some((r, a)),
+                            Some((into, at)) if into != r => {
+                                if targets[into as usize] != targets[r as usize] {
+                                    return Err(RegionError::TwoTargets {
+                                        function: err_fn(),
+                                        node: describe(f, id),
+                                        first: at,
+                                        first_target: targets[into as usize].to_string(),
+                                        second: a,
+                                        second_target: targets[r as usize].to_string(),
+                                    });
                                 }
+                                // Keep the earlier region's id as the representative.
+                                let (lo, hi) = (into.min(r), into.max(r));
+                                uf.0[hi as usize] = lo;
+                                joined = Some((lo, at));
                             }
-                            None => outside = outside.or(Some(a)),
+                            Some(_) => {}
                         }
                     }
                     if let Some((r, inside)) = joined {
                         if let Some(outside) = outside {
                             return Err(RegionError::MixedArgs {
                                 function: err_fn(),
-                                node: id,
+                                node: describe(f, id),
+                                target: targets[r as usize].to_string(),
                                 inside,
-                                outside,
+                                outside: describe(f, outside),
                             });
                         }
                         prov[id.index()] = Some(r);
@@ -381,20 +469,19 @@ impl RegionSet {
     }
 
     fn check_boundaries(&self, f: &Function, function: &str) -> Result<(), RegionError> {
-        let escape = |value: ExprId, user: ExprId| {
-            let target = self
-                .region_of(value)
+        let target_of = |id| {
+            self.region_of(id)
                 .map(|r| self.regions[r.index()].target.clone())
-                .unwrap_or_default();
-            RegionError::ValueEscapes {
-                function: function.to_string(),
-                value,
-                target,
-                user,
-            }
+                .unwrap_or_default()
+        };
+        let escape = |value: ExprId, user: String| RegionError::ValueEscapes {
+            function: function.to_string(),
+            value: describe(f, value),
+            target: target_of(value),
+            user,
         };
         if self.region_of(f.body).is_some() && !self.ends[f.body.index()] {
-            return Err(escape(f.body, f.body));
+            return Err(escape(f.body, "the function result".to_string()));
         }
         for id in f.ids().filter(|id| self.live[id.index()]) {
             let expr = f.expr(id);
@@ -410,11 +497,12 @@ impl RegionSet {
                         return Err(RegionError::EndEntersRegion {
                             function: function.to_string(),
                             end: o,
-                            user: id,
+                            user: describe(f, id),
+                            target: target_of(id),
                         });
                     }
                 } else if mine != Some(theirs) {
-                    return Err(escape(o, id));
+                    return Err(escape(o, describe(f, id)));
                 }
             }
         }
@@ -507,7 +595,7 @@ impl RegionSet {
                 .expect("an unordered vertex remains");
             return Err(RegionError::Cycle {
                 function: function.to_string(),
-                first,
+                first: describe(f, first),
             });
         }
         Ok(g)

@@ -9,14 +9,18 @@
 //! `default`. Each use gets its own begin and end, as in TVM. Tuples and get-items take the
 //! common target of their arguments (`default` if they differ). Without
 //! `include_non_call_ops`, tuples and get-items stay unannotated and are fed through ends only.
-//! Composite bodies are left untouched. Calls already annotated by an earlier run (first
-//! argument a non-default begin) are kept, so re-running is idempotent.
+//! Composite bodies are left untouched. Regions already in the module (hand-written
+//! annotations, or an earlier run) are checked first (see [`crate::analysis::regions`]; a
+//! malformed one is an error naming the node) and their members, in per-op or merged form, are
+//! kept as they are, so re-running is idempotent; `default` annotations delimit nothing here
+//! and the ops under them are annotated again (TVM's one run per target).
 //!
 //! Every op call left to `default` is reported with each target's reason for declining it.
 //! Cost: linear in the module size times the number of targets.
 
 use crate::analysis::regions::{
-    annotation, composite_call, AnnotationKind, COMPILER_BEGIN, COMPILER_END, DEFAULT_TARGET,
+    annotation, composite_call, AnnotationKind, RegionSet, COMPILER_BEGIN, COMPILER_END,
+    DEFAULT_TARGET,
 };
 use crate::ir::{rewrite::Rebuild, Attrs, Call, Callee, Expr, ExprId, Function, IrError, Module};
 use crate::op::{Op, OpRegistry};
@@ -99,11 +103,19 @@ impl<'t> AnnotateTarget<'t> {
         f: &Function,
         report: &mut AnnotateReport,
     ) -> Result<Function, PartitionError> {
+        let has_regions = f
+            .ids()
+            .any(|id| annotation(f.expr(id)).is_some_and(|a| a.target != DEFAULT_TARGET));
+        let manual = match has_regions {
+            true => Some(RegionSet::build(f, name, true)?),
+            false => None,
+        };
         let mut a = Annotator {
             pass: self,
             rb: Rebuild::new(f),
             recorded: vec![None; f.len()],
             in_literal: literal_members(f),
+            manual,
             begin: annotation_op(COMPILER_BEGIN)?,
             end: annotation_op(COMPILER_END)?,
         };
@@ -198,6 +210,8 @@ struct Annotator<'p, 't, 'f> {
     /// Target index of each annotated source node.
     recorded: Vec<Option<usize>>,
     in_literal: Vec<bool>,
+    /// The regions already in the function, if it has any.
+    manual: Option<RegionSet>,
     begin: Op,
     end: Op,
 }
@@ -215,17 +229,21 @@ impl Annotator<'_, '_, '_> {
     ) -> Result<(), PartitionError> {
         let src = self.rb.src;
         let expr = src.expr(old);
-        if self.in_literal[old.index()] || annotation(expr).is_some() {
+        if let Some(a) = annotation(expr).filter(|a| a.kind == AnnotationKind::Begin) {
+            // A hand-written begin of a host op annotated here: close that op's region first.
+            return self.feed_through_ends(old, &[a.arg]);
+        }
+        let in_region = |r: &RegionSet| r.region_of(old).is_some();
+        if self.in_literal[old.index()]
+            || annotation(expr).is_some()
+            || self.manual.as_ref().is_some_and(in_region)
+        {
             self.rb.copy(old)?;
             return Ok(());
         }
         let non_call = self.pass.include_non_call_ops;
         match expr {
             Expr::Call(call) => {
-                if self.annotated_before(call) {
-                    self.rb.copy(old)?;
-                    return Ok(());
-                }
                 let plain_local =
                     matches!(call.callee, Callee::Local(_)) && composite_call(src, old).is_none();
                 if plain_local && !non_call {
@@ -261,14 +279,6 @@ impl Annotator<'_, '_, '_> {
             }
         }
         Ok(())
-    }
-
-    /// True when the call's first argument is a non-default begin from an earlier run.
-    fn annotated_before(&self, call: &Call) -> bool {
-        call.args.first().is_some_and(|&a| {
-            annotation(self.src().expr(a))
-                .is_some_and(|a| a.kind == AnnotationKind::Begin && a.target != DEFAULT_TARGET)
-        })
     }
 
     /// Copies an unannotated node, closing each annotated argument with its own end.
