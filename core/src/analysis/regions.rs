@@ -121,9 +121,17 @@ pub struct Region {
     pub nodes: Vec<ExprId>,
 }
 
-/// Names node `id` of `f` for messages: the op or kind of node and its id (`add %3`,
-/// `tuple %5`, `call of @f %7`, `%x`).
+/// Names node `id` of `f` for messages: the op or kind of node, its arena id and, for parsed
+/// input, where the text wrote it (`add %3 at 4:8`, `tuple %5`, `call of @f %7`, `%x`).
 pub fn describe(f: &Function, id: ExprId) -> String {
+    let what = describe_kind(f, id);
+    match f.node(id).span {
+        Some(span) if f.var(id).is_none() => format!("{what} at {span}"),
+        _ => what,
+    }
+}
+
+fn describe_kind(f: &Function, id: ExprId) -> String {
     match f.expr(id) {
         Expr::Call(call) => match &call.callee {
             Callee::Op(op) => format!("{} {id}", op.name()),
@@ -151,24 +159,24 @@ fn describe_annotation(f: &Function, id: ExprId) -> String {
 #[non_exhaustive]
 pub enum RegionError {
     /// An end whose argument lies in no region.
-    #[error("in @{function}: compiler_end {end} (compiler=\"{target}\") closes no region: its argument {arg} lies outside every region (no compiler_begin leads to it)")]
+    #[error("in @{function}: {end} (compiler=\"{target}\") closes no region: its argument {arg} lies outside every region (no compiler_begin leads to it)")]
     EndWithoutRegion {
         /// The function.
         function: String,
-        /// The end.
-        end: ExprId,
+        /// The end, described.
+        end: String,
         /// Its target.
         target: String,
         /// Its argument, described.
         arg: String,
     },
     /// An end of another target than the region it closes.
-    #[error("in @{function}: compiler_end {end} has compiler=\"{end_target}\" but its argument {arg} lies in a region of target \"{region_target}\"")]
+    #[error("in @{function}: {end} has compiler=\"{end_target}\" but its argument {arg} lies in a region of target \"{region_target}\"")]
     TargetMismatch {
         /// The function.
         function: String,
-        /// The end.
-        end: ExprId,
+        /// The end, described.
+        end: String,
         /// Its argument, described.
         arg: String,
         /// The end's target.
@@ -193,12 +201,12 @@ pub enum RegionError {
         function: String,
         /// The node, described.
         node: String,
-        /// An argument in the first region.
-        first: ExprId,
+        /// An argument in the first region, described.
+        first: String,
         /// The first region's target.
         first_target: String,
-        /// An argument in the second region.
-        second: ExprId,
+        /// An argument in the second region, described.
+        second: String,
         /// The second region's target.
         second_target: String,
     },
@@ -211,8 +219,8 @@ pub enum RegionError {
         node: String,
         /// The region's target.
         target: String,
-        /// An argument inside a region.
-        inside: ExprId,
+        /// An argument inside a region, described.
+        inside: String,
         /// An argument outside every region, described.
         outside: String,
     },
@@ -230,13 +238,13 @@ pub enum RegionError {
     },
     /// A region output consumed inside a region without a compiler_begin.
     #[error(
-        "in @{function}: compiler_end {end} is used by {user} inside a region of target \"{target}\" without a compiler_begin"
+        "in @{function}: {end} is used by {user} inside a region of target \"{target}\" without a compiler_begin"
     )]
     EndEntersRegion {
         /// The function.
         function: String,
-        /// The end.
-        end: ExprId,
+        /// The end, described.
+        end: String,
         /// The region node using it, described.
         user: String,
         /// The user's region target.
@@ -276,8 +284,10 @@ pub enum Vertex {
 pub struct RegionGraph {
     /// Vertices in topological order (ties broken by the first arena id of each vertex).
     pub order: Vec<Vertex>,
-    /// The predecessors of each vertex (indexed like [`RegionGraph::index`]), with repetition.
-    pub preds: Vec<Vec<Vertex>>,
+    /// The predecessors of all vertices, with repetition, vertex after vertex (dense index);
+    /// those of vertex `i` are `pred_list[pred_start[i]..pred_start[i + 1]]`.
+    pred_list: Vec<Vertex>,
+    pred_start: Vec<u32>,
     num_regions: usize,
 }
 
@@ -290,9 +300,15 @@ impl RegionGraph {
         }
     }
 
-    /// The predecessors of `v`.
+    /// The number of dense indices (regions plus arena slots).
+    pub fn num_indices(&self) -> usize {
+        self.pred_start.len() - 1
+    }
+
+    /// The predecessors of `v`, with repetition.
     pub fn preds_of(&self, v: Vertex) -> &[Vertex] {
-        &self.preds[self.index(v)]
+        let i = self.index(v);
+        &self.pred_list[self.pred_start[i] as usize..self.pred_start[i + 1] as usize]
     }
 }
 
@@ -363,7 +379,7 @@ impl RegionSet {
                     let Some(r) = prov[arg.index()].filter(|_| !ends[arg.index()]) else {
                         return Err(RegionError::EndWithoutRegion {
                             function: err_fn(),
-                            end: id,
+                            end: describe(f, id),
                             target: target.to_string(),
                             arg: describe(f, arg),
                         });
@@ -372,7 +388,7 @@ impl RegionSet {
                     if targets[r as usize] != target {
                         return Err(RegionError::TargetMismatch {
                             function: err_fn(),
-                            end: id,
+                            end: describe(f, id),
                             arg: describe(f, arg),
                             end_target: target.to_string(),
                             region_target: targets[r as usize].to_string(),
@@ -402,9 +418,9 @@ impl RegionSet {
                                     return Err(RegionError::TwoTargets {
                                         function: err_fn(),
                                         node: describe(f, id),
-                                        first: at,
+                                        first: describe(f, at),
                                         first_target: targets[into as usize].to_string(),
-                                        second: a,
+                                        second: describe(f, a),
                                         second_target: targets[r as usize].to_string(),
                                     });
                                 }
@@ -422,7 +438,7 @@ impl RegionSet {
                                 function: err_fn(),
                                 node: describe(f, id),
                                 target: targets[r as usize].to_string(),
-                                inside,
+                                inside: describe(f, inside),
                                 outside: describe(f, outside),
                             });
                         }
@@ -496,7 +512,7 @@ impl RegionSet {
                     if mine.is_some() && !is_begin {
                         return Err(RegionError::EndEntersRegion {
                             function: function.to_string(),
-                            end: o,
+                            end: describe(f, o),
                             user: describe(f, id),
                             target: target_of(id),
                         });
@@ -541,27 +557,58 @@ impl RegionSet {
     /// Fails when regions are not convex.
     pub fn graph(&self, f: &Function, function: &str) -> Result<RegionGraph, RegionError> {
         let nr = self.regions.len();
-        let mut g = RegionGraph {
-            order: Vec::new(),
-            preds: vec![Vec::new(); nr + f.len()],
-            num_regions: nr,
+        let nv = nr + f.len();
+        let index = |v: Vertex| match v {
+            Vertex::Region(r) => r.index(),
+            Vertex::Node(n) => nr + n.index(),
         };
-        let mut succs: Vec<Vec<Vertex>> = vec![Vec::new(); nr + f.len()];
-        let mut indegree = vec![0usize; nr + f.len()];
-        let mut key: Vec<Option<ExprId>> = vec![None; nr + f.len()];
-        for id in f.ids().filter(|id| self.live[id.index()]) {
+        // Edges in compressed rows: count, then fill (predecessors and successors alike).
+        let mut key: Vec<Option<ExprId>> = vec![None; nv];
+        let mut pred_start = vec![0u32; nv + 1];
+        let mut succ_start = vec![0u32; nv + 1];
+        let live_ids = || f.ids().filter(|id| self.live[id.index()]);
+        for id in live_ids() {
             let v = self.vertex(id);
-            let vi = g.index(v);
+            let vi = index(v);
             key[vi].get_or_insert(id);
-            for o in f.expr(id).operands() {
+            for o in f.expr(id).operand_iter() {
                 let u = self.vertex(o);
                 if u != v {
-                    g.preds[vi].push(u);
-                    succs[g.index(u)].push(v);
-                    indegree[vi] += 1;
+                    pred_start[vi + 1] += 1;
+                    succ_start[index(u) + 1] += 1;
                 }
             }
         }
+        for i in 0..nv {
+            pred_start[i + 1] += pred_start[i];
+            succ_start[i + 1] += succ_start[i];
+        }
+        let placeholder = Vertex::Region(RegionId(0));
+        let mut pred_list = vec![placeholder; pred_start[nv] as usize];
+        let mut succ_list = vec![placeholder; succ_start[nv] as usize];
+        let mut pred_fill = pred_start.clone();
+        let mut succ_fill = succ_start.clone();
+        for id in live_ids() {
+            let v = self.vertex(id);
+            let vi = index(v);
+            for o in f.expr(id).operand_iter() {
+                let u = self.vertex(o);
+                if u != v {
+                    pred_list[pred_fill[vi] as usize] = u;
+                    pred_fill[vi] += 1;
+                    let ui = index(u);
+                    succ_list[succ_fill[ui] as usize] = v;
+                    succ_fill[ui] += 1;
+                }
+            }
+        }
+        let mut indegree: Vec<u32> = (0..nv).map(|i| pred_start[i + 1] - pred_start[i]).collect();
+        let mut g = RegionGraph {
+            order: Vec::new(),
+            pred_list,
+            pred_start,
+            num_regions: nr,
+        };
         let mut heap: BinaryHeap<Reverse<(ExprId, Vertex)>> = BinaryHeap::new();
         let mut total = 0;
         for (vi, k) in key.iter().enumerate() {
@@ -579,7 +626,8 @@ impl RegionSet {
         }
         while let Some(Reverse((_, v))) = heap.pop() {
             g.order.push(v);
-            for &s in &succs[g.index(v)] {
+            let vi = g.index(v);
+            for &s in &succ_list[succ_start[vi] as usize..succ_start[vi + 1] as usize] {
                 let si = g.index(s);
                 indegree[si] -= 1;
                 if indegree[si] == 0 {

@@ -1,7 +1,7 @@
 //! AnnotateTarget: marks which target runs each call (TVM Relay's `AnnotateTarget`).
 //!
-//! Needs: a verified module (types are inferred here, once). Holds after: every op call, and
-//! with `include_non_call_ops` every tuple and tuple-get-item, of every non-external function
+//! Needs: a verified module (types are inferred here unless every expression has one).
+//! Holds after: every op call, and with `include_non_call_ops` every tuple and tuple-get-item, of every non-external function
 //! sits between `annotation.compiler_begin` on each argument and `annotation.compiler_end` on
 //! each use, both carrying its target: the first target in priority order whose support
 //! accepts the call; for a call of a composite function literal, the target named by the
@@ -24,7 +24,7 @@ use crate::analysis::regions::{
 };
 use crate::ir::{rewrite::Rebuild, Attrs, Call, Callee, Expr, ExprId, Function, IrError, Module};
 use crate::op::{Op, OpRegistry};
-use crate::passes::infer_types;
+use crate::passes::infer_missing_types;
 use crate::passes::partition_graph::{is_external, PartitionError};
 use crate::target::{CallView, Support, TargetSupport};
 
@@ -85,7 +85,7 @@ impl<'t> AnnotateTarget<'t> {
         &self,
         mut module: Module,
     ) -> Result<(Module, AnnotateReport), PartitionError> {
-        infer_types(&mut module)?;
+        infer_missing_types(&mut module)?;
         let mut report = AnnotateReport::default();
         for name in module.names() {
             let Some(f) = module.get(&name).filter(|f| !is_external(f)) else {
@@ -311,8 +311,8 @@ impl Annotator<'_, '_, '_> {
     }
 
     fn finish_node(&mut self, old: ExprId, new: ExprId, target: Option<usize>) {
-        if let Some(ty) = self.src().ty(old) {
-            self.rb.builder.set_ty(new, ty.clone());
+        if let Some(ty) = self.src().ty_shared(old) {
+            self.rb.builder.set_ty_shared(new, ty.clone());
         }
         self.rb.set(old, new);
         self.recorded[old.index()] = target;
@@ -323,8 +323,8 @@ impl Annotator<'_, '_, '_> {
         let op = if begin { &self.begin } else { &self.end };
         let attrs = Attrs::new().with("compiler", self.pass.target_name(t));
         let new = self.rb.builder.call_op(op, &[v], attrs)?;
-        if let Some(ty) = self.rb.builder.ty(v).cloned() {
-            self.rb.builder.set_ty(new, ty);
+        if let Some(ty) = self.rb.builder.ty_shared(v).cloned() {
+            self.rb.builder.set_ty_shared(new, ty);
         }
         Ok(new)
     }
