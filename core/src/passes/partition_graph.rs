@@ -297,11 +297,7 @@ impl PartitionGraph {
 /// The nodes the host function keeps: those the body reaches without entering an outlined
 /// region, where a region needs only the arguments of its begins (its call's arguments). A
 /// function literal used only inside regions is copied into their functions, not the host.
-fn host_needed(
-    f: &Function,
-    regions: &RegionSet,
-    outlined: impl Fn(ExprId) -> bool,
-) -> Vec<bool> {
+fn host_needed(f: &Function, regions: &RegionSet, outlined: impl Fn(ExprId) -> bool) -> Vec<bool> {
     let mut need = vec![false; f.len()];
     need[f.body.index()] = true;
     for &p in &f.params {
