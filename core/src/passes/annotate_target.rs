@@ -229,15 +229,24 @@ impl Annotator<'_, '_, '_> {
     ) -> Result<(), PartitionError> {
         let src = self.rb.src;
         let expr = src.expr(old);
-        if let Some(a) = annotation(expr).filter(|a| a.kind == AnnotationKind::Begin) {
-            // A hand-written begin of a host op annotated here: close that op's region first.
-            return self.feed_through_ends(old, &[a.arg]);
+        if self.in_literal[old.index()] {
+            self.rb.copy(old)?;
+            return Ok(());
         }
-        let in_region = |r: &RegionSet| r.region_of(old).is_some();
-        if self.in_literal[old.index()]
-            || annotation(expr).is_some()
-            || self.manual.as_ref().is_some_and(in_region)
-        {
+        match annotation(expr) {
+            // A hand-written begin over a call this run annotated (a bare host op feeding a
+            // manual region) closes that call's region with an end first.
+            Some(a) if a.kind == AnnotationKind::Begin => {
+                return self.feed_through_ends(old, &[a.arg]);
+            }
+            Some(_) => {
+                self.rb.copy(old)?;
+                return Ok(());
+            }
+            None => {}
+        }
+        if self.manual.as_ref().is_some_and(|r| r.region_of(old).is_some()) {
+            // A member of a region already in the module (per-op or merged form) stays.
             self.rb.copy(old)?;
             return Ok(());
         }
