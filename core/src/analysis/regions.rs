@@ -195,20 +195,16 @@ pub enum RegionError {
         inner: String,
     },
     /// A node taking values from regions of two different targets.
-    #[error("in @{function}: {node} takes {first} from a region of target \"{first_target}\" and {second} from a region of target \"{second_target}\"; a node belongs to one region, so one of them needs a compiler_end and a compiler_begin")]
+    #[error("in @{function}: {node} takes {first} and {second}; a node belongs to one region, so one of them needs a compiler_end and a compiler_begin")]
     TwoTargets {
         /// The function.
         function: String,
         /// The node, described.
         node: String,
-        /// An argument in the first region, described.
+        /// An argument in the first region, described with that region's target.
         first: String,
-        /// The first region's target.
-        first_target: String,
-        /// An argument in the second region, described.
+        /// An argument in the second region, described with that region's target.
         second: String,
-        /// The second region's target.
-        second_target: String,
     },
     /// A node mixing region values with values that entered no region through a begin.
     #[error("in @{function}: {node} takes {inside} from a region of target \"{target}\" and {outside} from the host, which entered no region through a compiler_begin")]
@@ -344,6 +340,9 @@ impl RegionSet {
         let mut prov: Vec<Option<u32>> = vec![None; n];
         let mut ends = vec![false; n];
         let err_fn = || function.to_string();
+        let in_region = |id: ExprId, target: &str| {
+            format!("{} from a region of target \"{target}\"", describe(f, id))
+        };
         for id in f.ids().filter(|id| live[id.index()]) {
             let expr = f.expr(id);
             let delimiting = |id: ExprId| {
@@ -418,10 +417,8 @@ impl RegionSet {
                                     return Err(RegionError::TwoTargets {
                                         function: err_fn(),
                                         node: describe(f, id),
-                                        first: describe(f, at),
-                                        first_target: targets[into as usize].to_string(),
-                                        second: describe(f, a),
-                                        second_target: targets[r as usize].to_string(),
+                                        first: in_region(at, targets[into as usize]),
+                                        second: in_region(a, targets[r as usize]),
                                     });
                                 }
                                 // Keep the earlier region's id as the representative.

@@ -245,7 +245,11 @@ impl Annotator<'_, '_, '_> {
             }
             None => {}
         }
-        if self.manual.as_ref().is_some_and(|r| r.region_of(old).is_some()) {
+        if self
+            .manual
+            .as_ref()
+            .is_some_and(|r| r.region_of(old).is_some())
+        {
             // A member of a region already in the module (per-op or merged form) stays.
             self.rb.copy(old)?;
             return Ok(());

@@ -42,9 +42,15 @@ pub enum PartitionError {
     /// Type inference of the input failed.
     #[error(transparent)]
     Type(#[from] TypeInferError),
-    /// The compiler annotations are malformed.
+    /// The compiler annotations are malformed (boxed: the located messages are large).
     #[error(transparent)]
-    Region(#[from] RegionError),
+    Region(Box<RegionError>),
+}
+
+impl From<RegionError> for PartitionError {
+    fn from(e: RegionError) -> Self {
+        PartitionError::Region(Box::new(e))
+    }
 }
 
 /// True for functions the BYOC passes leave alone: already offloaded (`Compiler`), external
