@@ -6,6 +6,7 @@
 //! cumulative time after each stage, so the difference between columns is that stage's cost.
 //! Under `cargo test --all-targets` it runs the 1k graph once, to check it still works.
 //! Sizes given as arguments replace the defaults: `cargo bench --bench pipeline -- 100000`.
+//! It uses the `byoc` binary's global allocator (mimalloc), so it measures what the tool does.
 
 use std::time::Instant;
 
@@ -14,6 +15,9 @@ use byoc::report::summary::Summary;
 use byoc::target::Target;
 use byoc_core::ir::{Attrs, ExprId, FunctionBuilder, Module};
 use byoc_core::{DType, TensorType};
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// `dnn`: convolutions and their epilogues, with composites; `vec`: elementwise math, whose
 /// 4-op regions are below its `min_ops` and are pruned, so Prune's inlining is measured too.

@@ -7,6 +7,12 @@ use std::process::ExitCode;
 use byoc::cli::{execute, CheckFailed, Cli};
 use clap::Parser;
 
+/// mimalloc instead of glibc's allocator: the passes allocate and free many small nodes, where
+/// glibc spends a fifth of the partitioning pipeline consolidating free chunks
+/// (docs/decisions.md, docs/performance.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

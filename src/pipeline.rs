@@ -19,8 +19,7 @@ use byoc_core::passes::merge_compiler_regions::MergeCompilerRegions;
 use byoc_core::passes::partition_graph::{PartitionError, PartitionGraph};
 use byoc_core::passes::prune::{Prune, Pruned};
 use byoc_core::passes::{
-    DeadCodeElimination, FoldConstant, InferType, PassContext, PassError, PassManager,
-    SimplifyInference,
+    DeadCodeElimination, FoldConstant, PassContext, PassError, PassManager, SimplifyInference,
 };
 use byoc_core::target::TargetSupport;
 use byoc_patterns::{merge_composite, MergeCompositeError};
@@ -176,10 +175,10 @@ pub fn partition(
 }
 
 /// Type inference, constant folding and dead-code elimination, plus SimplifyInference when a
-/// target asks for it.
+/// target asks for it. FoldConstant infers the types; the passes after it keep them, so no
+/// later stage infers the module again.
 fn prepare(module: &mut Module, targets: &[Target]) -> Result<(), PassError> {
     let mut passes = PassManager::new()
-        .pass(InferType)
         .pass(FoldConstant)
         .pass(DeadCodeElimination);
     if targets.iter().any(|t| t.simplify_inference) {

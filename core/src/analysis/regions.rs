@@ -6,11 +6,17 @@
 //! argument; any other node whose open (non-end) arguments lie in regions joins them, merging
 //! those regions; a node none of whose arguments lie in a region stays outside. The callee of a
 //! call is not an argument, so composite function literals stay outside regions and are used
-//! by their members.
+//! by their members. So the per-op form AnnotateTarget writes and the merged form
+//! MergeCompilerRegions writes (ops between a begin and its end without annotations of their
+//! own) describe regions alike: a bare op reached only from a region's begins belongs to it.
 //!
 //! Checked here (TVM leaves these undefined or fails with an internal check):
 //! - an end's argument lies in a region of the same target;
-//! - a region node's arguments are all begins, region nodes or ends (no raw variables mixed in);
+//! - no begin directly wraps a begin, no end an end;
+//! - a node joining several regions joins regions of one target (TVM would merge regions of
+//!   different targets into one);
+//! - a region node's arguments are all begins, region nodes or ends (no raw variables, constants
+//!   or host values mixed in; TVM fails with "Arg regions are inconsistent");
 //! - a region's value leaves it only through an end, and an end's value enters a region only
 //!   through a begin;
 //! - regions are convex: the region graph (regions contracted to single vertices, every other
@@ -115,77 +121,138 @@ pub struct Region {
     pub nodes: Vec<ExprId>,
 }
 
-/// An annotation problem, located in a function.
+/// Names node `id` of `f` for messages: the op or kind of node, its arena id and, for parsed
+/// input, where the text wrote it (`add %3 at 4:8`, `tuple %5`, `call of @f %7`, `%x`).
+pub fn describe(f: &Function, id: ExprId) -> String {
+    let what = describe_kind(f, id);
+    match f.node(id).span {
+        Some(span) if f.var(id).is_none() => format!("{what} at {span}"),
+        _ => what,
+    }
+}
+
+fn describe_kind(f: &Function, id: ExprId) -> String {
+    match f.expr(id) {
+        Expr::Call(call) => match &call.callee {
+            Callee::Op(op) => format!("{} {id}", op.name()),
+            Callee::Global(g) => format!("call of @{g} {id}"),
+            Callee::Local(lit) => match composite_call(f, id) {
+                Some((_, name)) => format!("composite {name} {id}"),
+                None => format!("call of local function {lit} {id}"),
+            },
+        },
+        Expr::Tuple(_) => format!("tuple {id}"),
+        Expr::TupleGetItem { index, .. } => format!("tuple-get-item .{index} {id}"),
+        Expr::Var(v) => format!("%{}", v.name),
+        Expr::Constant(_) => format!("constant {id}"),
+        Expr::Function(_) => format!("function literal {id}"),
+    }
+}
+
+fn describe_annotation(f: &Function, id: ExprId) -> String {
+    let target = annotation(f.expr(id)).map_or(DEFAULT_TARGET, |a| a.target);
+    format!("{} (compiler=\"{target}\")", describe(f, id))
+}
+
+/// An annotation problem, located in a function. Nodes are named as [`describe`] does.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RegionError {
     /// An end whose argument lies in no region.
-    #[error("in @{function}: compiler_end {end} (compiler=\"{target}\") closes no region: its argument {arg} lies outside every region")]
+    #[error("in @{function}: {end} (compiler=\"{target}\") closes no region: its argument {arg} lies outside every region (no compiler_begin leads to it)")]
     EndWithoutRegion {
         /// The function.
         function: String,
-        /// The end.
-        end: ExprId,
+        /// The end, described.
+        end: String,
         /// Its target.
         target: String,
-        /// Its argument.
-        arg: ExprId,
+        /// Its argument, described.
+        arg: String,
     },
     /// An end of another target than the region it closes.
-    #[error("in @{function}: compiler_end {end} has compiler=\"{end_target}\" but its argument lies in a region of target \"{region_target}\"")]
+    #[error("in @{function}: {end} has compiler=\"{end_target}\" but its argument {arg} lies in a region of target \"{region_target}\"")]
     TargetMismatch {
         /// The function.
         function: String,
-        /// The end.
-        end: ExprId,
+        /// The end, described.
+        end: String,
+        /// Its argument, described.
+        arg: String,
         /// The end's target.
         end_target: String,
         /// The region's target.
         region_target: String,
     },
+    /// A compiler annotation directly around another one of the same kind.
+    #[error("in @{function}: nested annotation: {outer} wraps {inner} directly (a value enters a region through one compiler_begin and leaves it through one compiler_end)")]
+    Nested {
+        /// The function.
+        function: String,
+        /// The outer annotation, described.
+        outer: String,
+        /// The inner annotation, described.
+        inner: String,
+    },
+    /// A node taking values from regions of two different targets.
+    #[error("in @{function}: {node} takes {first} and {second}; a node belongs to one region, so one of them needs a compiler_end and a compiler_begin")]
+    TwoTargets {
+        /// The function.
+        function: String,
+        /// The node, described.
+        node: String,
+        /// An argument in the first region, described with that region's target.
+        first: String,
+        /// An argument in the second region, described with that region's target.
+        second: String,
+    },
     /// A node mixing region values with values that entered no region through a begin.
-    #[error("in @{function}: {node} takes {inside} from a region and {outside}, which entered no region through a compiler_begin")]
+    #[error("in @{function}: {node} takes {inside} from a region of target \"{target}\" and {outside} from the host, which entered no region through a compiler_begin")]
     MixedArgs {
         /// The function.
         function: String,
-        /// The node.
-        node: ExprId,
-        /// An argument inside a region.
-        inside: ExprId,
-        /// An argument outside every region.
-        outside: ExprId,
+        /// The node, described.
+        node: String,
+        /// The region's target.
+        target: String,
+        /// An argument inside a region, described.
+        inside: String,
+        /// An argument outside every region, described.
+        outside: String,
     },
     /// A region value used outside its region without a compiler_end.
-    #[error("in @{function}: {value} of a {target} region is used by {user} outside the region without a compiler_end")]
+    #[error("in @{function}: {value} of a region of target \"{target}\" is used by {user} outside the region without a compiler_end")]
     ValueEscapes {
         /// The function.
         function: String,
-        /// The region value.
-        value: ExprId,
+        /// The region value, described.
+        value: String,
         /// The region's target.
         target: String,
-        /// The user outside the region.
-        user: ExprId,
+        /// The user outside the region, described (`the function result` for the body).
+        user: String,
     },
     /// A region output consumed inside a region without a compiler_begin.
     #[error(
-        "in @{function}: compiler_end {end} is used by region node {user} without a compiler_begin"
+        "in @{function}: {end} is used by {user} inside a region of target \"{target}\" without a compiler_begin"
     )]
     EndEntersRegion {
         /// The function.
         function: String,
-        /// The end.
-        end: ExprId,
-        /// The region node using it.
-        user: ExprId,
+        /// The end, described.
+        end: String,
+        /// The region node using it, described.
+        user: String,
+        /// The user's region target.
+        target: String,
     },
     /// Regions that are not convex: the region graph has a cycle.
     #[error("in @{function}: regions are not convex: {first} and other nodes depend on each other in a cycle through nodes outside the regions")]
     Cycle {
         /// The function.
         function: String,
-        /// A node on the cycle.
-        first: ExprId,
+        /// A node on the cycle, described.
+        first: String,
     },
 }
 
@@ -213,8 +280,10 @@ pub enum Vertex {
 pub struct RegionGraph {
     /// Vertices in topological order (ties broken by the first arena id of each vertex).
     pub order: Vec<Vertex>,
-    /// The predecessors of each vertex (indexed like [`RegionGraph::index`]), with repetition.
-    pub preds: Vec<Vec<Vertex>>,
+    /// The predecessors of all vertices, with repetition, vertex after vertex (dense index);
+    /// those of vertex `i` are `pred_list[pred_start[i]..pred_start[i + 1]]`.
+    pred_list: Vec<Vertex>,
+    pred_start: Vec<u32>,
     num_regions: usize,
 }
 
@@ -227,9 +296,15 @@ impl RegionGraph {
         }
     }
 
-    /// The predecessors of `v`.
+    /// The number of dense indices (regions plus arena slots).
+    pub fn num_indices(&self) -> usize {
+        self.pred_start.len() - 1
+    }
+
+    /// The predecessors of `v`, with repetition.
     pub fn preds_of(&self, v: Vertex) -> &[Vertex] {
-        &self.preds[self.index(v)]
+        let i = self.index(v);
+        &self.pred_list[self.pred_start[i] as usize..self.pred_start[i + 1] as usize]
     }
 }
 
@@ -265,10 +340,25 @@ impl RegionSet {
         let mut prov: Vec<Option<u32>> = vec![None; n];
         let mut ends = vec![false; n];
         let err_fn = || function.to_string();
+        let in_region = |id: ExprId, target: &str| {
+            format!("{} from a region of target \"{target}\"", describe(f, id))
+        };
         for id in f.ids().filter(|id| live[id.index()]) {
             let expr = f.expr(id);
-            let ann =
-                annotation(expr).filter(|a| !(transparent_default && a.target == DEFAULT_TARGET));
+            let delimiting = |id: ExprId| {
+                annotation(f.expr(id))
+                    .filter(|a| !(transparent_default && a.target == DEFAULT_TARGET))
+            };
+            let ann = delimiting(id);
+            if let Some(a) = ann {
+                if delimiting(a.arg).is_some_and(|inner| inner.kind == a.kind) {
+                    return Err(RegionError::Nested {
+                        function: err_fn(),
+                        outer: describe_annotation(f, id),
+                        inner: describe_annotation(f, a.arg),
+                    });
+                }
+            }
             match ann {
                 Some(Annotation {
                     kind: AnnotationKind::Begin,
@@ -288,16 +378,17 @@ impl RegionSet {
                     let Some(r) = prov[arg.index()].filter(|_| !ends[arg.index()]) else {
                         return Err(RegionError::EndWithoutRegion {
                             function: err_fn(),
-                            end: id,
+                            end: describe(f, id),
                             target: target.to_string(),
-                            arg,
+                            arg: describe(f, arg),
                         });
                     };
                     let r = uf.find(r);
                     if targets[r as usize] != target {
                         return Err(RegionError::TargetMismatch {
                             function: err_fn(),
-                            end: id,
+                            end: describe(f, id),
+                            arg: describe(f, arg),
                             end_target: target.to_string(),
                             region_target: targets[r as usize].to_string(),
                         });
@@ -306,36 +397,46 @@ impl RegionSet {
                     ends[id.index()] = true;
                 }
                 None => {
+                    // The node joins the regions of its open arguments, merging them when
+                    // they are several regions of one target (as TVM's region builder does).
                     let mut joined: Option<(u32, ExprId)> = None;
                     let mut outside = None;
                     for &a in dataflow_args(expr) {
                         if ends[a.index()] {
                             continue;
                         }
-                        match prov[a.index()] {
-                            Some(r) => {
-                                let r = uf.find(r);
-                                match joined {
-                                    None => joined = Some((r, a)),
-                                    Some((into, _)) if into != r => {
-                                        // Keep the earlier region's id as the representative.
-                                        let (lo, hi) = (into.min(r), into.max(r));
-                                        uf.0[hi as usize] = lo;
-                                        joined = joined.map(|(_, at)| (lo, at));
-                                    }
-                                    Some(_) => {}
+                        let Some(r) = prov[a.index()] else {
+                            outside = outside.or(Some(a));
+                            continue;
+                        };
+                        let r = uf.find(r);
+                        match joined {
+                            None => joined = Some((r, a)),
+                            Some((into, at)) if into != r => {
+                                if targets[into as usize] != targets[r as usize] {
+                                    return Err(RegionError::TwoTargets {
+                                        function: err_fn(),
+                                        node: describe(f, id),
+                                        first: in_region(at, targets[into as usize]),
+                                        second: in_region(a, targets[r as usize]),
+                                    });
                                 }
+                                // Keep the earlier region's id as the representative.
+                                let (lo, hi) = (into.min(r), into.max(r));
+                                uf.0[hi as usize] = lo;
+                                joined = Some((lo, at));
                             }
-                            None => outside = outside.or(Some(a)),
+                            Some(_) => {}
                         }
                     }
                     if let Some((r, inside)) = joined {
                         if let Some(outside) = outside {
                             return Err(RegionError::MixedArgs {
                                 function: err_fn(),
-                                node: id,
-                                inside,
-                                outside,
+                                node: describe(f, id),
+                                target: targets[r as usize].to_string(),
+                                inside: describe(f, inside),
+                                outside: describe(f, outside),
                             });
                         }
                         prov[id.index()] = Some(r);
@@ -381,20 +482,19 @@ impl RegionSet {
     }
 
     fn check_boundaries(&self, f: &Function, function: &str) -> Result<(), RegionError> {
-        let escape = |value: ExprId, user: ExprId| {
-            let target = self
-                .region_of(value)
+        let target_of = |id| {
+            self.region_of(id)
                 .map(|r| self.regions[r.index()].target.clone())
-                .unwrap_or_default();
-            RegionError::ValueEscapes {
-                function: function.to_string(),
-                value,
-                target,
-                user,
-            }
+                .unwrap_or_default()
+        };
+        let escape = |value: ExprId, user: String| RegionError::ValueEscapes {
+            function: function.to_string(),
+            value: describe(f, value),
+            target: target_of(value),
+            user,
         };
         if self.region_of(f.body).is_some() && !self.ends[f.body.index()] {
-            return Err(escape(f.body, f.body));
+            return Err(escape(f.body, "the function result".to_string()));
         }
         for id in f.ids().filter(|id| self.live[id.index()]) {
             let expr = f.expr(id);
@@ -409,12 +509,13 @@ impl RegionSet {
                     if mine.is_some() && !is_begin {
                         return Err(RegionError::EndEntersRegion {
                             function: function.to_string(),
-                            end: o,
-                            user: id,
+                            end: describe(f, o),
+                            user: describe(f, id),
+                            target: target_of(id),
                         });
                     }
                 } else if mine != Some(theirs) {
-                    return Err(escape(o, id));
+                    return Err(escape(o, describe(f, id)));
                 }
             }
         }
@@ -453,27 +554,58 @@ impl RegionSet {
     /// Fails when regions are not convex.
     pub fn graph(&self, f: &Function, function: &str) -> Result<RegionGraph, RegionError> {
         let nr = self.regions.len();
-        let mut g = RegionGraph {
-            order: Vec::new(),
-            preds: vec![Vec::new(); nr + f.len()],
-            num_regions: nr,
+        let nv = nr + f.len();
+        let index = |v: Vertex| match v {
+            Vertex::Region(r) => r.index(),
+            Vertex::Node(n) => nr + n.index(),
         };
-        let mut succs: Vec<Vec<Vertex>> = vec![Vec::new(); nr + f.len()];
-        let mut indegree = vec![0usize; nr + f.len()];
-        let mut key: Vec<Option<ExprId>> = vec![None; nr + f.len()];
-        for id in f.ids().filter(|id| self.live[id.index()]) {
+        // Edges in compressed rows: count, then fill (predecessors and successors alike).
+        let mut key: Vec<Option<ExprId>> = vec![None; nv];
+        let mut pred_start = vec![0u32; nv + 1];
+        let mut succ_start = vec![0u32; nv + 1];
+        let live_ids = || f.ids().filter(|id| self.live[id.index()]);
+        for id in live_ids() {
             let v = self.vertex(id);
-            let vi = g.index(v);
+            let vi = index(v);
             key[vi].get_or_insert(id);
-            for o in f.expr(id).operands() {
+            for o in f.expr(id).operand_iter() {
                 let u = self.vertex(o);
                 if u != v {
-                    g.preds[vi].push(u);
-                    succs[g.index(u)].push(v);
-                    indegree[vi] += 1;
+                    pred_start[vi + 1] += 1;
+                    succ_start[index(u) + 1] += 1;
                 }
             }
         }
+        for i in 0..nv {
+            pred_start[i + 1] += pred_start[i];
+            succ_start[i + 1] += succ_start[i];
+        }
+        let placeholder = Vertex::Region(RegionId(0));
+        let mut pred_list = vec![placeholder; pred_start[nv] as usize];
+        let mut succ_list = vec![placeholder; succ_start[nv] as usize];
+        let mut pred_fill = pred_start.clone();
+        let mut succ_fill = succ_start.clone();
+        for id in live_ids() {
+            let v = self.vertex(id);
+            let vi = index(v);
+            for o in f.expr(id).operand_iter() {
+                let u = self.vertex(o);
+                if u != v {
+                    pred_list[pred_fill[vi] as usize] = u;
+                    pred_fill[vi] += 1;
+                    let ui = index(u);
+                    succ_list[succ_fill[ui] as usize] = v;
+                    succ_fill[ui] += 1;
+                }
+            }
+        }
+        let mut indegree: Vec<u32> = (0..nv).map(|i| pred_start[i + 1] - pred_start[i]).collect();
+        let mut g = RegionGraph {
+            order: Vec::new(),
+            pred_list,
+            pred_start,
+            num_regions: nr,
+        };
         let mut heap: BinaryHeap<Reverse<(ExprId, Vertex)>> = BinaryHeap::new();
         let mut total = 0;
         for (vi, k) in key.iter().enumerate() {
@@ -491,7 +623,8 @@ impl RegionSet {
         }
         while let Some(Reverse((_, v))) = heap.pop() {
             g.order.push(v);
-            for &s in &succs[g.index(v)] {
+            let vi = g.index(v);
+            for &s in &succ_list[succ_start[vi] as usize..succ_start[vi + 1] as usize] {
                 let si = g.index(s);
                 indegree[si] -= 1;
                 if indegree[si] == 0 {
@@ -507,7 +640,7 @@ impl RegionSet {
                 .expect("an unordered vertex remains");
             return Err(RegionError::Cycle {
                 function: function.to_string(),
-                first,
+                first: describe(f, first),
             });
         }
         Ok(g)

@@ -245,8 +245,9 @@ impl fmt::Display for Span {
 pub struct Node {
     /// The expression.
     pub expr: Expr,
-    /// The checked type, filled by type inference.
-    pub ty: Option<Type>,
+    /// The checked type, filled by type inference; shared, so copying a node into another
+    /// arena does not copy its type.
+    pub ty: Option<Arc<Type>>,
     /// Where in a source text the expression was written, when parsed.
     pub span: Option<Span>,
 }

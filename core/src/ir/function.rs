@@ -42,12 +42,17 @@ impl Function {
 
     /// The inferred type at `id`, if type inference ran.
     pub fn ty(&self, id: ExprId) -> Option<&Type> {
+        self.node(id).ty.as_deref()
+    }
+
+    /// The inferred type at `id`, shared (cloning it copies a pointer).
+    pub fn ty_shared(&self, id: ExprId) -> Option<&Arc<Type>> {
         self.node(id).ty.as_ref()
     }
 
     /// Sets the inferred type at `id`.
     pub fn set_ty(&mut self, id: ExprId, ty: Type) {
-        self.nodes[id.index()].ty = Some(ty);
+        self.nodes[id.index()].ty = Some(Arc::new(ty));
     }
 
     /// Clears every inferred type.
@@ -200,11 +205,21 @@ impl FunctionBuilder {
 
     /// The inferred type at `id`, if one was recorded (see [`FunctionBuilder::set_ty`]).
     pub fn ty(&self, id: ExprId) -> Option<&Type> {
+        self.nodes.get(id.index()).and_then(|n| n.ty.as_deref())
+    }
+
+    /// The recorded type of `id`, shared (cloning it copies a pointer).
+    pub fn ty_shared(&self, id: ExprId) -> Option<&Arc<Type>> {
         self.nodes.get(id.index()).and_then(|n| n.ty.as_ref())
     }
 
     /// Records a type for `id` (passes that keep types up to date use this).
     pub fn set_ty(&mut self, id: ExprId, ty: Type) {
+        self.set_ty_shared(id, Arc::new(ty));
+    }
+
+    /// Records a shared type for `id`, typically one copied from another arena's node.
+    pub fn set_ty_shared(&mut self, id: ExprId, ty: Arc<Type>) {
         if let Some(n) = self.nodes.get_mut(id.index()) {
             n.ty = Some(ty);
         }
@@ -235,7 +250,7 @@ impl FunctionBuilder {
                 name: name.into(),
                 ty: ty.clone(),
             }),
-            ty: Some(ty),
+            ty: Some(Arc::new(ty)),
             span: None,
         });
         id
@@ -248,7 +263,7 @@ impl FunctionBuilder {
         let id = ExprId::from_index(self.nodes.len());
         self.nodes.push(Node {
             expr: Expr::Constant(tensor),
-            ty: Some(ty),
+            ty: Some(Arc::new(ty)),
             span: None,
         });
         id

@@ -66,7 +66,7 @@ impl<'f> Rebuild<'f> {
         let new = self.builder.push(expr)?;
         let node = self.src.node(old);
         if let Some(ty) = &node.ty {
-            self.builder.set_ty(new, ty.clone());
+            self.builder.set_ty_shared(new, ty.clone());
         }
         if let Some(span) = node.span {
             self.builder.set_span(new, span);

@@ -42,6 +42,10 @@ pub fn verify_function(f: &Function) -> Result<(), IrError> {
     for &p in &f.params {
         bind(&mut bound, p, None)?;
     }
+    // One sweep: operands precede users, literals bind their parameters and are closed.
+    // visited_by[i]: the last function literal (by arena slot) whose body walk reached `i`.
+    let mut visited_by = vec![u32::MAX; n];
+    let mut vars = Vec::new();
     for (id, node) in f.iter() {
         for op in node.expr.operand_iter() {
             if op >= id {
@@ -51,28 +55,26 @@ pub fn verify_function(f: &Function) -> Result<(), IrError> {
                 });
             }
         }
-        if let Expr::Function(func) = &node.expr {
-            for &p in &func.params {
-                bind(&mut bound, p, Some(id))?;
+        match &node.expr {
+            Expr::Function(func) => {
+                for &p in &func.params {
+                    bind(&mut bound, p, Some(id))?;
+                }
+                check_closed(f, id, func.body, &mut visited_by)?;
             }
+            Expr::Var(_) => vars.push(id),
+            _ => {}
         }
     }
-    // visited_by[i]: the last function literal (by arena slot) whose body walk reached `i`.
-    let mut visited_by = vec![u32::MAX; n];
-    for (id, node) in f.iter() {
-        if let Expr::Function(func) = &node.expr {
-            check_closed(f, id, func.body, &mut visited_by)?;
-        }
-    }
-    for (id, node) in f.iter() {
-        if let Expr::Var(v) = &node.expr {
-            if bound[id.index()].is_none() {
-                return Err(IrError::BadVar {
-                    name: v.name.clone(),
-                    id,
-                    problem: "is not a parameter of any function".to_string(),
-                });
-            }
+    // A literal binds parameters that precede it, so binding is complete only now.
+    for id in vars {
+        if bound[id.index()].is_none() {
+            let name = f.var(id).map(|v| v.name.clone()).unwrap_or_default();
+            return Err(IrError::BadVar {
+                name,
+                id,
+                problem: "is not a parameter of any function".to_string(),
+            });
         }
     }
     // The global body may not reach a local function's parameter except through that literal.

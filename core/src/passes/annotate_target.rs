@@ -1,7 +1,7 @@
 //! AnnotateTarget: marks which target runs each call (TVM Relay's `AnnotateTarget`).
 //!
-//! Needs: a verified module (types are inferred here, once). Holds after: every op call, and
-//! with `include_non_call_ops` every tuple and tuple-get-item, of every non-external function
+//! Needs: a verified module (types are inferred here unless every expression has one).
+//! Holds after: every op call, and with `include_non_call_ops` every tuple and tuple-get-item, of every non-external function
 //! sits between `annotation.compiler_begin` on each argument and `annotation.compiler_end` on
 //! each use, both carrying its target: the first target in priority order whose support
 //! accepts the call; for a call of a composite function literal, the target named by the
@@ -9,18 +9,22 @@
 //! `default`. Each use gets its own begin and end, as in TVM. Tuples and get-items take the
 //! common target of their arguments (`default` if they differ). Without
 //! `include_non_call_ops`, tuples and get-items stay unannotated and are fed through ends only.
-//! Composite bodies are left untouched. Calls already annotated by an earlier run (first
-//! argument a non-default begin) are kept, so re-running is idempotent.
+//! Composite bodies are left untouched. Regions already in the module (hand-written
+//! annotations, or an earlier run) are checked first (see [`crate::analysis::regions`]; a
+//! malformed one is an error naming the node) and their members, in per-op or merged form, are
+//! kept as they are, so re-running is idempotent; `default` annotations delimit nothing here
+//! and the ops under them are annotated again (TVM's one run per target).
 //!
 //! Every op call left to `default` is reported with each target's reason for declining it.
 //! Cost: linear in the module size times the number of targets.
 
 use crate::analysis::regions::{
-    annotation, composite_call, AnnotationKind, COMPILER_BEGIN, COMPILER_END, DEFAULT_TARGET,
+    annotation, composite_call, AnnotationKind, RegionSet, COMPILER_BEGIN, COMPILER_END,
+    DEFAULT_TARGET,
 };
 use crate::ir::{rewrite::Rebuild, Attrs, Call, Callee, Expr, ExprId, Function, IrError, Module};
 use crate::op::{Op, OpRegistry};
-use crate::passes::infer_types;
+use crate::passes::infer_missing_types;
 use crate::passes::partition_graph::{is_external, PartitionError};
 use crate::target::{CallView, Support, TargetSupport};
 
@@ -81,7 +85,7 @@ impl<'t> AnnotateTarget<'t> {
         &self,
         mut module: Module,
     ) -> Result<(Module, AnnotateReport), PartitionError> {
-        infer_types(&mut module)?;
+        infer_missing_types(&mut module)?;
         let mut report = AnnotateReport::default();
         for name in module.names() {
             let Some(f) = module.get(&name).filter(|f| !is_external(f)) else {
@@ -99,11 +103,19 @@ impl<'t> AnnotateTarget<'t> {
         f: &Function,
         report: &mut AnnotateReport,
     ) -> Result<Function, PartitionError> {
+        let has_regions = f
+            .ids()
+            .any(|id| annotation(f.expr(id)).is_some_and(|a| a.target != DEFAULT_TARGET));
+        let manual = match has_regions {
+            true => Some(RegionSet::build(f, name, true)?),
+            false => None,
+        };
         let mut a = Annotator {
             pass: self,
             rb: Rebuild::new(f),
             recorded: vec![None; f.len()],
             in_literal: literal_members(f),
+            manual,
             begin: annotation_op(COMPILER_BEGIN)?,
             end: annotation_op(COMPILER_END)?,
         };
@@ -198,6 +210,8 @@ struct Annotator<'p, 't, 'f> {
     /// Target index of each annotated source node.
     recorded: Vec<Option<usize>>,
     in_literal: Vec<bool>,
+    /// The regions already in the function, if it has any.
+    manual: Option<RegionSet>,
     begin: Op,
     end: Op,
 }
@@ -231,13 +245,18 @@ impl Annotator<'_, '_, '_> {
             }
             None => {}
         }
+        if self
+            .manual
+            .as_ref()
+            .is_some_and(|r| r.region_of(old).is_some())
+        {
+            // A member of a region already in the module (per-op or merged form) stays.
+            self.rb.copy(old)?;
+            return Ok(());
+        }
         let non_call = self.pass.include_non_call_ops;
         match expr {
             Expr::Call(call) => {
-                if self.annotated_before(call) {
-                    self.rb.copy(old)?;
-                    return Ok(());
-                }
                 let plain_local =
                     matches!(call.callee, Callee::Local(_)) && composite_call(src, old).is_none();
                 if plain_local && !non_call {
@@ -275,14 +294,6 @@ impl Annotator<'_, '_, '_> {
         Ok(())
     }
 
-    /// True when the call's first argument is a non-default begin from an earlier run.
-    fn annotated_before(&self, call: &Call) -> bool {
-        call.args.first().is_some_and(|&a| {
-            annotation(self.src().expr(a))
-                .is_some_and(|a| a.kind == AnnotationKind::Begin && a.target != DEFAULT_TARGET)
-        })
-    }
-
     /// Copies an unannotated node, closing each annotated argument with its own end.
     fn feed_through_ends(&mut self, old: ExprId, args: &[ExprId]) -> Result<(), PartitionError> {
         let mut ended = Vec::with_capacity(args.len());
@@ -313,8 +324,8 @@ impl Annotator<'_, '_, '_> {
     }
 
     fn finish_node(&mut self, old: ExprId, new: ExprId, target: Option<usize>) {
-        if let Some(ty) = self.src().ty(old) {
-            self.rb.builder.set_ty(new, ty.clone());
+        if let Some(ty) = self.src().ty_shared(old) {
+            self.rb.builder.set_ty_shared(new, ty.clone());
         }
         self.rb.set(old, new);
         self.recorded[old.index()] = target;
@@ -325,8 +336,8 @@ impl Annotator<'_, '_, '_> {
         let op = if begin { &self.begin } else { &self.end };
         let attrs = Attrs::new().with("compiler", self.pass.target_name(t));
         let new = self.rb.builder.call_op(op, &[v], attrs)?;
-        if let Some(ty) = self.rb.builder.ty(v).cloned() {
-            self.rb.builder.set_ty(new, ty);
+        if let Some(ty) = self.rb.builder.ty_shared(v).cloned() {
+            self.rb.builder.set_ty_shared(new, ty);
         }
         Ok(new)
     }

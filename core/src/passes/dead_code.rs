@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 
 use crate::ir::{rewrite::Rebuild, Callee, Expr, Function, IrError, Module};
 
-use super::{infer_types, Pass, PassContext, PassError};
+use super::{infer_missing_types, Pass, PassContext, PassError};
 
 /// The `dead-code-elimination` pass.
 #[derive(Clone, Copy, Debug, Default)]
@@ -34,7 +34,7 @@ impl Pass for DeadCodeElimination {
         for (_, f) in module.functions_mut() {
             *f = eliminate_dead_code(f)?;
         }
-        infer_types(module)?;
+        infer_missing_types(module)?;
         Ok(())
     }
 }

@@ -64,6 +64,17 @@ pub fn infer_types(module: &mut Module) -> Result<(), TypeInferError> {
     Ok(())
 }
 
+/// Infers the types of every function of `module` unless every live expression already has
+/// one (passes keep types up to date, so a module coming out of one is fully typed and is not
+/// inferred again).
+pub fn infer_missing_types(module: &mut Module) -> Result<(), TypeInferError> {
+    let typed = |f: &Function| f.live_ids().into_iter().all(|id| f.ty(id).is_some());
+    if module.functions().all(|(_, f)| typed(f)) {
+        return Ok(());
+    }
+    infer_types(module)
+}
+
 /// Infers the types of one function, given the signatures of the globals it calls.
 pub fn infer_function(
     name: &str,

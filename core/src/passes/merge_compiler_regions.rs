@@ -99,7 +99,7 @@ fn merge_function(name: &str, f: &Function) -> Result<Function, PartitionError> 
 fn merge_classes(regions: &RegionSet, graph: &RegionGraph) -> Vec<usize> {
     let nr = regions.regions().len();
     let mut parent: Vec<usize> = (0..nr).collect();
-    let nv = graph.preds.len();
+    let nv = graph.num_indices();
     // The same-target producer regions of a region vertex: its merge candidates.
     let candidates = |v: Vertex| -> Vec<usize> {
         let Vertex::Region(r) = v else {

@@ -17,7 +17,7 @@ mod simplify_inference;
 pub use bind_params::BindParams;
 pub use dead_code::{eliminate_dead_code, DeadCodeElimination};
 pub use fold_constant::FoldConstant;
-pub use infer_type::{infer_function, infer_types, InferType, TypeInferError};
+pub use infer_type::{infer_function, infer_missing_types, infer_types, InferType, TypeInferError};
 pub use manager::{verify, PassManager, PrintSink, AFTER, BEFORE};
 pub use pass::{is_external, Pass, PassContext, PassError, PassTiming, Remark};
 pub use registry::{create_pass, lookup_pass, PassInfo, PASSES};

@@ -2,8 +2,8 @@
 //! (TVM Relay's `PartitionGraph`).
 //!
 //! Needs: a verified module whose regions are well formed (see [`crate::analysis::regions`]);
-//! types are inferred here, once. `default` annotations are removed first (they delimit
-//! nothing). Holds after: each region of a non-`default` target is a global function
+//! types are inferred here unless every expression has one. `default` annotations are removed
+//! first (they delimit nothing). Holds after: each region of a non-`default` target is a global function
 //! `@<target>_<n>` with attributes `Compiler="<target>"`, `global_symbol="<target>_<n>"`,
 //! `Primitive=1`, called where the region was; `n` counts per target over the module, in
 //! function-name order and, within a function, in arena (topological) order of the region's
@@ -30,7 +30,7 @@ use crate::analysis::regions::{
 use crate::ir::{
     rewrite::Rebuild, Attrs, Callee, Expr, ExprId, Function, FunctionBuilder, IrError, Module, Type,
 };
-use crate::passes::{infer_types, TypeInferError};
+use crate::passes::{infer_missing_types, TypeInferError};
 
 /// An error of the BYOC partitioning passes.
 #[derive(Debug, Error, Clone, PartialEq)]
@@ -42,9 +42,15 @@ pub enum PartitionError {
     /// Type inference of the input failed.
     #[error(transparent)]
     Type(#[from] TypeInferError),
-    /// The compiler annotations are malformed.
+    /// The compiler annotations are malformed (boxed: the located messages are large).
     #[error(transparent)]
-    Region(#[from] RegionError),
+    Region(Box<RegionError>),
+}
+
+impl From<RegionError> for PartitionError {
+    fn from(e: RegionError) -> Self {
+        PartitionError::Region(Box::new(e))
+    }
 }
 
 /// True for functions the BYOC passes leave alone: already offloaded (`Compiler`), external
@@ -91,7 +97,7 @@ impl PartitionGraph {
 
     /// Runs the pass on a module it consumes, sparing the copy [`PartitionGraph::run`] makes.
     pub fn run_owned(&self, mut module: Module) -> Result<Module, PartitionError> {
-        infer_types(&mut module)?;
+        infer_missing_types(&mut module)?;
         let original = module.names();
         let mut names = Namer {
             taken: original.iter().cloned().collect(),
@@ -130,11 +136,21 @@ impl PartitionGraph {
                 has_call.then(|| names.fresh(&r.target))
             })
             .collect();
+        let outlined = |id| {
+            regions
+                .region_of(id)
+                .is_some_and(|r| region_names[r.index()].is_some())
+        };
+        let on_host = host_needed(f, &regions, outlined);
         let mut rb = Rebuild::new(f);
         let mut externals = Vec::new();
         for &v in &graph.order {
             match v {
-                Vertex::Node(id) => copy_to_host(&mut rb, id)?,
+                Vertex::Node(id) => {
+                    if on_host[id.index()] {
+                        copy_to_host(&mut rb, id)?;
+                    }
+                }
                 Vertex::Region(r) => match &region_names[r.index()] {
                     Some(name) => {
                         let ext = self.outline(&mut rb, regions.region(r), name)?;
@@ -148,10 +164,7 @@ impl PartitionGraph {
                 },
             }
         }
-        let host = rb.finish()?;
-        // Literals used only inside regions were copied to the host too: drop them.
-        let host = Rebuild::new(&host).run(|_, _| Ok::<_, IrError>(None))?;
-        Ok((host, externals))
+        Ok((rb.finish()?, externals))
     }
 
     /// Builds the function of `region` and its call in the host arena.
@@ -287,6 +300,34 @@ impl PartitionGraph {
     }
 }
 
+/// The nodes the host function keeps: those the body reaches without entering an outlined
+/// region, where a region needs only the arguments of its begins (its call's arguments). A
+/// function literal used only inside regions is copied into their functions, not the host.
+fn host_needed(f: &Function, regions: &RegionSet, outlined: impl Fn(ExprId) -> bool) -> Vec<bool> {
+    let mut need = vec![false; f.len()];
+    need[f.body.index()] = true;
+    for &p in &f.params {
+        need[p.index()] = true;
+    }
+    for region in regions.regions() {
+        if region.ins.first().is_some_and(|&b| outlined(b)) {
+            for &b in &region.ins {
+                if let Some(a) = annotation(f.expr(b)) {
+                    need[a.arg.index()] = true;
+                }
+            }
+        }
+    }
+    for id in f.ids().rev() {
+        if need[id.index()] && !outlined(id) {
+            for o in f.expr(id).operand_iter() {
+                need[o.index()] = true;
+            }
+        }
+    }
+    need
+}
+
 /// Copies a node to the host arena; an annotation there is dropped (read through).
 fn copy_to_host(rb: &mut Rebuild<'_>, id: ExprId) -> Result<(), IrError> {
     match annotation(rb.src.expr(id)) {
@@ -325,8 +366,8 @@ pub(crate) fn copy_mapped(
         return Err(IrError::BadId(o));
     }
     let new = b.push(expr)?;
-    if let Some(ty) = src.ty(old) {
-        b.set_ty(new, ty.clone());
+    if let Some(ty) = src.ty_shared(old) {
+        b.set_ty_shared(new, ty.clone());
     }
     map.insert(old, new);
     Ok(new)
