@@ -6,8 +6,7 @@ use anyhow::{bail, Context, Result};
 use byoc_core::text::{print_module_with, PrintOptions};
 use clap::{Args, ValueEnum};
 
-use super::targets::TargetArgs;
-use crate::model::{load_model, parse_input_shapes};
+use super::targets::{load, TargetArgs};
 use crate::pipeline::{partition, PartitionOptions, Stage as PipelineStage};
 use crate::report::{render, Format};
 use crate::target::Target;
@@ -68,7 +67,7 @@ impl Stage {
 /// Runs `byoc inspect`.
 pub fn inspect(args: &InspectArgs) -> Result<()> {
     let targets = args.targets.select()?.targets;
-    let module = load_model(&args.model, &parse_input_shapes(&args.input_shapes)?)?;
+    let module = load(&args.model, &args.input_shapes)?;
     let text = match args.stage.pipeline_stage() {
         None if args.format == Format::Text => {
             print_module_with(&module, &PrintOptions { show_types: true })
