@@ -216,15 +216,40 @@ fn tinyacc_partitions_run_through_the_so_and_match_the_host() {
         .ops
         .iter()
         .any(|o| o.op == "@tinyacc_0" && o.calls == 1));
-    // Serialized modules come back through the plugin and run the same.
+    // Serialized modules (the JSON runtime's byte record: graph + constants) come back
+    // through the plugin and run the same; damaged bytes are refused across the ABI.
     let mut again = ExternalModules::new();
     for (name, e) in ext.iter() {
         let bytes = e.module.serialize().unwrap();
+        assert!(bytes.starts_with(b"BYOCJSON"), "{name}");
+        let err = plugin
+            .deserialize(&bytes[..bytes.len() - 1])
+            .err()
+            .expect("truncated bytes are refused")
+            .to_string();
+        assert!(err.contains("JSON graph record truncated"), "{err}");
         let mut copy = e.clone();
         copy.module = Arc::from(plugin.deserialize(&bytes).unwrap());
         again.insert(name, copy);
     }
     assert_close(&run_with(&parts.module, &again, &x).unwrap(), &want);
+}
+
+#[test]
+fn tinyacc_errors_through_the_so_name_the_node() {
+    let f = byoc_core::sdk::PartitionedFunction::from_text(
+        "def @tinyacc_5(%x: Tensor[(2, 3), float32], Compiler=\"tinyacc\", global_symbol=\"tinyacc_5\") {\n  %0 = nn.relu(%x);\n  nn.softmax(%0)\n}\n",
+    )
+    .unwrap();
+    let err = tinyacc()
+        .compile(&f, &CompileOptions::new())
+        .err()
+        .expect("tinyacc has no softmax kernel")
+        .to_string();
+    assert!(
+        err.contains("tinyacc_5: node 2 ('nn.softmax'): building the kernel failed: tinyacc cannot run nn.softmax"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -1,16 +1,23 @@
 //! `tinyacc`: a template byoc plugin for a small float32 accelerator.
 //!
 //! The accelerator runs `add`, `multiply` (both operands of one shape), `nn.relu`, `clip`,
-//! and the fused composite `tinyacc.add_relu` (`nn.relu(add(*, *))`). Compiling a partition
-//! turns it into a [`Program`]: a list of steps over numbered buffers, which the accelerator's
-//! kernels ([`kernels`]) run. A program serializes to JSON, so an artifact can hold it.
+//! and the fused composite `tinyacc.add_relu` (`nn.relu(add(*, *))`), each with its own
+//! kernel ([`kernels`]). It is built on byoc's JSON runtime base, as TVM's JSON-codegen
+//! backends are:
+//!
+//! - compile: the partition becomes a TVM BYOC JSON graph plus its constants
+//!   ([`byoc_json_runtime::serialize`]); the compiled module is a
+//!   [`JsonRuntime<TinyaccProvider>`], which asks [`TinyaccProvider`] for one kernel per node;
+//! - run: the runtime runs the nodes in order on views of the host's buffers;
+//! - serialize / deserialize: the graph and constants as one versioned byte string
+//!   ([`byoc_json_runtime::binary`]).
 //!
 //! The whole vendor side of byoc is here: [`TinyAcc`] implements [`Plugin`] (what the target
-//! takes, compile, deserialize), [`Program`] implements [`CompiledModule`] (run, serialize),
-//! and `export_plugin!` turns the crate's `cdylib` into a plugin byoc loads.
+//! takes, compile, deserialize), [`provider`] turns graph nodes into kernels, and
+//! `export_plugin!` turns the crate's `cdylib` into a plugin byoc loads.
 
 pub mod kernels;
-mod program;
+pub mod provider;
 
 use byoc_core::export_plugin;
 use byoc_core::ir::{DType, Type};
@@ -18,8 +25,9 @@ use byoc_core::sdk::{
     CallView, CompileOptions, CompiledModule, OpRule, PartitionedFunction, Plugin, PluginError,
     PruneConfig, RejectReason, TargetDescription,
 };
+use byoc_json_runtime::{serialize, JsonRuntime};
 
-pub use program::{Program, Step};
+pub use provider::{TinyaccKernel, TinyaccProvider};
 
 /// The target name: the `Compiler` attribute of tinyacc partitions.
 pub const TARGET: &str = "tinyacc";
@@ -72,16 +80,23 @@ impl Plugin for TinyAcc {
             })
     }
 
+    /// The partition as a JSON graph (constants named `<symbol>_const_<N>`), run by the
+    /// JSON runtime with tinyacc's kernels; every node's kernel is built here, so a node
+    /// tinyacc cannot run fails the compile, named.
     fn compile(
         &self,
         function: &PartitionedFunction,
         _options: &CompileOptions,
     ) -> Result<Box<dyn CompiledModule>, PluginError> {
-        Ok(Box::new(Program::compile(function)?))
+        let graph = serialize(&function.function, &function.symbol)?;
+        Ok(Box::new(JsonRuntime::with_constants(
+            graph,
+            TinyaccProvider,
+        )?))
     }
 
     fn deserialize(&self, bytes: &[u8]) -> Result<Box<dyn CompiledModule>, PluginError> {
-        Ok(Box::new(Program::from_bytes(bytes)?))
+        Ok(Box::new(JsonRuntime::from_bytes(bytes, TinyaccProvider)?))
     }
 }
 
@@ -90,7 +105,8 @@ export_plugin!(TinyAcc, TinyAcc);
 #[cfg(test)]
 mod tests {
     //! The plugin linked statically (rlib): compile a partition, run it, compare with the host
-    //! executor on the same function; serialized programs round-trip.
+    //! executor on the same function; compiled modules round-trip through bytes; errors name
+    //! the node.
 
     use byoc_core::exec::{ExecOptions, Executor};
     use byoc_core::ir::Module;
@@ -112,9 +128,13 @@ def @tinyacc_0(%a: Tensor[(2, 3), float32], %b: Tensor[(2, 3), float32], Compile
 }
 "#;
 
+    fn partition(text: &str) -> PartitionedFunction {
+        PartitionedFunction::from_text(text).unwrap()
+    }
+
     #[test]
     fn compiled_partitions_match_the_host_executor() {
-        let f = PartitionedFunction::from_text(PARTITION).unwrap();
+        let f = partition(PARTITION);
         let a = Tensor::from_vec(vec![2, 3], vec![1.0f32, -2.0, 3.0, 0.5, 4.0, -1.0]).unwrap();
         let b = Tensor::from_vec(vec![2, 3], vec![0.5f32, 1.0, 1.0, 2.0, -5.0, 3.0]).unwrap();
         let host = Executor::new(
@@ -125,7 +145,9 @@ def @tinyacc_0(%a: Tensor[(2, 3), float32], %b: Tensor[(2, 3), float32], Compile
         .run(&[a.clone(), b.clone()])
         .unwrap();
         let compiled = TinyAcc.compile(&f, &CompileOptions::new()).unwrap();
-        let reloaded = TinyAcc.deserialize(&compiled.serialize().unwrap()).unwrap();
+        let bytes = compiled.serialize().unwrap();
+        let reloaded = TinyAcc.deserialize(&bytes).unwrap();
+        assert_eq!(reloaded.serialize().unwrap(), bytes);
         for module in [compiled, reloaded] {
             let mut outs: Vec<Tensor> =
                 host.iter().map(|t| Tensor::zeros(t.ty().clone())).collect();
@@ -134,6 +156,39 @@ def @tinyacc_0(%a: Tensor[(2, 3), float32], %b: Tensor[(2, 3), float32], Compile
             drop(views);
             assert_eq!(outs, host);
         }
-        assert!(TinyAcc.deserialize(b"{}").is_err());
+    }
+
+    #[test]
+    fn errors_name_the_node() {
+        let softmax = partition(
+            "def @tinyacc_1(%x: Tensor[(2, 3), float32], Compiler=\"tinyacc\", global_symbol=\"tinyacc_1\") {\n  %0 = nn.relu(%x);\n  nn.softmax(%0)\n}\n",
+        );
+        let err = TinyAcc
+            .compile(&softmax, &CompileOptions::new())
+            .err()
+            .unwrap();
+        assert_eq!(
+            err.message,
+            "tinyacc_1: node 2 ('nn.softmax'): building the kernel failed: tinyacc cannot run nn.softmax"
+        );
+        let broadcast = partition(
+            "def @tinyacc_2(%x: Tensor[(2, 3), float32], %y: Tensor[(3), float32], Compiler=\"tinyacc\", global_symbol=\"tinyacc_2\") {\n  add(%x, %y)\n}\n",
+        );
+        let err = TinyAcc
+            .compile(&broadcast, &CompileOptions::new())
+            .err()
+            .unwrap();
+        assert!(
+            err.message.contains("node 2 ('add'): building the kernel failed: operand Tensor[(3), float32] differs from the result Tensor[(2, 3), float32] (tinyacc does not broadcast)"),
+            "{err}"
+        );
+        let err = TinyAcc
+            .deserialize(br#"{"format": "tinyacc-program-1"}"#)
+            .err()
+            .unwrap();
+        assert!(
+            err.message.contains("not a byoc JSON graph record"),
+            "{err}"
+        );
     }
 }
