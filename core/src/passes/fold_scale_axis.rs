@@ -206,16 +206,22 @@ fn grow(
             continue;
         };
         let channels = chain.channels(f);
-        if op == "nn.bias_add" && !bias_axis_is(call, out.rank(), chain.axis) {
-            continue;
-        }
-        let Some(values) = per_channel(c, out, chain.axis, channels) else {
+        let values = if op == "nn.bias_add" {
+            // Its type relation makes the bias a (C) vector along `axis`.
+            let on_channels = bias_axis_is(call, out.rank(), chain.axis)
+                && c.dtype() == out.dtype
+                && c.shape() == [channels];
+            on_channels.then(|| c.to_f64_vec())
+        } else {
+            per_channel(c, out, chain.axis, channels)
+        };
+        let Some(values) = values else {
             continue;
         };
         let grown = match op {
             "multiply" if weight_constant(f, chain).is_some() => chain.multiplied(&values),
             "multiply" => continue,
-            _ => chain.shifted(&values, op == "nn.bias_add" && c.shape().len() == 1),
+            _ => chain.shifted(&values, op == "nn.bias_add"),
         };
         return Some((inner, grown));
     }
@@ -270,7 +276,7 @@ fn rewrite(rb: &mut Rebuild<'_>, chain: &Chain) -> Result<Option<ExprId>, IrErro
     };
     let scaled = match (&chain.scale, weight_constant(f, chain)) {
         (Some(scale), Some(w)) => {
-            let per_row = w.len() / scale.len().max(1);
+            let per_row = w.ty().num_elements() / scale.len().max(1);
             let values: Vec<f64> = w
                 .to_f64_vec()
                 .iter()
