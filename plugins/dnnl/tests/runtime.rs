@@ -128,3 +128,50 @@ fn bad_bindings_and_bytes_are_errors() {
     assert!(e.message.contains("threads='two'"), "{e}");
     assert_eq!(DnnlPlugin.name(), "dnnl");
 }
+
+/// A kernel node `dnnl.conv2d_bias_*` on 12 channels at 7x7 over `inputs` (entries).
+fn conv_node(name: &str, inputs: &[u32]) -> String {
+    let ins: Vec<String> = inputs.iter().map(|n| format!("[{n}, 0, 0]")).collect();
+    format!(
+        r#"{{"op": "kernel", "name": "{name}", "inputs": [{}], "attrs": {{"num_inputs": "{}", "num_outputs": "1", "padding": [["1", "1", "1", "1"]], "shape": [[[1, 12, 7, 7]]], "dtype": [["float32"]]}}}}"#,
+        ins.join(", "),
+        inputs.len()
+    )
+}
+
+#[test]
+fn residual_sum_accumulates_in_place_when_last_read() {
+    // p = conv(x); q = conv(p); s = conv(q) + p: the sum is p's last reader, so s is computed
+    // in p's buffer: no copy of p (a reorder between equal layouts) is planned.
+    let t = |shape: &str| format!(r#""attrs": {{"shape": [[[{shape}]]], "dtype": [["float32"]]}}"#);
+    let mut nodes = vec![format!(r#"{{"op": "input", "name": "x", {}}}"#, t("1, 12, 7, 7"))];
+    for i in 0..3 {
+        nodes.push(format!(r#"{{"op": "const", "name": "w{i}", {}}}"#, t("12, 12, 3, 3")));
+        nodes.push(format!(r#"{{"op": "const", "name": "b{i}", {}}}"#, t("12")));
+    }
+    nodes.push(conv_node("dnnl.conv2d_bias_relu", &[0, 1, 2]));
+    nodes.push(conv_node("dnnl.conv2d_bias_relu", &[7, 3, 4]));
+    nodes.push(conv_node("dnnl.conv2d_bias_sum_relu", &[8, 5, 6, 7]));
+    let json = format!(
+        r#"{{"nodes": [{}], "arg_nodes": [0, 1, 2, 3, 4, 5, 6], "heads": [[9, 0, 0]], "node_row_ptr": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}}"#,
+        nodes.join(",\n")
+    );
+    let mut constants = byoc_json_runtime::ConstantMap::new();
+    for i in 0..3u64 {
+        constants.insert(format!("w{i}"), Arc::new(tensor(&[12, 12, 3, 3], 90 + i)));
+        constants.insert(format!("b{i}"), Arc::new(tensor(&[12], 95 + i)));
+    }
+    let rt = DnnlRuntime::new(&json, &constants, None).unwrap();
+    let steps = rt.steps();
+    assert_eq!(steps.iter().filter(|s| s.label.starts_with("convolution")).count(), 3);
+    for s in &steps {
+        if let Some(rest) = s.label.strip_prefix("reorder ") {
+            let (from, to) = rest.split_once(" -> ").unwrap();
+            assert_ne!(from, to.split(' ').next().unwrap(), "copy planned: {steps:?}");
+        }
+    }
+    // Same graph with p also a result: p must survive, so it is copied.
+    let json2 = json.replace(r#""heads": [[9, 0, 0]]"#, r#""heads": [[9, 0, 0], [7, 0, 0]]"#);
+    let rt2 = DnnlRuntime::new(&json2, &constants, None).unwrap();
+    assert!(rt2.steps().len() > steps.len(), "{:?}", rt2.steps());
+}

@@ -17,6 +17,7 @@ mod plan;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use byoc_core::ir::DType;
 use byoc_core::tensor::{TensorMut, TensorRef};
@@ -112,6 +113,7 @@ pub struct DnnlRuntime {
     inputs: Vec<TensorType>,
     outputs: Vec<TensorType>,
     threads: Option<usize>,
+    profile: bool,
     // Field order matters for drop: states, then the plan (whose constants the states'
     // memories point to), then the engine.
     pool: StatePool,
@@ -172,15 +174,16 @@ impl DnnlRuntime {
         })?;
         let mut b = Builder::new(&engine);
         let mut entry_value: HashMap<usize, ValueId> = HashMap::new();
-        let mut uses = vec![0usize; graph.num_entries()];
-        for node in &graph.nodes {
+        // The last node reading each entry (heads count as read after every node).
+        let mut last_reader = vec![0usize; graph.num_entries()];
+        for (id, node) in graph.nodes.iter().enumerate() {
             for &e in &node.inputs {
-                uses[graph.entry_id(e)] += 1;
+                last_reader[graph.entry_id(e)] = id;
             }
         }
         let heads: Vec<usize> = graph.heads.iter().map(|&e| graph.entry_id(e)).collect();
         for &h in &heads {
-            uses[h] += 1;
+            last_reader[h] = usize::MAX;
         }
         let mut inputs = Vec::new();
         let node_err = |node: usize, op: &str, source: OpError| RuntimeError::Node {
@@ -233,18 +236,21 @@ impl DnnlRuntime {
                         node.inputs.iter().map(|&e| graph.entry_type(e)).collect();
                     let in_entries: Vec<usize> =
                         node.inputs.iter().map(|&e| graph.entry_id(e)).collect();
+                    let out_entries: Vec<usize> = (0..node.outputs.len()).map(eid).collect();
                     let cx = ops::NodeCx {
+                        node: id,
                         name: &node.name,
                         attrs: &node.attrs,
                         args: &args,
                         in_types: &in_types,
                         in_entries: &in_entries,
                         out_types: &node.outputs,
-                        uses: &uses,
+                        out_entries: &out_entries,
+                        last_reader: &last_reader,
                     };
                     let outs = ops::build(&mut b, &cx).map_err(|e| node_err(id, &node.name, e))?;
                     for (i, v) in outs.into_iter().enumerate() {
-                        b.set_owner(v, eid(i));
+                        b.claim(v, eid(i));
                         entry_value.insert(eid(i), v);
                     }
                 }
@@ -270,6 +276,7 @@ impl DnnlRuntime {
             inputs,
             outputs,
             threads,
+            profile: std::env::var_os("BYOC_DNNL_PROFILE").is_some_and(|v| !v.is_empty()),
             pool: StatePool::default(),
             plan,
             engine,
@@ -309,10 +316,53 @@ impl DnnlRuntime {
     }
 
     /// Runs the graph: `inputs` and `outputs` in graph order, exactly the graph's types.
+    /// With `BYOC_DNNL_PROFILE` set (when the runtime was built), each run also prints its
+    /// steps' times to stderr (see docs/dnnl.md).
     pub fn run(
         &self,
         inputs: &[TensorRef<'_>],
         outputs: &mut [TensorMut<'_>],
+    ) -> Result<(), RuntimeError> {
+        if !self.profile {
+            return self.execute(inputs, outputs, None);
+        }
+        let times = self.run_profiled(inputs, outputs)?;
+        let total: Duration = times.iter().sum();
+        let mut report = format!(
+            "dnnl profile {}: {} steps, {:.3} ms\n",
+            self.symbol,
+            times.len(),
+            total.as_secs_f64() * 1e3
+        );
+        for (i, (s, t)) in self.plan.steps.iter().zip(&times).enumerate() {
+            report += &format!(
+                "  step {i:>3} node {:>4} {:>9.3} ms  {}\n",
+                s.node,
+                t.as_secs_f64() * 1e3,
+                s.label
+            );
+        }
+        eprint!("{report}");
+        Ok(())
+    }
+
+    /// [`DnnlRuntime::run`] that waits after every step and returns each step's wall time, in
+    /// [`DnnlRuntime::steps`] order.
+    pub fn run_profiled(
+        &self,
+        inputs: &[TensorRef<'_>],
+        outputs: &mut [TensorMut<'_>],
+    ) -> Result<Vec<Duration>, RuntimeError> {
+        let mut times = Vec::with_capacity(self.plan.steps.len());
+        self.execute(inputs, outputs, Some(&mut times))?;
+        Ok(times)
+    }
+
+    fn execute(
+        &self,
+        inputs: &[TensorRef<'_>],
+        outputs: &mut [TensorMut<'_>],
+        mut times: Option<&mut Vec<Duration>>,
     ) -> Result<(), RuntimeError> {
         self.check_views(
             "input",
@@ -339,15 +389,19 @@ impl DnnlRuntime {
         let out_ptrs: Vec<*mut u8> = outputs.iter_mut().map(|t| t.bytes.as_mut_ptr()).collect();
         state.bind(&in_ptrs, &out_ptrs).map_err(dnnl_err)?;
         for (i, (step, args)) in self.plan.steps.iter().zip(&state.args).enumerate() {
-            step.primitive
-                .execute(&state.stream, args)
-                .map_err(|source| RuntimeError::Execute {
-                    symbol: self.symbol.clone(),
-                    step: i,
-                    node: step.node,
-                    label: step.label.clone(),
-                    source,
-                })?;
+            let start = Instant::now();
+            let failed = |source| RuntimeError::Execute {
+                symbol: self.symbol.clone(),
+                step: i,
+                node: step.node,
+                label: step.label.clone(),
+                source,
+            };
+            step.primitive.execute(&state.stream, args).map_err(failed)?;
+            if let Some(times) = times.as_deref_mut() {
+                state.stream.wait().map_err(failed)?;
+                times.push(start.elapsed());
+            }
         }
         state.stream.wait().map_err(dnnl_err)?;
         self.pool.give(state);

@@ -15,6 +15,8 @@ use crate::dnnl::{ffi, Attr, MemoryDesc, OpDesc, PostOp, PrimitiveDesc, Query, W
 
 /// A kernel node being built.
 pub(crate) struct NodeCx<'a> {
+    /// The node id.
+    pub node: usize,
     pub name: &'a str,
     pub attrs: &'a NodeAttrs,
     /// The values of the inputs.
@@ -23,8 +25,10 @@ pub(crate) struct NodeCx<'a> {
     /// The flat entry ids of the inputs.
     pub in_entries: &'a [usize],
     pub out_types: &'a [TensorType],
-    /// How many times each entry is read (inputs of nodes, heads).
-    pub uses: &'a [usize],
+    /// The flat entry ids of the outputs.
+    pub out_entries: &'a [usize],
+    /// The last node reading each entry (`usize::MAX` for heads).
+    pub last_reader: &'a [usize],
 }
 
 impl NodeCx<'_> {
@@ -196,8 +200,8 @@ fn bias_value(
 }
 
 /// The destination of a primitive with a `sum` post-op: the residual operand in the
-/// destination layout, in a buffer the primitive may overwrite (the operand's own buffer when
-/// nothing else reads it, else a copy).
+/// destination layout, in a buffer the primitive may overwrite: the operand's own buffer when
+/// this node is its last reader (and reads it only here), else a copy.
 fn sum_destination(
     b: &mut Builder<'_>,
     cx: &NodeCx<'_>,
@@ -212,7 +216,8 @@ fn sum_destination(
     }
     let v = cx.args[i];
     let entry = cx.in_entries[i];
-    let sole_reader = cx.uses[entry] == 1;
+    let sole_reader = cx.last_reader[entry] == cx.node
+        && cx.in_entries.iter().filter(|&&e| e == entry).count() == 1;
     let src = if b.desc(v) == dst {
         v
     } else if dst.is_plain() {
@@ -223,7 +228,9 @@ fn sum_destination(
         return Ok(b.alias(r, dst));
     };
     if sole_reader && b.owned_temp(src, entry) {
-        Ok(b.alias(src, dst))
+        let d = b.alias(src, dst);
+        b.set_owner(d, cx.out_entries[0]);
+        Ok(d)
     } else {
         b.reorder(src, dst)
     }

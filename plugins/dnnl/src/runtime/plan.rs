@@ -154,10 +154,20 @@ impl<'e> Builder<'e> {
         self.add_value(desc, b)
     }
 
-    /// Marks `v`'s buffer as made by graph entry `entry`.
+    /// Marks `v`'s buffer as holding graph entry `entry` (an in-place result takes the
+    /// buffer over from the dead entry it overwrote).
     pub fn set_owner(&mut self, v: ValueId, entry: usize) {
         let b = self.values[v].buffer;
         self.buffers[b].owner = Some(entry);
+    }
+
+    /// [`Builder::set_owner`] for a buffer nobody holds yet (a node's fresh result; results
+    /// that pass an input through keep the input's owner).
+    pub fn claim(&mut self, v: ValueId, entry: usize) {
+        let b = self.values[v].buffer;
+        if self.buffers[b].owner.is_none() {
+            self.buffers[b].owner = Some(entry);
+        }
     }
 
     /// Whether `v`'s buffer is a temporary made for `entry` (so a consumer that is the entry's
