@@ -9,6 +9,8 @@ use byoc_core::ir::{AttrValue, Attrs, DType, Expr, FunctionBuilder, Module, Tens
 use byoc_core::op::OpRegistry;
 use byoc_core::passes::infer_types;
 use byoc_core::Tensor;
+use rand::rngs::StdRng;
+use rand::SeedableRng;
 
 /// One benchmarked layer: data shape, weight shape, stride, padding.
 struct Layer {
@@ -50,18 +52,6 @@ const LAYERS: [Layer; 4] = [
     },
 ];
 
-fn pseudo_random(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed;
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32) - 0.5
-        })
-        .collect()
-}
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let op = OpRegistry::lookup("nn.conv2d").ok_or("nn.conv2d is not registered")?;
     // `cargo bench` passes `--bench`; under `cargo test --all-targets` one timed run per layer
@@ -101,8 +91,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             &[dt.clone(), wt.clone()],
             std::slice::from_ref(&out_ty),
         )?;
-        let xs = Tensor::from_vec(layer.data, pseudo_random(dt.num_elements(), 1))?;
-        let ws = Tensor::from_vec(layer.weight, pseudo_random(wt.num_elements(), 2))?;
+        let mut rng = StdRng::seed_from_u64(1);
+        let xs = Tensor::random_uniform(dt.clone(), &mut rng)?;
+        let ws = Tensor::random_uniform(wt.clone(), &mut rng)?;
         let mut y = Tensor::zeros(out_ty.clone());
         let [o, i, kh, kw] = layer.weight;
         let flops = 2.0 * (o * i * kh * kw) as f64 * (out_ty.shape[2] * out_ty.shape[3]) as f64;

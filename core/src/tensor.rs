@@ -205,6 +205,26 @@ impl Tensor {
         Ok(t)
     }
 
+    /// A tensor of uniform random values drawn from `rng`: [-1, 1) for floats, [-8, 8) for
+    /// signed and [0, 16) for unsigned integers, 0/1 for bools. Seeded generators make it
+    /// deterministic (`--random-inputs`, tests, benchmarks).
+    pub fn random_uniform(ty: TensorType, rng: &mut impl rand::Rng) -> Result<Self, TensorError> {
+        let values: Vec<f64> = (0..ty.num_elements())
+            .map(|_| {
+                if ty.dtype.is_float() {
+                    rng.gen_range(-1.0..1.0)
+                } else if ty.dtype == DType::UInt8 {
+                    f64::from(rng.gen_range(0u8..16))
+                } else if ty.dtype == DType::Bool {
+                    f64::from(rng.gen_range(0u8..2))
+                } else {
+                    f64::from(rng.gen_range(-8i8..8))
+                }
+            })
+            .collect();
+        Self::from_f64(ty, &values)
+    }
+
     /// A tensor with every element equal to `value` (converted to the dtype).
     pub fn full(ty: TensorType, value: f64) -> Result<Self, TensorError> {
         let n = ty.num_elements();

@@ -7,6 +7,8 @@ use byoc_core::ir::{AttrValue, Attrs, DType, Expr, FunctionBuilder, Module, Tens
 use byoc_core::op::OpRegistry;
 use byoc_core::passes::infer_types;
 use byoc_core::Tensor;
+use rand::rngs::StdRng;
+use rand::SeedableRng;
 
 struct Case {
     data: [usize; 4],
@@ -16,20 +18,8 @@ struct Case {
     groups: usize,
 }
 
-fn values(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed;
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32) - 0.5
-        })
-        .collect()
-}
-
 /// Direct NCHW/OIHW convolution in f64.
-fn reference(c: &Case, x: &[f32], w: &[f32], oh: usize, ow: usize) -> Vec<f64> {
+fn reference(c: &Case, x: &[f64], w: &[f64], oh: usize, ow: usize) -> Vec<f64> {
     let [n, ci, h, wd] = c.data;
     let [co, cig, kh, kw] = c.weight;
     let cog = co / c.groups;
@@ -51,7 +41,7 @@ fn reference(c: &Case, x: &[f32], w: &[f32], oh: usize, ow: usize) -> Vec<f64> {
                                 }
                                 let xv = x[((b * ci + ic) * h + iy as usize) * wd + ix as usize];
                                 let wv = w[((o * cig + i) * kh + ky) * kw + kx];
-                                acc += f64::from(xv) * f64::from(wv);
+                                acc += xv * wv;
                             }
                         }
                     }
@@ -90,11 +80,11 @@ fn check(c: &Case) {
             std::slice::from_ref(&out_ty),
         )
         .unwrap();
-    let xv = values(dt.num_elements(), 1);
-    let wv = values(wt.num_elements(), 2);
+    let mut rng = StdRng::seed_from_u64(1);
+    let xs = Tensor::random_uniform(dt.clone(), &mut rng).unwrap();
+    let ws = Tensor::random_uniform(wt.clone(), &mut rng).unwrap();
+    let (xv, wv) = (xs.to_f64_vec(), ws.to_f64_vec());
     let want = reference(c, &xv, &wv, out_ty.shape[2], out_ty.shape[3]);
-    let xs = Tensor::from_vec(c.data, xv).unwrap();
-    let ws = Tensor::from_vec(c.weight, wv).unwrap();
     for threads in [1, 2, 3] {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)

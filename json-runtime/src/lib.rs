@@ -7,15 +7,22 @@
 //!   constants by name), as TVM's `JSONSerializer` does.
 //! - [`runtime`]: [`JsonRuntime`], generic over a vendor [`KernelProvider`]: parse once, bind
 //!   constants and build kernels once, run many times (from several threads at once).
+//! - [`binary`]: a graph and its constants as one versioned byte string
+//!   ([`Serialized::to_bytes`] / [`Serialized::from_bytes`]), what compiled modules serialize to.
+//! - [`module`]: [`JsonRuntime`] as a plugin SDK `CompiledModule` (zero-copy `run`,
+//!   `serialize` to the byte string), and runtime errors as `PluginError`s.
 //! - [`host`]: [`HostProvider`], a reference provider running kernel nodes with byoc-core's
 //!   host kernels, so JSON graphs can be checked numerically.
 
 pub mod attr_text;
+pub mod binary;
 pub mod format;
 pub mod host;
+pub mod module;
 pub mod runtime;
 pub mod serialize;
 
+pub use binary::BinaryError;
 pub use format::{Entry, FormatError, JsonGraph, JsonNode, NodeAttrs, NodeKind};
 pub use host::HostProvider;
 pub use runtime::{

@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use byoc_core::{Module, Tensor, TensorType, Type};
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 
 /// One input of a model: the name users give it (the ONNX name for imported models), the
 /// @main parameter it binds, and its type.
@@ -96,24 +96,9 @@ pub fn resolve_inputs(
     Ok(inputs)
 }
 
-/// A tensor of uniform random values: [-1, 1) for floats, [-8, 8) for signed and [0, 16)
-/// for unsigned integers, 0/1 for bools.
+/// A tensor of uniform random values (see [`Tensor::random_uniform`]).
 pub fn random_tensor(ty: &TensorType, rng: &mut StdRng) -> Result<Tensor> {
-    let n = ty.num_elements();
-    let values: Vec<f64> = (0..n)
-        .map(|_| {
-            if ty.dtype.is_float() {
-                rng.gen_range(-1.0..1.0)
-            } else if ty.dtype == byoc_core::DType::UInt8 {
-                f64::from(rng.gen_range(0u8..16))
-            } else if ty.dtype == byoc_core::DType::Bool {
-                f64::from(rng.gen_range(0u8..2))
-            } else {
-                f64::from(rng.gen_range(-8i8..8))
-            }
-        })
-        .collect();
-    Tensor::from_f64(ty.clone(), &values)
+    Tensor::random_uniform(ty.clone(), rng)
         .with_context(|| format!("cannot make random values of type {ty}"))
 }
 

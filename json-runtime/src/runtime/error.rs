@@ -4,6 +4,7 @@ use byoc_core::TensorType;
 use thiserror::Error;
 
 use super::ProviderError;
+use crate::binary::BinaryError;
 use crate::format::FormatError;
 
 /// Why a JSON runtime could not be created, initialized or run.
@@ -13,6 +14,9 @@ pub enum RuntimeError {
     /// The graph is malformed.
     #[error(transparent)]
     Format(#[from] FormatError),
+    /// The bytes of a serialized graph are malformed.
+    #[error(transparent)]
+    Binary(#[from] BinaryError),
     /// A `const` node's name is not among the given constants.
     #[error("{symbol}: constant '{name}' (node {node}) was not provided")]
     MissingConstant {

@@ -9,6 +9,7 @@ use byoc_core::TensorType;
 use super::plan::{plan, OutSlot, Plan, Slot};
 use super::{ConstantMap, KernelProvider, KernelSpec, NodeKernel, RuntimeError};
 use crate::format::{Entry, JsonGraph};
+use crate::serialize::Serialized;
 
 /// How many idle arenas a runtime keeps for reuse.
 const ARENA_POOL_SIZE: usize = 4;
@@ -166,6 +167,48 @@ impl<P: KernelProvider> JsonRuntime<P> {
         Ok(())
     }
 
+    /// A runtime for a serialized function, initialized with its constants: what a plugin's
+    /// `compile` returns after [`crate::serialize`].
+    pub fn with_constants(serialized: Serialized, provider: P) -> Result<Self, RuntimeError> {
+        let rt = Self::from_graph(serialized.graph, provider)?;
+        rt.init(&serialized.constants)?;
+        Ok(rt)
+    }
+
+    /// A runtime read from the bytes of [`JsonRuntime::to_bytes`] (or
+    /// [`Serialized::to_bytes`]), initialized: what a plugin's `deserialize` returns.
+    pub fn from_bytes(bytes: &[u8], provider: P) -> Result<Self, RuntimeError> {
+        Self::with_constants(Serialized::from_bytes(bytes)?, provider)
+    }
+
+    /// The graph and the bound constants (shared, not copied); an error before `init`.
+    pub fn to_serialized(&self) -> Result<Serialized, RuntimeError> {
+        let engine = self.engine()?;
+        let constants = self
+            .graph
+            .const_nodes()
+            .zip(&engine.constants)
+            .map(|(n, t)| (self.graph.nodes[n].name.clone(), t.clone()))
+            .collect();
+        Ok(Serialized {
+            graph: self.graph.clone(),
+            constants,
+        })
+    }
+
+    /// The graph and the bound constants as bytes ([`crate::binary`]); an error before `init`.
+    pub fn to_bytes(&self) -> Result<Vec<u8>, RuntimeError> {
+        Ok(self.to_serialized()?.to_bytes()?)
+    }
+
+    fn engine(&self) -> Result<&Engine<P::Kernel>, RuntimeError> {
+        self.engine
+            .get()
+            .ok_or_else(|| RuntimeError::NotInitialized {
+                symbol: self.symbol.clone(),
+            })
+    }
+
     fn bind_constants(&self, constants: &ConstantMap) -> Result<Vec<Arc<Tensor>>, RuntimeError> {
         self.graph
             .const_nodes()
@@ -197,11 +240,11 @@ impl<P: KernelProvider> JsonRuntime<P> {
         self.plan.slots[self.graph.entry_id(e)]
     }
 
-    fn check_binding(
+    fn check_binding<'t>(
         &self,
         what: &'static str,
         expected: &[TensorType],
-        got: impl ExactSizeIterator<Item = (TensorType, *const u8, usize)>,
+        got: impl ExactSizeIterator<Item = (&'t TensorType, *const u8, usize)>,
         name: impl Fn(usize) -> String,
     ) -> Result<(), RuntimeError> {
         if got.len() != expected.len() {
@@ -213,7 +256,7 @@ impl<P: KernelProvider> JsonRuntime<P> {
             });
         }
         for (index, ((ty, ptr, bytes), want)) in got.zip(expected).enumerate() {
-            let problem = if &ty != want {
+            let problem = if ty != want {
                 format!("is {ty} but the graph expects {want}")
             } else if bytes != want.size_bytes() {
                 format!("has {bytes} bytes but {want} takes {}", want.size_bytes())
@@ -241,18 +284,13 @@ impl<P: KernelProvider> JsonRuntime<P> {
         inputs: &[TensorRef<'_>],
         outputs: &mut [TensorMut<'_>],
     ) -> Result<(), RuntimeError> {
-        let engine = self
-            .engine
-            .get()
-            .ok_or_else(|| RuntimeError::NotInitialized {
-                symbol: self.symbol.clone(),
-            })?;
+        let engine = self.engine()?;
         self.check_binding(
             "input",
             &self.plan.input_types,
             inputs
                 .iter()
-                .map(|t| (t.ty.clone(), t.bytes.as_ptr(), t.bytes.len())),
+                .map(|t| (t.ty, t.bytes.as_ptr(), t.bytes.len())),
             |i| self.plan.input_names[i].clone(),
         )?;
         self.check_binding(
@@ -260,7 +298,7 @@ impl<P: KernelProvider> JsonRuntime<P> {
             &self.plan.output_types,
             outputs
                 .iter()
-                .map(|t| (t.ty.clone(), t.bytes.as_ptr(), t.bytes.len())),
+                .map(|t| (t.ty, t.bytes.as_ptr(), t.bytes.len())),
             |k| {
                 self.graph.nodes[self.graph.heads[k].node_index()]
                     .name
@@ -280,12 +318,7 @@ impl<P: KernelProvider> JsonRuntime<P> {
             self.run_node(i, kernel, engine, inputs, &mut arena, &mut out_bufs)?;
         }
         for &(k, source) in &self.plan.copies {
-            let bytes = self
-                .read_slot(source, engine, inputs, &arena, &out_bufs)
-                .to_vec();
-            if let Some(dst) = out_bufs[k].as_deref_mut() {
-                dst.copy_from_slice(&bytes);
-            }
+            self.copy_head(k, source, engine, inputs, &arena, &mut out_bufs);
         }
         let mut pool = lock(&self.arenas);
         if pool.len() < ARENA_POOL_SIZE {
@@ -304,11 +337,53 @@ impl<P: KernelProvider> JsonRuntime<P> {
         out_bufs: &'a [Option<&mut [u8]>],
     ) -> &'a [u8] {
         match slot {
+            Slot::Output(k) => out_bufs[k].as_deref().unwrap_or(&[]),
+            other => Self::read_owned(other, engine, inputs, arena),
+        }
+    }
+
+    /// The bytes of an input, constant or arena slot (an output slot reads as empty).
+    fn read_owned<'a>(
+        slot: Slot,
+        engine: &'a Engine<P::Kernel>,
+        inputs: &'a [TensorRef<'_>],
+        arena: &'a [AlignedBuf],
+    ) -> &'a [u8] {
+        match slot {
             Slot::Input(i) => inputs[i].bytes,
             Slot::Const(c) => engine.constants[c].as_bytes(),
             Slot::Arena(a) => arena[a].as_bytes(),
-            Slot::Output(k) => out_bufs[k].as_deref().unwrap_or(&[]),
+            Slot::Output(_) => &[],
         }
+    }
+
+    /// Fills head `k` from `source` (an input, a constant, or another head's tensor), straight
+    /// from buffer to buffer.
+    fn copy_head(
+        &self,
+        k: usize,
+        source: Slot,
+        engine: &Engine<P::Kernel>,
+        inputs: &[TensorRef<'_>],
+        arena: &[AlignedBuf],
+        out_bufs: &mut [Option<&mut [u8]>],
+    ) {
+        let (src, dst): (&[u8], &mut [u8]) = match source {
+            // The plan copies a repeated head from the first head holding the entry, so `j < k`.
+            Slot::Output(j) if j < k => {
+                let (before, rest) = out_bufs.split_at_mut(k);
+                (
+                    before[j].as_deref().unwrap_or(&[]),
+                    rest[0].as_deref_mut().unwrap_or_default(),
+                )
+            }
+            other => (
+                Self::read_owned(other, engine, inputs, arena),
+                out_bufs[k].as_deref_mut().unwrap_or_default(),
+            ),
+        };
+        let n = dst.len().min(src.len());
+        dst[..n].copy_from_slice(&src[..n]);
     }
 
     /// Runs kernel `i` (the `i`-th kernel node in execution order).

@@ -44,7 +44,8 @@ pub(crate) struct Plan {
     pub kernels: Vec<usize>,
     /// For each kernel (parallel to `kernels`), where each of its outputs goes.
     pub kernel_outputs: Vec<Vec<OutSlot>>,
-    /// Heads filled by copying after the run: (output index, source slot).
+    /// Heads filled by copying after the run: (output index, source slot). A source that is
+    /// an output slot is an earlier head's (the first head holding the entry).
     pub copies: Vec<(usize, Slot)>,
     /// Types of the input tensors of `run`.
     pub input_types: Vec<TensorType>,
