@@ -17,8 +17,9 @@ threads=N`), and its ratio to onnxruntime. `--skip-host` drops the host-only col
 Usage:
     python3 bench/compare_ort.py [--byoc target/release/byoc] [--threads 2] [--iters 10]
         [--rounds 3] [--warmup 3] [--dir target/onnx-light] [--target dnnl] [--skip-host]
-        [MODEL.onnx ...]
-A MODEL given on the command line gets seeded uniform random inputs, fed to both engines. Needs numpy and onnxruntime, and a release build
+        [MODEL.onnx | LIGHT_NAME ...]
+A MODEL.onnx given on the command line gets seeded uniform random inputs, fed to both engines;
+a light model's name (e.g. `resnet50`) selects that one of the nine. Needs numpy and onnxruntime, and a release build
 (cargo build --release).
 """
 from __future__ import annotations
@@ -106,13 +107,14 @@ def main() -> None:
 
     tmp = tempfile.mkdtemp(prefix="byoc-compare-")
     cases = []
-    if args.models:
-        for m in args.models:
-            inputs = os.path.join(tmp, os.path.basename(m) + ".npz")
-            random_inputs(m, inputs)
-            cases.append((os.path.splitext(os.path.basename(m))[0], m, inputs))
-    else:
-        for name in LIGHT:
+    files = [m for m in args.models if m not in LIGHT]
+    light = [m for m in args.models if m in LIGHT] or ([] if files else LIGHT)
+    for m in files:
+        inputs = os.path.join(tmp, os.path.basename(m) + ".npz")
+        random_inputs(m, inputs)
+        cases.append((os.path.splitext(os.path.basename(m))[0], m, inputs))
+    if light:
+        for name in light:
             folder = os.path.join(args.dir, name)
             model, inputs = os.path.join(folder, "random.onnx"), os.path.join(folder, "random_input.npz")
             if not os.path.exists(model):

@@ -8,7 +8,7 @@
 //! - [`runtime`]: [`DnnlRuntime`], a JSON graph built into oneDNN primitives once and run
 //!   many times, from several threads.
 //! - [`module`]: [`DnnlModule`], the compiled partition (graph + constants + runtime) and its
-//!   bytes.
+//!   bytes (byoc-json-runtime's graph + constants record).
 //!
 //! The plugin ([`DnnlPlugin`]) compiles a partition with byoc-json-runtime's serializer and
 //! builds the runtime; `export_plugin!` makes the cdylib loadable by byoc.
@@ -73,7 +73,7 @@ impl Plugin for DnnlPlugin {
             .unwrap_or_else(|| format!("{}_{}", support::TARGET, function.symbol));
         let s = serialize(&function.function, &symbol)
             .map_err(|e| PluginError::new(e.to_string()))?;
-        Ok(Box::new(DnnlModule::new(s.to_json(), s.constants, threads)?))
+        Ok(Box::new(DnnlModule::new(s, threads)?))
     }
 
     fn deserialize(&self, bytes: &[u8]) -> Result<Box<dyn CompiledModule>, PluginError> {

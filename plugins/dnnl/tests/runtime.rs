@@ -118,7 +118,7 @@ fn bad_bindings_and_bytes_are_errors() {
     assert!(e.message.contains("expected 1 input(s) but got 0"), "{e}");
     let bytes = m.serialize().unwrap();
     assert!(DnnlPlugin.deserialize(&bytes).is_ok());
-    for bad in [&bytes[..bytes.len() - 1], &bytes[..5], b"NOTDNNL!xxxx"] {
+    for bad in [&bytes[..bytes.len() - 1], &bytes[..5], b"NOTBYOC!xxxx"] {
         assert!(DnnlPlugin.deserialize(bad).is_err());
     }
     let e = DnnlPlugin
