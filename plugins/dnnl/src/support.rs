@@ -26,7 +26,7 @@
 //!   `nn.batch_matmul`, `nn.layer_norm` or `nn.global_avg_pool2d` go back to the host (TVM's
 //!   `prune_dnnl_subgraphs`).
 
-use byoc_core::ir::{AttrValue, Attrs, DType, Type};
+use byoc_core::ir::{AttrValue, DType, Type};
 use byoc_core::sdk::{CallView, TargetDescription};
 use byoc_core::target::{OpRule, PruneConfig, RejectReason};
 
@@ -367,6 +367,7 @@ fn per_channel_operand(call: &CallView<'_>, out: &[usize]) -> Result<(), RejectR
 #[cfg(test)]
 mod tests {
     use super::*;
+    use byoc_core::ir::Attrs;
 
     #[test]
     fn names_follow_the_contract_and_tvm_order() {
