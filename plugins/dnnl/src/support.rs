@@ -3,14 +3,16 @@
 //! (v0.16) where the runtime can follow it.
 //!
 //! - **Ops**: float32 only (the runtime computes in float32), NCHW data and OIHW (IOHW for
-//!   `nn.conv2d_transpose`) weights, pooling without `ceil_mode`, `nn.dense` on rank-2 data,
-//!   `nn.batch_norm` over axis 1 and `nn.layer_norm` over the last axis with both `center` and
-//!   `scale`. Every rejection carries its reason.
+//!   `nn.conv2d_transpose`) weights, average pooling without `ceil_mode` (max pooling takes
+//!   it), `nn.dense` on data of rank 2 or more, `nn.batch_norm` over axis 1 and
+//!   `nn.layer_norm` over the last axis with both `center` and `scale`. Every rejection
+//!   carries its reason.
 //! - **Patterns** (earlier entries win, as in TVM): `dnnl.dense_bias_sum`,
 //!   `dnnl.conv2d_bias_sum_relu`, `dnnl.conv2d_bias_sum`, then for bias on/off, for each
 //!   eltwise tail (`relu`, `tanh`, `sigmoid`, `clip`, `gelu`, `swish`, `leaky_relu`, none), for
 //!   root `conv2d`, `deconv2d` (`nn.conv2d_transpose`), `dense`:
-//!   `dnnl.<root>[_bias][_<tail>]` (bias and tail not both absent). A composite's parameters
+//!   `dnnl.<root>[_bias][_<tail>]` (bias and tail not both absent). Dense composites need
+//!   rank-2 data (so axis 1 is the output channel). A composite's parameters
 //!   are data, weight, bias (when present), sum operand (when present), in that order: the
 //!   pattern's named leaves in post-order, which is how MergeComposite orders parameters.
 //! - **Bias** is `nn.bias_add(.., axis=1)`, per output channel by its type relation. In the
@@ -240,10 +242,10 @@ pub fn description() -> TargetDescription {
         })
         .with_rule_checked(f32_rule("nn.dense"), |c| {
             let rank = c.arg_types.first().map_or(Ok(0), |t| shape(t).map(<[_]>::len))?;
-            if rank == 2 {
+            if rank >= 2 {
                 Ok(())
             } else {
-                Err(format!("data has rank {rank}; dnnl's inner product takes rank 2").into())
+                Err(format!("data has rank {rank}; dnnl's inner product needs rank 2 or more").into())
             }
         })
         .with_rule_checked(f32_rule("nn.batch_norm"), |c| {
@@ -262,17 +264,15 @@ pub fn description() -> TargetDescription {
                 other => Err(format!("axis={} not supported (needs the last axis)", show(other)).into()),
             }
         });
-    for op in ["nn.max_pool2d", "nn.avg_pool2d"] {
-        d = d.with_rule_checked(f32_rule(op), |c| {
+    d = d
+        .with_rule_checked(f32_rule("nn.max_pool2d"), |c| layouts(c, &[("layout", "NCHW")]))
+        .with_rule_checked(f32_rule("nn.avg_pool2d"), |c| {
             layouts(c, &[("layout", "NCHW")])?;
             match c.attrs.get("ceil_mode").and_then(AttrValue::as_bool) {
-                Some(true) => {
-                    Err("ceil_mode=True not supported (dnnl pooling rounds the output size down)".into())
-                }
+                Some(true) => Err("ceil_mode=True not supported for average pooling".into()),
                 _ => Ok(()),
             }
         });
-    }
     for op in ["nn.global_avg_pool2d", "nn.global_max_pool2d"] {
         d = d.with_rule_checked(f32_rule(op), |c| layouts(c, &[("layout", "NCHW")]));
     }
