@@ -164,7 +164,12 @@ impl Fused {
     fn check(self, call: &CallView<'_>) -> Result<(), RejectReason> {
         let out = shape(call.result_type)?;
         if self.root == Root::Dense && out.len() != 2 {
-            return Err(format!("{}: dense output has rank {}, not 2", self.name(), out.len()).into());
+            return Err(format!(
+                "{}: dense output has rank {}, not 2",
+                self.name(),
+                out.len()
+            )
+            .into());
         }
         if self.tail.is_some() {
             return Ok(());
@@ -241,11 +246,17 @@ pub fn description() -> TargetDescription {
             layouts(c, &[("data_layout", "NCHW"), ("kernel_layout", "IOHW")])
         })
         .with_rule_checked(f32_rule("nn.dense"), |c| {
-            let rank = c.arg_types.first().map_or(Ok(0), |t| shape(t).map(<[_]>::len))?;
+            let rank = c
+                .arg_types
+                .first()
+                .map_or(Ok(0), |t| shape(t).map(<[_]>::len))?;
             if rank >= 2 {
                 Ok(())
             } else {
-                Err(format!("data has rank {rank}; dnnl's inner product needs rank 2 or more").into())
+                Err(
+                    format!("data has rank {rank}; dnnl's inner product needs rank 2 or more")
+                        .into(),
+                )
             }
         })
         .with_rule_checked(f32_rule("nn.batch_norm"), |c| {
@@ -257,15 +268,22 @@ pub fn description() -> TargetDescription {
         })
         .with_rule_checked(f32_rule("nn.layer_norm"), |c| {
             flags(c, &[("center", true), ("scale", true)])?;
-            let rank = c.arg_types.first().map_or(Ok(0), |t| shape(t).map(<[_]>::len))?;
+            let rank = c
+                .arg_types
+                .first()
+                .map_or(Ok(0), |t| shape(t).map(<[_]>::len))?;
             match c.attrs.get("axis").and_then(AttrValue::as_int) {
                 Some(-1) => Ok(()),
                 Some(a) if a + 1 == rank as i64 => Ok(()),
-                other => Err(format!("axis={} not supported (needs the last axis)", show(other)).into()),
+                other => {
+                    Err(format!("axis={} not supported (needs the last axis)", show(other)).into())
+                }
             }
         });
     d = d
-        .with_rule_checked(f32_rule("nn.max_pool2d"), |c| layouts(c, &[("layout", "NCHW")]))
+        .with_rule_checked(f32_rule("nn.max_pool2d"), |c| {
+            layouts(c, &[("layout", "NCHW")])
+        })
         .with_rule_checked(f32_rule("nn.avg_pool2d"), |c| {
             layouts(c, &[("layout", "NCHW")])?;
             match c.attrs.get("ceil_mode").and_then(AttrValue::as_bool) {
@@ -295,7 +313,12 @@ fn shape(t: &Type) -> Result<&[usize], RejectReason> {
 
 /// Layout attributes must be these; `out_layout` must be empty or the data layout.
 fn layouts(call: &CallView<'_>, wanted: &[(&str, &str)]) -> Result<(), RejectReason> {
-    let attr = |name: &str| call.attrs.get(name).and_then(AttrValue::as_str).unwrap_or("");
+    let attr = |name: &str| {
+        call.attrs
+            .get(name)
+            .and_then(AttrValue::as_str)
+            .unwrap_or("")
+    };
     for (name, want) in wanted {
         let got = attr(name);
         if got != *want {
@@ -305,7 +328,10 @@ fn layouts(call: &CallView<'_>, wanted: &[(&str, &str)]) -> Result<(), RejectRea
     let data_layout = wanted[0].1;
     let out = attr("out_layout");
     if !out.is_empty() && out != data_layout {
-        return Err(format!("out_layout=\"{out}\" not supported (needs \"\" or \"{data_layout}\")").into());
+        return Err(format!(
+            "out_layout=\"{out}\" not supported (needs \"\" or \"{data_layout}\")"
+        )
+        .into());
     }
     Ok(())
 }
@@ -390,7 +416,12 @@ mod tests {
         assert!(!names.contains(&"dnnl.conv2d".to_string()));
     }
 
-    fn call_check(entry: &str, op: &str, args: &[&[usize]], out: &[usize]) -> Result<(), RejectReason> {
+    fn call_check(
+        entry: &str,
+        op: &str,
+        args: &[&[usize]],
+        out: &[usize],
+    ) -> Result<(), RejectReason> {
         let fused = fused_entries()
             .into_iter()
             .find(|f| f.name() == entry)
@@ -411,28 +442,56 @@ mod tests {
     fn a_bias_add_is_one_value_per_output_channel() {
         let out: &[usize] = &[1, 8, 5, 5];
         for bias in [&[8, 1, 1][..], &[1, 8, 1, 1]] {
-            assert_eq!(call_check("dnnl.conv2d_bias", "add", &[out, bias], out), Ok(()));
-            assert_eq!(call_check("dnnl.conv2d_bias", "add", &[bias, out], out), Ok(()));
+            assert_eq!(
+                call_check("dnnl.conv2d_bias", "add", &[out, bias], out),
+                Ok(())
+            );
+            assert_eq!(
+                call_check("dnnl.conv2d_bias", "add", &[bias, out], out),
+                Ok(())
+            );
         }
         for bias in [&[8][..], &[1, 8, 5, 5], &[1, 1, 1], &[4, 1, 1]] {
             let err = call_check("dnnl.conv2d_bias", "add", &[out, bias], out).unwrap_err();
             assert!(err.0.contains("not one value per output channel"), "{err}");
         }
-        assert_eq!(call_check("dnnl.conv2d_bias", "nn.bias_add", &[out, &[8]], out), Ok(()));
+        assert_eq!(
+            call_check("dnnl.conv2d_bias", "nn.bias_add", &[out, &[8]], out),
+            Ok(())
+        );
         let dense: &[usize] = &[2, 10];
-        assert_eq!(call_check("dnnl.dense_bias", "add", &[dense, &[10]], dense), Ok(()));
-        assert_eq!(call_check("dnnl.dense_bias", "add", &[dense, &[1, 10]], dense), Ok(()));
+        assert_eq!(
+            call_check("dnnl.dense_bias", "add", &[dense, &[10]], dense),
+            Ok(())
+        );
+        assert_eq!(
+            call_check("dnnl.dense_bias", "add", &[dense, &[1, 10]], dense),
+            Ok(())
+        );
         assert!(call_check("dnnl.dense_bias", "add", &[dense, &[2, 10]], dense).is_err());
     }
 
     #[test]
     fn a_sum_operand_has_the_output_shape_and_dense_is_rank_2() {
         let out: &[usize] = &[1, 8, 5, 5];
-        assert_eq!(call_check("dnnl.conv2d_bias_sum", "add", &[out, out], out), Ok(()));
+        assert_eq!(
+            call_check("dnnl.conv2d_bias_sum", "add", &[out, out], out),
+            Ok(())
+        );
         let err = call_check("dnnl.conv2d_bias_sum", "add", &[out, &[8, 1, 1]], out).unwrap_err();
-        assert_eq!(err.0, "sum operand has shape [8, 1, 1], not the output's [1, 8, 5, 5]");
-        let err = call_check("dnnl.dense_bias_relu", "nn.relu", &[&[2, 3, 4]], &[2, 3, 4]).unwrap_err();
-        assert_eq!(err.0, "dnnl.dense_bias_relu: dense output has rank 3, not 2");
-        assert_eq!(call_check("dnnl.dense_relu", "nn.relu", &[&[2, 4]], &[2, 4]), Ok(()));
+        assert_eq!(
+            err.0,
+            "sum operand has shape [8, 1, 1], not the output's [1, 8, 5, 5]"
+        );
+        let err =
+            call_check("dnnl.dense_bias_relu", "nn.relu", &[&[2, 3, 4]], &[2, 3, 4]).unwrap_err();
+        assert_eq!(
+            err.0,
+            "dnnl.dense_bias_relu: dense output has rank 3, not 2"
+        );
+        assert_eq!(
+            call_check("dnnl.dense_relu", "nn.relu", &[&[2, 4]], &[2, 4]),
+            Ok(())
+        );
     }
 }

@@ -6,13 +6,13 @@
 
 use std::collections::BTreeMap;
 
-use byoc::pipeline::{partition, PartitionOptions, Partitioned, Stage};
-use byoc::report::summary::Summary;
-use byoc::target::Target;
 use byoc::core::exec::{ExecOptions, Executor};
 use byoc::core::ir::{Callee, Expr, Module};
 use byoc::core::text::parse_module;
 use byoc::core::{Tensor, Type};
+use byoc::pipeline::{partition, PartitionOptions, Partitioned, Stage};
+use byoc::report::summary::Summary;
+use byoc::target::Target;
 use byoc_plugin_dnnl::support::description;
 
 fn dnnl() -> Target {
@@ -46,7 +46,11 @@ fn composites(m: &Module) -> Vec<(String, Vec<Type>)> {
                 continue;
             };
             if let Some(name) = lit.attrs.get_str("Composite") {
-                let types = call.args.iter().map(|a| f.ty(*a).cloned().unwrap()).collect();
+                let types = call
+                    .args
+                    .iter()
+                    .map(|a| f.ty(*a).cloned().unwrap())
+                    .collect();
                 out.push((name.to_string(), types));
             }
         }
@@ -171,7 +175,11 @@ fn a_residual_add_after_conv_and_batch_norm_is_a_sum_post_op() {
         let m = residual(swap);
         let got = fused(&m);
         let names: Vec<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
-        assert_eq!(names, ["dnnl.conv2d_bias", "dnnl.conv2d_bias_sum_relu"], "swap={swap}");
+        assert_eq!(
+            names,
+            ["dnnl.conv2d_bias", "dnnl.conv2d_bias_sum_relu"],
+            "swap={swap}"
+        );
         // data, weight, bias (the folded batch norm), sum operand, whatever the add's order.
         let (_, args) = &got[1];
         assert_eq!(args.len(), 4);
