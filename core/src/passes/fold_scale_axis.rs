@@ -78,7 +78,9 @@ struct Chain {
 
 impl Chain {
     fn channels(&self, f: &Function) -> usize {
-        tensor_type(f, self.root).map_or(0, |t| t.shape[self.axis])
+        tensor_type(f, self.root)
+            .and_then(|t| t.shape.get(self.axis).copied())
+            .unwrap_or(0)
     }
 
     fn multiplied(&self, s: &[f64]) -> Chain {
