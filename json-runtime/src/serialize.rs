@@ -80,10 +80,8 @@ pub enum SerializeError {
 /// Attributes of a composite's activation tail (the op at the top of its body) that its
 /// kernel node carries beside the root op's: `clip`'s bounds (as TVM's DNNL serializer does)
 /// and `nn.leaky_relu`'s slope, under the tail op's own attribute names.
-const TAIL_ATTRS: &[(&str, &[&str])] = &[
-    ("clip", &["a_min", "a_max"]),
-    ("nn.leaky_relu", &["alpha"]),
-];
+const TAIL_ATTRS: &[(&str, &[&str])] =
+    &[("clip", &["a_min", "a_max"]), ("nn.leaky_relu", &["alpha"])];
 
 /// A serialized function: the graph and, by name, the constants its `const` nodes refer to.
 #[derive(Clone, Debug)]

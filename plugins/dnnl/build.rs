@@ -13,10 +13,16 @@ fn main() {
     {
         Some(root) => {
             let root = PathBuf::from(root);
-            (vec![root.join("include")], vec![root.join("lib"), root.join("lib64")])
+            (
+                vec![root.join("include")],
+                vec![root.join("lib"), root.join("lib64")],
+            )
         }
         None => (
-            vec![PathBuf::from("/usr/include"), PathBuf::from("/usr/local/include")],
+            vec![
+                PathBuf::from("/usr/include"),
+                PathBuf::from("/usr/local/include"),
+            ],
             vec![
                 PathBuf::from("/usr/lib/x86_64-linux-gnu"),
                 PathBuf::from("/usr/lib/aarch64-linux-gnu"),

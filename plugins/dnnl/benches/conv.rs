@@ -17,8 +17,8 @@ use byoc_core::ir::DType;
 use byoc_core::{Tensor, TensorType};
 use byoc_json_runtime::ConstantMap;
 use byoc_plugin_dnnl::dnnl::{
-    ffi, set_num_threads, Attr, Engine, Memory, MemoryDesc, OpDesc, PostOp, PrimitiveDesc,
-    Primitive, Query, Stream, Window,
+    ffi, set_num_threads, Attr, Engine, Memory, MemoryDesc, OpDesc, PostOp, Primitive,
+    PrimitiveDesc, Query, Stream, Window,
 };
 use byoc_plugin_dnnl::DnnlRuntime;
 
@@ -50,7 +50,9 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 fn filled(ty: TensorType) -> Tensor {
     let n = ty.num_elements();
-    let vals: Vec<f64> = (0..n).map(|i| ((i * 7919) % 1000) as f64 / 1000.0 - 0.5).collect();
+    let vals: Vec<f64> = (0..n)
+        .map(|i| ((i * 7919) % 1000) as f64 / 1000.0 - 0.5)
+        .collect();
     Tensor::from_f64(ty, &vals).expect("tensor")
 }
 
@@ -88,7 +90,10 @@ fn raw(engine: &Engine, c: i64, oc: i64, k: i64, s: i64, h: i64, iters: usize) -
         (ffi::DNNL_ARG_DST, pd.query(Query::Dst(0))),
         (ffi::DNNL_ARG_SCRATCHPAD, pd.query(Query::Scratchpad)),
     ];
-    let mut bufs: Vec<Vec<f32>> = descs.iter().map(|(_, d)| vec![0.01f32; d.size() / 4 + 16]).collect();
+    let mut bufs: Vec<Vec<f32>> = descs
+        .iter()
+        .map(|(_, d)| vec![0.01f32; d.size() / 4 + 16])
+        .collect();
     let mems: Vec<Memory> = descs
         .iter()
         .zip(bufs.iter_mut())
@@ -106,7 +111,8 @@ fn raw(engine: &Engine, c: i64, oc: i64, k: i64, s: i64, h: i64, iters: usize) -
     let mut times = Vec::new();
     for i in 0..iters + 5 {
         let t = Instant::now();
-        prim.execute(&stream, &args).unwrap();
+        // SAFETY: every memory points at a live buffer of at least its descriptor's size.
+        unsafe { prim.execute(&stream, &args) }.unwrap();
         stream.wait().unwrap();
         if i >= 5 {
             times.push(t.elapsed());
@@ -116,7 +122,15 @@ fn raw(engine: &Engine, c: i64, oc: i64, k: i64, s: i64, h: i64, iters: usize) -
 }
 
 /// The runtime's medians: (convolution step, whole run).
-fn runtime(c: i64, oc: i64, k: i64, s: i64, h: i64, iters: usize, threads: usize) -> (Duration, Duration) {
+fn runtime(
+    c: i64,
+    oc: i64,
+    k: i64,
+    s: i64,
+    h: i64,
+    iters: usize,
+    threads: usize,
+) -> (Duration, Duration) {
     let p = k / 2;
     let o = (h + 2 * p - k) / s + 1;
     let json = format!(
@@ -134,7 +148,10 @@ fn runtime(c: i64, oc: i64, k: i64, s: i64, h: i64, iters: usize, threads: usize
     let mut constants = ConstantMap::new();
     constants.insert(
         "w".to_string(),
-        Arc::new(filled(TensorType::new(vec![u(oc), u(c), u(k), u(k)], DType::Float32))),
+        Arc::new(filled(TensorType::new(
+            vec![u(oc), u(c), u(k), u(k)],
+            DType::Float32,
+        ))),
     );
     constants.insert(
         "b".to_string(),

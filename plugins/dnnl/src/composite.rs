@@ -127,7 +127,9 @@ impl Composite {
             ),
         };
         if !bias && !sum && eltwise.is_none() {
-            return Err(err("a composite fuses at least one of bias, sum, activation"));
+            return Err(err(
+                "a composite fuses at least one of bias, sum, activation",
+            ));
         }
         Ok(Composite {
             root,
@@ -170,7 +172,10 @@ mod tests {
         );
         assert_eq!(c.num_inputs(), 4);
         let d = Composite::parse("dnnl.dense_leaky_relu").unwrap();
-        assert_eq!((d.root, d.bias, d.eltwise), (Root::Dense, false, Some(Eltwise::LeakyRelu)));
+        assert_eq!(
+            (d.root, d.bias, d.eltwise),
+            (Root::Dense, false, Some(Eltwise::LeakyRelu))
+        );
         assert_eq!(
             Composite::parse("dnnl.deconv2d_bias_clip").unwrap().eltwise,
             Some(Eltwise::Clip)

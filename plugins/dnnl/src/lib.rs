@@ -71,8 +71,8 @@ impl Plugin for DnnlPlugin {
         let threads = threads_option(options)?;
         let symbol = external_symbol(&function.function)
             .unwrap_or_else(|| format!("{}_{}", support::TARGET, function.symbol));
-        let s = serialize(&function.function, &symbol)
-            .map_err(|e| PluginError::new(e.to_string()))?;
+        let s =
+            serialize(&function.function, &symbol).map_err(|e| PluginError::new(e.to_string()))?;
         Ok(Box::new(DnnlModule::new(s, threads)?))
     }
 

@@ -107,12 +107,20 @@ fn conv2d_bias_sum_relu_in_place_and_copied() {
         check(&text, &[tensor(&[1, 3, 9, 8], 46)]);
     }
     // The operand is a partition input (caller-owned): copied.
-    let body = conv_case("dnnl.conv2d_bias_sum_relu", "nn.relu($)", &[10, 1, 1], Some("%s")) + "  %a";
+    let body = conv_case(
+        "dnnl.conv2d_bias_sum_relu",
+        "nn.relu($)",
+        &[10, 1, 1],
+        Some("%s"),
+    ) + "  %a";
     let text = partition(
         "%x: Tensor[(1, 3, 9, 8), float32], %s: Tensor[(1, 10, 9, 8), float32]",
         &body,
     );
-    check(&text, &[tensor(&[1, 3, 9, 8], 47), tensor(&[1, 10, 9, 8], 48)]);
+    check(
+        &text,
+        &[tensor(&[1, 3, 9, 8], 47), tensor(&[1, 10, 9, 8], 48)],
+    );
 }
 
 #[test]
@@ -121,7 +129,11 @@ fn residual_chain_like_resnet() {
     let x = "%x: Tensor[(1, 12, 7, 7), float32]";
     let conv = |tag: &str, name: &str, sum: Option<&str>, src: &str, seed: u64| {
         let mut params = vec![t(&[1, 12, 7, 7]), t(&[12, 12, 3, 3]), t(&[12, 1, 1])];
-        let mut args = vec![src.to_string(), konst(&[12, 12, 3, 3], seed), konst(&[12, 1, 1], seed + 1)];
+        let mut args = vec![
+            src.to_string(),
+            konst(&[12, 12, 3, 3], seed),
+            konst(&[12, 1, 1], seed + 1),
+        ];
         let mut body = format!(
             "    %{tag}c = nn.conv2d(%{tag}0, %{tag}1, padding=[1, 1, 1, 1], channels=12, kernel_size=[3, 3]);\n    %{tag}b = add(%{tag}c, %{tag}2);\n"
         );
@@ -186,7 +198,12 @@ fn deconv2d_and_dense_composites() {
         "f",
         &[&t(&[2, 3, 20]), &t(&[9, 20]), &t(&[9]), &t(&[2, 3, 9])],
         "    %fd = nn.dense(%f0, %f1, units=9);\n    add(add(%fd, %f2), %f3)",
-        &["%x".to_string(), konst(&[9, 20], 66), konst(&[9], 67), "%s".to_string()],
+        &[
+            "%x".to_string(),
+            konst(&[9, 20], 66),
+            konst(&[9], 67),
+            "%s".to_string(),
+        ],
     ) + "  %f";
     check(
         &partition(

@@ -26,7 +26,10 @@ fn conv2d_weight_as_input_and_batch() {
         &format!("%x: {}, %w: {}", t4(2, 7, 6, 6), t4(11, 7, 1, 1)),
         "  nn.conv2d(%x, %w, channels=11, kernel_size=[1, 1])",
     );
-    check(&text, &[tensor(&[2, 7, 6, 6], 3), tensor(&[11, 7, 1, 1], 4)]);
+    check(
+        &text,
+        &[tensor(&[2, 7, 6, 6], 3), tensor(&[11, 7, 1, 1], 4)],
+    );
 }
 
 #[test]
@@ -68,7 +71,10 @@ fn conv2d_transpose_with_output_padding_and_groups() {
 #[test]
 fn dense_and_batch_matmul() {
     let w = konst(&[7, 20], 13);
-    let text = partition("%x: Tensor[(3, 20), float32]", &format!("  nn.dense(%x, {w}, units=7)"));
+    let text = partition(
+        "%x: Tensor[(3, 20), float32]",
+        &format!("  nn.dense(%x, {w}, units=7)"),
+    );
     check(&text, &[tensor(&[3, 20], 14)]);
     let text = partition(
         "%a: Tensor[(2, 3, 5), float32], %b: Tensor[(2, 4, 5), float32]",
@@ -88,7 +94,10 @@ fn batch_norm_and_layer_norm() {
     let [g, b, m] = [19, 20, 21].map(|s| konst(&[c], s));
     let v = format!(
         "const(({c},), float32, [{}])",
-        (0..c).map(|i| format!("{}f", 0.5 + i as f32 * 0.25)).collect::<Vec<_>>().join(", ")
+        (0..c)
+            .map(|i| format!("{}f", 0.5 + i as f32 * 0.25))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     let text = partition(
         &format!("%x: {}", t4(2, c, 3, 4)),

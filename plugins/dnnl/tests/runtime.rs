@@ -55,9 +55,15 @@ fn several_threads_run_one_module() {
 #[test]
 fn unsupported_dtypes_ops_and_layouts_are_named() {
     let e = compile_error(&partition("%x: Tensor[(4,), int32]", "  abs(%x)"));
-    assert!(e.contains("node 0 ('x')") && e.contains("dtype int32"), "{e}");
+    assert!(
+        e.contains("node 0 ('x')") && e.contains("dtype int32"),
+        "{e}"
+    );
     let e = compile_error(&partition("%x: Tensor[(4, 3), float32]", "  transpose(%x)"));
-    assert!(e.contains("'transpose'") && e.contains("not supported"), "{e}");
+    assert!(
+        e.contains("'transpose'") && e.contains("not supported"),
+        "{e}"
+    );
     let w = konst(&[3, 3, 2, 4], 80);
     let e = compile_error(&partition(
         "%x: Tensor[(1, 5, 5, 2), float32]",
@@ -85,12 +91,35 @@ fn bad_graphs_give_clear_errors() {
             "  %f = fn (%p0: Tensor[(1, 3, 6, 6), float32], %p1: Tensor[(4, 3, 3, 3), float32], %p2: Tensor[(4, 1, 1), float32], Composite=\"dnnl.conv2d_bias_relu\") {{\n    nn.relu(add(nn.conv2d(%p0, %p1, channels=4, kernel_size=[3, 3]), %p2))\n  }};\n  %f(%x, {w}, {b})"
         ),
     );
-    assert!(edited(&text, "\"dnnl.conv2d_bias_relu\"", "\"dnnl.conv2d_bias_relu\"").is_ok());
-    let e = edited(&text, "\"dnnl.conv2d_bias_relu\"", "\"dnnl.conv3d_bias_relu\"").unwrap_err();
-    assert!(e.contains("node 3 ('dnnl.conv3d_bias_relu')") && e.contains("unknown composite"), "{e}");
-    let e = edited(&text, "\"dnnl.conv2d_bias_relu\"", "\"dnnl.conv2d_bias_sum_relu\"").unwrap_err();
+    assert!(edited(
+        &text,
+        "\"dnnl.conv2d_bias_relu\"",
+        "\"dnnl.conv2d_bias_relu\""
+    )
+    .is_ok());
+    let e = edited(
+        &text,
+        "\"dnnl.conv2d_bias_relu\"",
+        "\"dnnl.conv3d_bias_relu\"",
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("node 3 ('dnnl.conv3d_bias_relu')") && e.contains("unknown composite"),
+        "{e}"
+    );
+    let e = edited(
+        &text,
+        "\"dnnl.conv2d_bias_relu\"",
+        "\"dnnl.conv2d_bias_sum_relu\"",
+    )
+    .unwrap_err();
     assert!(e.contains("expected 4 input(s), got 3"), "{e}");
-    let e = edited(&text, "\"dnnl.conv2d_bias_relu\"", "\"dnnl.conv2d_bias_mish\"").unwrap_err();
+    let e = edited(
+        &text,
+        "\"dnnl.conv2d_bias_relu\"",
+        "\"dnnl.conv2d_bias_mish\"",
+    )
+    .unwrap_err();
     assert!(e.contains("unknown part 'mish'"), "{e}");
     let e = edited(&text, "\"groups\": [[\"1\"]]", "\"groups\": [[\"x\"]]").unwrap_err();
     assert!(e.contains("attribute groups: 'x' is not an integer"), "{e}");
@@ -102,7 +131,10 @@ fn bad_graphs_give_clear_errors() {
     let f = PartitionedFunction::from_text(&text).unwrap();
     let s = serialize(&f.function, "dnnl_test").unwrap();
     let e = DnnlRuntime::new(&s.to_json(), &Default::default(), None).unwrap_err();
-    assert!(e.to_string().contains("dnnl_test_const_0") && e.to_string().contains("no value"), "{e}");
+    assert!(
+        e.to_string().contains("dnnl_test_const_0") && e.to_string().contains("no value"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -113,7 +145,10 @@ fn bad_bindings_and_bytes_are_errors() {
     let x = tensor(&[3, 2], 1);
     let mut y = Tensor::zeros(x.ty().clone());
     let e = m.run(&[x.view()], &mut [y.view_mut()]).unwrap_err();
-    assert!(e.message.contains("input 0 is Tensor[(3, 2), float32]"), "{e}");
+    assert!(
+        e.message.contains("input 0 is Tensor[(3, 2), float32]"),
+        "{e}"
+    );
     let e = m.run(&[], &mut []).unwrap_err();
     assert!(e.message.contains("expected 1 input(s) but got 0"), "{e}");
     let bytes = m.serialize().unwrap();
@@ -144,9 +179,15 @@ fn residual_sum_accumulates_in_place_when_last_read() {
     // p = conv(x); q = conv(p); s = conv(q) + p: the sum is p's last reader, so s is computed
     // in p's buffer: no copy of p (a reorder between equal layouts) is planned.
     let t = |shape: &str| format!(r#""attrs": {{"shape": [[[{shape}]]], "dtype": [["float32"]]}}"#);
-    let mut nodes = vec![format!(r#"{{"op": "input", "name": "x", {}}}"#, t("1, 12, 7, 7"))];
+    let mut nodes = vec![format!(
+        r#"{{"op": "input", "name": "x", {}}}"#,
+        t("1, 12, 7, 7")
+    )];
     for i in 0..3 {
-        nodes.push(format!(r#"{{"op": "const", "name": "w{i}", {}}}"#, t("12, 12, 3, 3")));
+        nodes.push(format!(
+            r#"{{"op": "const", "name": "w{i}", {}}}"#,
+            t("12, 12, 3, 3")
+        ));
         nodes.push(format!(r#"{{"op": "const", "name": "b{i}", {}}}"#, t("12")));
     }
     nodes.push(conv_node("dnnl.conv2d_bias_relu", &[0, 1, 2]));
@@ -163,15 +204,28 @@ fn residual_sum_accumulates_in_place_when_last_read() {
     }
     let rt = DnnlRuntime::new(&json, &constants, None).unwrap();
     let steps = rt.steps();
-    assert_eq!(steps.iter().filter(|s| s.label.starts_with("convolution")).count(), 3);
+    assert_eq!(
+        steps
+            .iter()
+            .filter(|s| s.label.starts_with("convolution"))
+            .count(),
+        3
+    );
     for s in &steps {
         if let Some(rest) = s.label.strip_prefix("reorder ") {
             let (from, to) = rest.split_once(" -> ").unwrap();
-            assert_ne!(from, to.split(' ').next().unwrap(), "copy planned: {steps:?}");
+            assert_ne!(
+                from,
+                to.split(' ').next().unwrap(),
+                "copy planned: {steps:?}"
+            );
         }
     }
     // Same graph with p also a result: p must survive, so it is copied.
-    let json2 = json.replace(r#""heads": [[9, 0, 0]]"#, r#""heads": [[9, 0, 0], [7, 0, 0]]"#);
+    let json2 = json.replace(
+        r#""heads": [[9, 0, 0]]"#,
+        r#""heads": [[9, 0, 0], [7, 0, 0]]"#,
+    );
     let rt2 = DnnlRuntime::new(&json2, &constants, None).unwrap();
     assert!(rt2.steps().len() > steps.len(), "{:?}", rt2.steps());
 }

@@ -32,7 +32,9 @@ pub fn status_name(status: ffi::dnnl_status_t) -> &'static str {
         ffi::dnnl_success => "dnnl_success",
         ffi::dnnl_out_of_memory => "dnnl_out_of_memory",
         ffi::dnnl_invalid_arguments => "dnnl_invalid_arguments",
-        ffi::dnnl_unimplemented => "dnnl_unimplemented (no implementation for these shapes/layouts)",
+        ffi::dnnl_unimplemented => {
+            "dnnl_unimplemented (no implementation for these shapes/layouts)"
+        }
         ffi::dnnl_iterator_ends => "dnnl_iterator_ends",
         ffi::dnnl_runtime_error => "dnnl_runtime_error",
         ffi::dnnl_not_required => "dnnl_not_required",
@@ -182,7 +184,13 @@ impl MemoryDesc {
         let b = unsafe { self.0.format_desc.blocking };
         let n = (b.inner_nblks.max(0) as usize).min(ffi::DNNL_MAX_NDIMS);
         let blocks: Vec<String> = (0..n)
-            .map(|i| format!("{}{}", b.inner_blks[i], (b'a' + b.inner_idxs[i] as u8) as char))
+            .map(|i| {
+                format!(
+                    "{}{}",
+                    b.inner_blks[i],
+                    (b'a' + b.inner_idxs[i] as u8) as char
+                )
+            })
             .collect();
         if blocks.is_empty() {
             let strides = &b.strides[..self.dims().len()];
@@ -270,7 +278,9 @@ impl Drop for Stream {
     }
 }
 
-/// A memory object: a descriptor bound to a data pointer the caller owns.
+/// A memory object: a descriptor bound to a data pointer the caller owns. Creating one and
+/// re-pointing it only stores the pointer; [`Primitive::execute`] (unsafe) is where it is
+/// read or written.
 pub struct Memory(ffi::dnnl_memory_t);
 
 // SAFETY: a memory object is a descriptor plus a pointer; it moves between threads with the
@@ -278,8 +288,7 @@ pub struct Memory(ffi::dnnl_memory_t);
 unsafe impl Send for Memory {}
 
 impl Memory {
-    /// A memory of `desc` over `data` (which must stay valid, and large enough, while the
-    /// memory is used; null for "set later").
+    /// A memory of `desc` over `data` (null for "set later").
     pub fn new(engine: &Engine, desc: &MemoryDesc, data: *mut u8) -> Result<Self, DnnlError> {
         let mut m = ptr::null_mut();
         // SAFETY: out-pointer, descriptor and engine valid; a null handle means "none".
@@ -343,7 +352,9 @@ impl Attr {
         let attr = Attr(a);
         // SAFETY: valid attr.
         check(
-            unsafe { ffi::dnnl_primitive_attr_set_scratchpad_mode(a, ffi::dnnl_scratchpad_mode_user) },
+            unsafe {
+                ffi::dnnl_primitive_attr_set_scratchpad_mode(a, ffi::dnnl_scratchpad_mode_user)
+            },
             "dnnl_primitive_attr_set_scratchpad_mode",
         )?;
         if !post_ops.is_empty() {
@@ -475,9 +486,18 @@ impl OpDesc {
     }
 
     /// A (batched, broadcasting) matmul.
-    pub fn matmul(src: &MemoryDesc, weights: &MemoryDesc, dst: &MemoryDesc) -> Result<Self, DnnlError> {
+    pub fn matmul(
+        src: &MemoryDesc,
+        weights: &MemoryDesc,
+        dst: &MemoryDesc,
+    ) -> Result<Self, DnnlError> {
         let none = MemoryDesc::zero();
-        op_desc!(dnnl_matmul_desc_init(src.raw(), weights.raw(), none.raw(), dst.raw()))
+        op_desc!(dnnl_matmul_desc_init(
+            src.raw(),
+            weights.raw(),
+            none.raw(),
+            dst.raw()
+        ))
     }
 
     /// An eltwise op.
@@ -503,7 +523,12 @@ impl OpDesc {
         src1: &MemoryDesc,
         dst: &MemoryDesc,
     ) -> Result<Self, DnnlError> {
-        op_desc!(dnnl_binary_desc_init(alg, src0.raw(), src1.raw(), dst.raw()))
+        op_desc!(dnnl_binary_desc_init(
+            alg,
+            src0.raw(),
+            src1.raw(),
+            dst.raw()
+        ))
     }
 
     /// Batch normalization with global statistics.
@@ -722,9 +747,17 @@ impl Primitive {
     }
 
     /// Executes on `stream` with `args` (`DNNL_ARG_*` → memory).
-    pub fn execute(&self, stream: &Stream, args: &[ffi::dnnl_exec_arg_t]) -> Result<(), DnnlError> {
-        // SAFETY: valid primitive and stream; args hold live memories the caller bound to
-        // live buffers of the right sizes.
+    ///
+    /// # Safety
+    /// Every memory in `args` must be alive and point at a buffer that is valid (writable for
+    /// outputs and the scratchpad) for at least its descriptor's size, and no other thread may
+    /// use those buffers during the call.
+    pub unsafe fn execute(
+        &self,
+        stream: &Stream,
+        args: &[ffi::dnnl_exec_arg_t],
+    ) -> Result<(), DnnlError> {
+        // SAFETY: valid primitive and stream; the caller guarantees the memories.
         check(
             unsafe {
                 ffi::dnnl_primitive_execute(self.0, stream.0, args.len() as c_int, args.as_ptr())

@@ -49,7 +49,8 @@ impl ExecState {
             // SAFETY: as above.
             unsafe { p.add(p.align_offset(64)) }
         };
-        let scratchpad_memory = Memory::new(engine, &MemoryDesc::bytes(plan.scratchpad_bytes)?, sp_base)?;
+        let scratchpad_memory =
+            Memory::new(engine, &MemoryDesc::bytes(plan.scratchpad_bytes)?, sp_base)?;
         let mut memories = Vec::with_capacity(plan.values.len());
         let mut io = Vec::new();
         for (v, value) in plan.values.iter().enumerate() {

@@ -208,11 +208,14 @@ impl DnnlRuntime {
                 }
                 NodeKind::Const => {
                     let ty = &node.outputs[0];
-                    let tensor = constants.get(&node.name).ok_or_else(|| RuntimeError::Constant {
-                        symbol: symbol.clone(),
-                        name: node.name.clone(),
-                        message: "no value bound for it".to_string(),
-                    })?;
+                    let tensor =
+                        constants
+                            .get(&node.name)
+                            .ok_or_else(|| RuntimeError::Constant {
+                                symbol: symbol.clone(),
+                                name: node.name.clone(),
+                                message: "no value bound for it".to_string(),
+                            })?;
                     if tensor.ty() != ty {
                         return Err(RuntimeError::Constant {
                             symbol: symbol.clone(),
@@ -397,7 +400,10 @@ impl DnnlRuntime {
                 label: step.label.clone(),
                 source,
             };
-            step.primitive.execute(&state.stream, args).map_err(failed)?;
+            // SAFETY: the state's memories point at its arena and scratchpad (sized by the
+            // plan), at the plan's constants, and at this run's views, whose types (hence byte
+            // sizes) were checked above; the state is this run's alone.
+            unsafe { step.primitive.execute(&state.stream, args) }.map_err(failed)?;
             if let Some(times) = times.as_deref_mut() {
                 state.stream.wait().map_err(failed)?;
                 times.push(start.elapsed());

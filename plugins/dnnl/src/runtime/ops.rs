@@ -75,7 +75,12 @@ pub(crate) fn build(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<Vec<ValueId>
     match cx.name {
         "nn.conv2d" | "nn.conv2d_transpose" => {
             cx.expect_inputs(2)?;
-            one(conv_with(b, cx, cx.name == "nn.conv2d_transpose", &Fused::NONE))
+            one(conv_with(
+                b,
+                cx,
+                cx.name == "nn.conv2d_transpose",
+                &Fused::NONE,
+            ))
         }
         "nn.dense" => {
             cx.expect_inputs(2)?;
@@ -104,7 +109,11 @@ pub(crate) fn build(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<Vec<ValueId>
 fn eltwise_op(name: &str, a: &Attrs<'_>) -> Result<Option<(i32, f32, f32)>, OpError> {
     Ok(Some(match name {
         "nn.relu" => (ffi::dnnl_eltwise_relu, 0.0, 0.0),
-        "nn.leaky_relu" => (ffi::dnnl_eltwise_relu, a.float_or("alpha", 0.01)? as f32, 0.0),
+        "nn.leaky_relu" => (
+            ffi::dnnl_eltwise_relu,
+            a.float_or("alpha", 0.01)? as f32,
+            0.0,
+        ),
         "tanh" => (ffi::dnnl_eltwise_tanh, 0.0, 0.0),
         "sigmoid" => (ffi::dnnl_eltwise_logistic, 0.0, 0.0),
         "clip" => (
@@ -185,10 +194,14 @@ fn bias_value(
     trailing_ones: usize,
 ) -> Result<ValueId, OpError> {
     let shape: Vec<i64> = cx.in_types[i].shape.iter().map(|&d| d as i64).collect();
-    let first = shape.iter().position(|&d| d != 1).unwrap_or(shape.len().saturating_sub(1));
+    let first = shape
+        .iter()
+        .position(|&d| d != 1)
+        .unwrap_or(shape.len().saturating_sub(1));
     let core = &shape[first.min(shape.len())..];
     let ok = core.first() == Some(&channels)
-        && (core.len() == 1 || (core.len() == 1 + trailing_ones && core[1..].iter().all(|&d| d == 1)));
+        && (core.len() == 1
+            || (core.len() == 1 + trailing_ones && core[1..].iter().all(|&d| d == 1)));
     let ok = ok || (channels == 1 && shape.iter().all(|&d| d == 1));
     if !ok {
         return Err(OpError::msg(format!(
@@ -258,7 +271,11 @@ fn conv_with(
     let g = a.int_or("groups", 1)?;
     let (kh, kw) = (w[2], w[3]);
     // Weight as oneDNN's logical [G,] O/G, I/G, KH, KW.
-    let (oc, icg) = if deconv { (w[1] * g, w[0] / g.max(1)) } else { (w[0], w[1]) };
+    let (oc, icg) = if deconv {
+        (w[1] * g, w[0] / g.max(1))
+    } else {
+        (w[0], w[1])
+    };
     if g < 1 || oc % g != 0 || x[1] != icg * g || y[1] != oc || (deconv && w[0] % g != 0) {
         return Err(OpError::msg(format!(
             "channels do not match: data {}, weight {}, result {}, groups={g}",
@@ -324,7 +341,11 @@ fn conv_with(
         None => b.temp(dst_desc),
     };
     args.push((ffi::DNNL_ARG_DST, dst));
-    let kind = if deconv { "deconvolution" } else { "convolution" };
+    let kind = if deconv {
+        "deconvolution"
+    } else {
+        "convolution"
+    };
     b.step(&pd, args, format!("{kind} {}", cx.name))?;
     Ok(dst)
 }
@@ -539,7 +560,9 @@ fn softmax(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<ValueId, OpError> {
     let rank = x.len() as i64;
     let ax = if axis < 0 { axis + rank } else { axis };
     if !(0..rank).contains(&ax) {
-        return Err(OpError::msg(format!("axis {axis} is out of range for rank {rank}")));
+        return Err(OpError::msg(format!(
+            "axis {axis} is out of range for rank {rank}"
+        )));
     }
     let data = MemoryDesc::plain(&x)?;
     let op = OpDesc::softmax(&data, ax as usize)?;
@@ -692,7 +715,9 @@ fn concatenate(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<ValueId, OpError>
     let axis = cx.attrs().int_or("axis", 0)?;
     let ax = if axis < 0 { axis + rank } else { axis };
     if !(0..rank).contains(&ax) {
-        return Err(OpError::msg(format!("axis {axis} is out of range for rank {rank}")));
+        return Err(OpError::msg(format!(
+            "axis {axis} is out of range for rank {rank}"
+        )));
     }
     let srcs: Vec<MemoryDesc> = cx.args.iter().map(|&v| b.desc(v)).collect();
     if srcs.iter().any(|d| d.dims().len() != y.len()) {

@@ -21,7 +21,9 @@ use byoc_core::tensor::AlignedBuf;
 use byoc_core::Tensor;
 
 use super::OpError;
-use crate::dnnl::{ffi, DnnlError, Engine, Memory, MemoryDesc, Primitive, PrimitiveDesc, Query, Stream};
+use crate::dnnl::{
+    ffi, DnnlError, Engine, Memory, MemoryDesc, Primitive, PrimitiveDesc, Query, Stream,
+};
 
 /// Index of a value in [`Plan::values`].
 pub(crate) type ValueId = usize;
@@ -252,7 +254,9 @@ impl<'e> Builder<'e> {
                 memory: m_sp.handle(),
             });
         }
-        prim.execute(&stream, &args)?;
+        // SAFETY: src points at the constant (alive in the plan, `src.size()` bytes), dst and
+        // the scratchpad at buffers of their descriptors' sizes owned by this function.
+        unsafe { prim.execute(&stream, &args)? };
         stream.wait()?;
         Ok(out)
     }
@@ -361,7 +365,10 @@ impl<'e> Builder<'e> {
                 .min_by_key(|&i| slots[i].0);
             let slot = match fit {
                 Some(i) => i,
-                None => match (0..slots.len()).filter(|&i| free(&slots[i])).max_by_key(|&i| slots[i].0) {
+                None => match (0..slots.len())
+                    .filter(|&i| free(&slots[i]))
+                    .max_by_key(|&i| slots[i].0)
+                {
                     Some(i) => {
                         slots[i].0 = need;
                         i

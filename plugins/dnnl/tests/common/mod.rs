@@ -12,10 +12,14 @@ use byoc_plugin_dnnl::DnnlPlugin;
 
 /// Deterministic values in [-1, 1) (a 64-bit LCG).
 pub fn values(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     (0..n)
         .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
         })
         .collect()
@@ -61,10 +65,13 @@ pub fn rel_err(got: &Tensor, want: &Tensor) -> f64 {
 
 /// The host executor's outputs of the partition.
 pub fn host(f: &PartitionedFunction, inputs: &[Tensor]) -> Vec<Tensor> {
-    Executor::new(&Module::from_main(f.function.clone()), ExecOptions::default())
-        .unwrap()
-        .run(inputs)
-        .unwrap()
+    Executor::new(
+        &Module::from_main(f.function.clone()),
+        ExecOptions::default(),
+    )
+    .unwrap()
+    .run(inputs)
+    .unwrap()
 }
 
 /// Runs a compiled module.
@@ -86,7 +93,9 @@ pub fn check(text: &str, inputs: &[Tensor]) {
     let module = DnnlPlugin
         .compile(&f, &CompileOptions::new())
         .unwrap_or_else(|e| panic!("{e}"));
-    let reloaded = DnnlPlugin.deserialize(&module.serialize().unwrap()).unwrap();
+    let reloaded = DnnlPlugin
+        .deserialize(&module.serialize().unwrap())
+        .unwrap();
     for m in [module, reloaded] {
         let got = run(m.as_ref(), inputs, &want);
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {
