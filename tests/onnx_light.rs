@@ -1,8 +1,9 @@
 //! End-to-end runs of ONNX's nine "light" CNNs on the host executor, through the driver's
 //! library API (`load_model`, `Executor`): the shipped models against ONNX's expected outputs
-//! and the random-weight variants against onnxruntime. Data, tolerance and helpers: see
-//! `tests/light/mod.rs`.
+//! and the random-weight variants against onnxruntime. Data and helpers: `tests/light/mod.rs`;
+//! tolerance: `tests/common/mod.rs`.
 
+mod common;
 mod light;
 
 use anyhow::{Context, Result};

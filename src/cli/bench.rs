@@ -4,20 +4,20 @@
 //! caches, then `--iters` timed runs give the median, minimum and maximum wall-clock latency.
 //! Each timed run is profiled, and the kernel time is split by the target that ran it
 //! (`shares`, summing to 1): `host` for the host executor's kernels, and each target chosen
-//! with `--target` (or named by an artifact) for the calls of its partitions. A progress bar on standard error covers loading and the iterations when it is a
-//! terminal; piped output stays quiet and holds only the JSON.
+//! with `--target` (or named by an artifact) for the calls of its partitions. Loading and the
+//! iterations show progress on a terminal ([`super::progress`]); piped output stays quiet and
+//! holds only the JSON.
 
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use byoc_core::exec::{ExecOptions, Executor, Profile};
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 
 use super::inputs::resolve_inputs;
+use super::progress;
 use super::run::load_runnable;
 use super::targets::TargetArgs;
 use crate::target::HOST_TARGET;
@@ -112,27 +112,6 @@ fn json_string(s: &str) -> String {
     out
 }
 
-/// A progress indicator on standard error, drawn only when it is a terminal.
-fn progress(len: Option<u64>, message: &str) -> ProgressBar {
-    if !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let bar = match len {
-        Some(n) => ProgressBar::new(n).with_style(
-            ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} ({elapsed})")
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> "),
-        ),
-        None => {
-            let s = ProgressBar::new_spinner();
-            s.enable_steady_tick(Duration::from_millis(120));
-            s
-        }
-    };
-    bar.set_message(message.to_string());
-    bar
-}
-
 /// Kernel time per target over `profiles`, as fractions of the total.
 fn target_shares(profiles: &[Profile]) -> BTreeMap<String, f64> {
     let mut per_target: BTreeMap<String, Duration> = BTreeMap::new();
@@ -169,7 +148,6 @@ pub fn run_bench(args: &BenchArgs) -> Result<BenchReport> {
     if args.iters == 0 {
         bail!("--iters must be at least 1");
     }
-    let loading = progress(None, &format!("loading {}", args.model.display()));
     let (module, externals) = load_runnable(&args.model, &args.targets, &args.input_shapes)?;
     let executor = Executor::with_externals(
         &module,
@@ -181,9 +159,8 @@ pub fn run_bench(args: &BenchArgs) -> Result<BenchReport> {
     )
     .with_context(|| format!("{}: cannot build the host plan", args.model.display()))?;
     let inputs = resolve_inputs(&module, args.inputs.as_deref(), Some(args.random_inputs))?;
-    loading.finish_and_clear();
 
-    let bar = progress(Some((args.warmup + args.iters) as u64), "bench");
+    let bar = progress::bar((args.warmup + args.iters) as u64, "bench");
     let run = || -> Result<Duration> {
         let start = Instant::now();
         executor

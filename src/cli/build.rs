@@ -7,8 +7,7 @@ use anyhow::{Context, Result};
 use byoc_core::artifact::Artifact;
 use clap::Args;
 
-use super::targets::{partition_and_compile, TargetArgs};
-use crate::model::{load_model, parse_input_shapes};
+use super::targets::{load, partition_and_compile, TargetArgs};
 
 /// Arguments of `byoc build`.
 #[derive(Debug, Args)]
@@ -29,7 +28,7 @@ pub struct BuildArgs {
 /// Runs `byoc build`.
 pub fn build(args: &BuildArgs) -> Result<()> {
     let name = args.model.display().to_string();
-    let module = load_model(&args.model, &parse_input_shapes(&args.input_shapes)?)?;
+    let module = load(&args.model, &args.input_shapes)?;
     let (partitioned, externals) = partition_and_compile(&module, &args.targets, &name)?;
     let artifact = Artifact::build(&partitioned, &externals)
         .with_context(|| format!("{name}: cannot build the artifact"))?;

@@ -7,6 +7,7 @@ mod build;
 pub mod inputs;
 mod inspect;
 mod plugins;
+mod progress;
 mod run;
 mod targets;
 mod verify;
@@ -22,6 +23,7 @@ pub use inspect::InspectArgs;
 pub use plugins::PluginsArgs;
 pub use run::RunArgs;
 pub use targets::TargetArgs;
+pub use verify::{compare_outputs, verify_partitioned, OutputError, Verification, VerifyArgs};
 
 /// byoc: partition deep-learning models across accelerator backends, inspect and run them.
 #[derive(Debug, Parser)]
@@ -46,7 +48,7 @@ pub enum Command {
     /// Time repeated runs of a model and print median/min/max latency and per-target shares as JSON.
     Bench(BenchArgs),
     /// Run a model host-only and partitioned on the same inputs; report each output's largest error.
-    Verify(verify::VerifyArgs),
+    Verify(VerifyArgs),
 }
 
 /// A check (numerical comparison, strict mode) that failed: exit code 1.

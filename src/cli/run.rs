@@ -10,8 +10,7 @@ use byoc_core::Module;
 use clap::Args;
 
 use super::inputs::{output_map, resolve_inputs};
-use super::targets::{partition_and_compile, TargetArgs};
-use crate::model::{load_model, parse_input_shapes};
+use super::targets::{load, partition_and_compile, TargetArgs};
 use crate::plugins::{discover_plugins, find_plugin};
 
 /// Arguments of `byoc run`.
@@ -76,7 +75,7 @@ pub fn load_runnable(
     if is_artifact(model) {
         return load_artifact(model, targets);
     }
-    let module = load_model(model, &parse_input_shapes(input_shapes)?)?;
+    let module = load(model, input_shapes)?;
     if targets.is_empty() {
         Ok((module, ExternalModules::new()))
     } else {

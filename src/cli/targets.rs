@@ -1,15 +1,18 @@
-//! The target-selection arguments shared by `inspect`, `build` and `run`, and the steps they
-//! share: partition a model for the selected targets and compile its partitions.
+//! The target-selection arguments shared by the commands, and the steps they share: load a
+//! model, partition it for the selected targets and compile its partitions. Loading shows a
+//! spinner and compiling a bar with one step per partition (see [`super::progress`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use byoc_core::exec::ExternalModules;
-use byoc_core::plugin::compile_externals;
+use byoc_core::plugin::{compile_externals, external_functions};
 use byoc_core::sdk::CompileOptions;
 use byoc_core::Module;
 use clap::Args;
 
+use super::progress;
+use crate::model::{load_model, parse_input_shapes};
 use crate::pipeline::{partition, PartitionOptions};
 use crate::plugins::{select_targets, Selection};
 
@@ -61,7 +64,17 @@ impl TargetArgs {
     }
 }
 
-/// Partitions `module` for the selected targets and compiles every partition.
+/// Loads a model (`.relay` or `.onnx`, see [`load_model`]) with the `--input-shape` values,
+/// under a spinner: importing a large ONNX model takes seconds.
+pub fn load(model: &Path, input_shapes: &[String]) -> Result<Module> {
+    let shapes = parse_input_shapes(input_shapes)?;
+    progress::while_running(&format!("importing {}", model.display()), || {
+        load_model(model, &shapes)
+    })
+}
+
+/// Partitions `module` for the selected targets and compiles every partition, one at a time
+/// under a progress bar.
 pub fn partition_and_compile(
     module: &Module,
     args: &TargetArgs,
@@ -69,9 +82,26 @@ pub fn partition_and_compile(
 ) -> Result<(Module, ExternalModules)> {
     let selection = args.select()?;
     let options = args.compile_options()?;
-    let result = partition(module, &selection.targets, &PartitionOptions::default())
-        .with_context(|| format!("{model}: partitioning failed"))?;
-    let externals = compile_externals(&result.module, &selection.runtimes, &options)
-        .with_context(|| format!("{model}: codegen failed"))?;
+    let result = progress::while_running(&format!("partitioning {model}"), || {
+        partition(module, &selection.targets, &PartitionOptions::default())
+    })
+    .with_context(|| format!("{model}: partitioning failed"))?;
+    let partitions = external_functions(&result.module);
+    let bar = progress::bar(partitions.len() as u64, "compiling partitions");
+    let mut externals = ExternalModules::new();
+    for (name, _) in &partitions {
+        // A module holding just this partition: codegen compiles exactly its functions.
+        let mut single = Module::new();
+        if let Some(f) = result.module.get(name) {
+            single.insert(name.clone(), f.clone());
+        }
+        let compiled = compile_externals(&single, &selection.runtimes, &options)
+            .with_context(|| format!("{model}: codegen failed"))?;
+        for (function, module) in compiled.iter() {
+            externals.insert(function, module.clone());
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
     Ok((result.module, externals))
 }

@@ -1,17 +1,19 @@
 //! `byoc verify`: run a model host-only and partitioned for targets on the same inputs and
 //! report the largest error of every output; exit code 1 when any exceeds the tolerance.
+//! Importing, compiling and both runs show progress on a terminal ([`super::progress`]).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use byoc_core::exec::{ExecOptions, Executor, ExternalModules};
+use byoc_core::exec::{ExecError, ExecOptions, Executor, ExternalModules, Profile};
 use byoc_core::{Module, Tensor};
 use clap::Args;
 
 use super::inputs::{output_map, resolve_inputs};
-use super::targets::{partition_and_compile, TargetArgs};
+use super::progress;
+use super::targets::{load, partition_and_compile, TargetArgs};
 use super::CheckFailed;
-use crate::model::{load_model, parse_input_shapes};
 
 /// Arguments of `byoc verify`.
 #[derive(Debug, Args)]
@@ -41,12 +43,34 @@ pub struct VerifyArgs {
     pub threads: usize,
 }
 
-/// The comparison of one output.
-struct OutputError {
-    name: String,
-    max_abs: f64,
+/// The comparison of one output of a partitioned run with the host-only run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OutputError {
+    /// The output's name.
+    pub name: String,
+    /// The largest absolute error.
+    pub max_abs: f64,
     /// The largest error relative to max(|host|, floor · max|host|).
-    max_rel: f64,
+    pub max_rel: f64,
+}
+
+/// Compares every output of a partitioned run (`partitioned`) with the host-only run
+/// (`host`), both keyed by output name. Errors are relative to max(|host|, `floor` · the
+/// output's largest |host| value); a NaN on one side only is an infinite error. Fails when an
+/// output is missing or its type differs.
+pub fn compare_outputs(
+    host: &BTreeMap<String, Tensor>,
+    partitioned: &BTreeMap<String, Tensor>,
+    floor: f64,
+) -> Result<Vec<OutputError>> {
+    host.iter()
+        .map(|(name, want)| {
+            let got = partitioned
+                .get(name)
+                .with_context(|| format!("the partitioned build has no output '{name}'"))?;
+            compare(name, want, got, floor)
+        })
+        .collect()
 }
 
 fn compare(name: &str, host: &Tensor, partitioned: &Tensor, floor: f64) -> Result<OutputError> {
@@ -78,20 +102,54 @@ fn compare(name: &str, host: &Tensor, partitioned: &Tensor, floor: f64) -> Resul
     })
 }
 
-fn run_once(
-    module: &Module,
+/// A partitioned run checked against the host-only run on the same inputs.
+#[derive(Clone, Debug)]
+pub struct Verification {
+    /// The host-only outputs, by output name.
+    pub host: BTreeMap<String, Tensor>,
+    /// The partitioned outputs, by output name.
+    pub partitioned: BTreeMap<String, Tensor>,
+    /// Each output's largest error (see [`compare_outputs`]).
+    pub errors: Vec<OutputError>,
+    /// The partitioned run's profile, when `options.profile` asked for it.
+    pub profile: Option<Profile>,
+}
+
+/// Runs `host` on the host executor alone and `partitioned` with its compiled partitions
+/// (`externals`) on the same `inputs`, then compares every output with `floor` (see
+/// [`compare_outputs`]). Both runs show a spinner on a terminal.
+pub fn verify_partitioned(
+    host: &Module,
+    partitioned: &Module,
     externals: &ExternalModules,
-    threads: usize,
-    inputs: &std::collections::BTreeMap<String, Tensor>,
-    what: &str,
-) -> Result<Vec<Tensor>> {
-    let options = ExecOptions {
-        threads,
+    inputs: &BTreeMap<String, Tensor>,
+    options: ExecOptions,
+    floor: f64,
+) -> Result<Verification> {
+    let host_only = ExecOptions {
         profile: false,
+        ..options
     };
-    Executor::with_externals(module, options, externals)
-        .and_then(|e| e.run_named(inputs))
-        .with_context(|| format!("{what} run failed"))
+    let want = progress::while_running("running host-only", || {
+        Executor::new(host, host_only)
+            .and_then(|e| e.run_named(inputs))
+            .context("host-only run failed")
+    })?;
+    let (got, profile) = progress::while_running("running partitioned", || {
+        let executor = Executor::with_externals(partitioned, options, externals)?;
+        let outputs = executor.run_named(inputs)?;
+        Ok::<_, ExecError>((outputs, executor.last_profile()))
+    })
+    .context("partitioned run failed")?;
+    let host_outputs = output_map(host, want);
+    let partitioned_outputs = output_map(partitioned, got);
+    let errors = compare_outputs(&host_outputs, &partitioned_outputs, floor)?;
+    Ok(Verification {
+        host: host_outputs,
+        partitioned: partitioned_outputs,
+        errors,
+        profile,
+    })
 }
 
 /// Runs `byoc verify`.
@@ -100,31 +158,23 @@ pub fn verify(args: &VerifyArgs) -> Result<()> {
         bail!("verify compares a partitioned build with the host: give at least one --target or --target-spec");
     }
     let name = args.model.display().to_string();
-    let host = load_model(&args.model, &parse_input_shapes(&args.input_shapes)?)?;
+    let host = load(&args.model, &args.input_shapes)?;
     let (partitioned, externals) = partition_and_compile(&host, &args.targets, &name)?;
     let inputs = resolve_inputs(&host, args.inputs.as_deref(), Some(args.random_inputs))?;
-    let want = run_once(
+    let options = ExecOptions {
+        threads: args.threads,
+        profile: false,
+    };
+    let checked = verify_partitioned(
         &host,
-        &ExternalModules::new(),
-        args.threads,
-        &inputs,
-        "host-only",
-    )?;
-    let got = run_once(
         &partitioned,
         &externals,
-        args.threads,
         &inputs,
-        "partitioned",
+        options,
+        args.floor,
     )?;
-    let want = output_map(&host, want);
-    let got = output_map(&partitioned, got);
     let mut failed = Vec::new();
-    for (out, w) in &want {
-        let g = got
-            .get(out)
-            .with_context(|| format!("the partitioned build has no output '{out}'"))?;
-        let e = compare(out, w, g, args.floor)?;
+    for e in checked.errors {
         let ok = e.max_rel <= args.rtol;
         println!(
             "{}: max_abs_err={:.3e} max_rel_err={:.3e} {}",

@@ -1,7 +1,8 @@
 //! Shared by the end-to-end tests of ONNX's nine "light" CNNs (ResNet-50, DenseNet-121,
 //! Inception v1/v2, ShuffleNet, SqueezeNet, VGG-19, AlexNet, ZFNet-512): where the data is,
 //! running a model with an executor the caller builds, and comparing with the references.
-//! Included by `tests/onnx_light.rs` (host executor) and by plugin tests (`#[path]`).
+//! Included by `tests/onnx_light.rs` (host executor) and by plugin tests (`#[path]`), each of
+//! which also declares `mod common` (`tests/common/mod.rs`) at its root.
 //!
 //! The data comes from `scripts/fetch_onnx_light.sh` (run by `./scripts/dev test`), which
 //! writes one folder per model under the directory named by `BYOC_ONNX_LIGHT_DIR`:
@@ -13,26 +14,19 @@
 //! When `BYOC_ONNX_LIGHT_DIR` is set, every model must be there and match; when it is unset
 //! the tests say so and pass, so a bare `cargo test` works without Python.
 //!
-//! Tolerance: every element `a` of byoc's output and `b` of the reference must satisfy
-//! `|a - b| <= RTOL * max(|b|, FLOOR_FRACTION * max|reference|)`: a relative error of at most
-//! 1e-4, where elements smaller than a hundredth of the output's largest magnitude (near-zero
-//! softmax probabilities, cancelled sums) are held to that absolute floor instead.
+//! Tolerance: `tests/common/mod.rs` (`compare`): a relative error of at most 1e-4.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{ensure, Context, Result};
 use byoc::cli::inputs::{output_map, resolve_inputs};
 use byoc::core::exec::Executor;
 use byoc::core::io::read_npz;
 use byoc::core::Module;
-use byoc::core::Tensor;
 use byoc::model::load_model;
 
-/// Largest relative error allowed.
-const RTOL: f64 = 1e-4;
-/// The absolute floor, as a fraction of the reference output's largest magnitude.
-const FLOOR_FRACTION: f64 = 1e-2;
+use crate::common::compare;
 
 /// The data directory, or `None` (after saying so) when the tests are not configured.
 pub fn light_dir() -> Option<PathBuf> {
@@ -81,48 +75,5 @@ pub fn check(
     for (name, reference) in &want {
         compare(model, name, &got[name], reference)?;
     }
-    Ok(())
-}
-
-/// Checks one output against its reference with the tolerance in the module doc.
-pub fn compare(model: &Path, name: &str, got: &Tensor, reference: &Tensor) -> Result<()> {
-    ensure!(
-        got.shape() == reference.shape(),
-        "{}: output '{name}' has shape {:?}, expected {:?}",
-        model.display(),
-        got.shape(),
-        reference.shape()
-    );
-    let (a, b) = (got.to_f64_vec(), reference.to_f64_vec());
-    let peak = b.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    let floor = FLOOR_FRACTION * peak;
-    let mut worst = (0.0f64, 0usize);
-    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
-        let diff = (x - y).abs();
-        // Equal values (zeros included) have no error; a NaN on either side an unbounded one.
-        let err = if diff == 0.0 {
-            0.0
-        } else if diff.is_nan() {
-            f64::INFINITY
-        } else {
-            diff / y.abs().max(floor)
-        };
-        if err > worst.0 {
-            worst = (err, i);
-        }
-    }
-    let (err, i) = worst;
-    if err > RTOL {
-        bail!(
-            "{}: output '{name}' element {i}: got {}, expected {} (relative error {err:.3e} > {RTOL:e}, floor {floor:.3e})",
-            model.display(),
-            a[i],
-            b[i]
-        );
-    }
-    eprintln!(
-        "{}: output '{name}': max relative error {err:.3e}",
-        model.display()
-    );
     Ok(())
 }

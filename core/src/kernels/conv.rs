@@ -1,7 +1,8 @@
 //! 2-D convolution and transposed convolution through GEMM.
 //!
 //! conv2d lowers each (batch, group) to GEMMs over im2col blocks (or over the input itself for
-//! a 1×1, stride-1, unpadded kernel). For NCHW data the kernel splits the work itself: tiles of
+//! a 1×1, stride-1, unpadded kernel); depthwise NCHW convolutions (one input channel per
+//! group) take the direct kernel of [`super::depthwise`] instead. For NCHW data the kernel splits the work itself: tiles of
 //! output pixels, each with its own cache-sized im2col block and a single-threaded GEMM, run in
 //! parallel; with few output pixels, blocks of output channels share one im2col matrix. NHWC
 //! data uses one GEMM per (batch, group) with the GEMM's own threads. conv2d_transpose is a
@@ -10,6 +11,7 @@
 
 use rayon::prelude::*;
 
+use super::depthwise::{self, depthwise_nchw};
 use super::gemm::{Gemm, MatMut, MatRef};
 use super::numeric::{widen_slice, Widen};
 
@@ -44,7 +46,7 @@ impl Conv2dGeom {
     /// Input coordinate of output coordinate `o` and kernel tap `k` along axis `a` (0 = H, 1 = W);
     /// may lie in the padding (negative or past the end).
     #[inline(always)]
-    fn src(&self, a: usize, o: usize, k: usize) -> isize {
+    pub(super) fn src(&self, a: usize, o: usize, k: usize) -> isize {
         (o * self.strides[a] + k * self.dilation[a]) as isize - self.pad[a] as isize
     }
 }
@@ -73,7 +75,7 @@ pub(crate) fn pack4<B: Widen<T>, T>(
 }
 
 /// Runs `f` over the chunks of `data`, in parallel when `threads > 1`.
-fn for_chunks<T: Send>(
+pub(super) fn for_chunks<T: Send>(
     data: &mut [T],
     chunk: usize,
     threads: usize,
@@ -186,7 +188,11 @@ pub(crate) fn conv2d<A: Widen<T>, T: Gemm>(
                 &[]
             };
             let y_n = &mut y[n * g.out_c * hw_out..(n + 1) * g.out_c * hw_out];
-            conv_nchw_groups(g, x_n, xw_n, w, y_n, threads);
+            if depthwise::applies(g) {
+                depthwise_nchw(g, x_n, w, y_n, threads);
+            } else {
+                conv_nchw_groups(g, x_n, xw_n, w, y_n, threads);
+            }
         }
         return;
     }
@@ -221,7 +227,7 @@ pub(crate) fn conv2d<A: Widen<T>, T: Gemm>(
 /// (grouped and depthwise convolutions), the groups run in parallel, one thread each; otherwise
 /// they run in order and split their own work over the threads. `xw` is the widened input
 /// for the 1×1 path (empty otherwise).
-fn conv_nchw_groups<A: Widen<T>, T: Gemm>(
+pub(super) fn conv_nchw_groups<A: Widen<T>, T: Gemm>(
     g: &Conv2dGeom,
     x: &[A],
     xw: &[T],

@@ -9,8 +9,10 @@
 
 pub(crate) mod broadcast;
 pub(crate) mod conv;
+pub(crate) mod depthwise;
 pub(crate) mod elementwise;
 pub(crate) mod gemm;
+pub(crate) mod nms;
 pub(crate) mod norm;
 pub(crate) mod numeric;
 pub(crate) mod pad;

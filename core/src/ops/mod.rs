@@ -21,6 +21,7 @@ mod slice;
 mod softmax;
 mod support;
 mod transform;
+mod vision;
 
 use crate::op::OpDef;
 
@@ -45,5 +46,6 @@ pub(crate) fn builtin_ops() -> Vec<OpDef> {
     activation::register(&mut ops);
     pad::register(&mut ops);
     resize::register(&mut ops);
+    vision::register(&mut ops);
     ops
 }

@@ -215,9 +215,21 @@ impl Annotator<'_, '_, '_> {
     ) -> Result<(), PartitionError> {
         let src = self.rb.src;
         let expr = src.expr(old);
-        if self.in_literal[old.index()] || annotation(expr).is_some() {
+        if self.in_literal[old.index()] {
             self.rb.copy(old)?;
             return Ok(());
+        }
+        match annotation(expr) {
+            // A hand-written begin over a call this run annotated (a bare host op feeding a
+            // manual region) closes that call's region with an end first.
+            Some(a) if a.kind == AnnotationKind::Begin => {
+                return self.feed_through_ends(old, &[a.arg]);
+            }
+            Some(_) => {
+                self.rb.copy(old)?;
+                return Ok(());
+            }
+            None => {}
         }
         let non_call = self.pass.include_non_call_ops;
         match expr {

@@ -15,8 +15,8 @@ use crate::sdk::abi::{
     ModuleHandle, OwnedBuf, PluginVTable, StrView, STATUS_OK, STATUS_PANIC, STATUS_REJECT,
 };
 use crate::sdk::{
-    call_to_text, CheckKind, CompileOptions, CompiledModule, PartitionedFunction, Plugin,
-    PluginError, RejectReason, TargetDescription, TensorMut, TensorRef, TensorView,
+    call_to_text, CheckKind, CompileOptions, CompiledModule, EmittedSource, PartitionedFunction,
+    Plugin, PluginError, RejectReason, TargetDescription, TensorMut, TensorRef, TensorView,
 };
 use crate::target::OpPredicate;
 
@@ -202,12 +202,28 @@ impl Plugin for LoadedPlugin {
         function: &PartitionedFunction,
         options: &CompileOptions,
     ) -> Result<Box<dyn CompiledModule>, PluginError> {
-        let text = function.to_text();
-        let opts = serde_json::to_string(&options.values).unwrap_or_else(|_| "{}".to_string());
+        let (text, opts) = crossing_texts(function, options);
         let (f, o) = (StrView::of(text.as_bytes()), StrView::of(opts.as_bytes()));
         let table = self.table;
         // SAFETY: both texts outlive the call; the slot fills the handle and the buffer.
         table.module(|m, out| unsafe { (table.0.compile)(f, o, m, out) })
+    }
+
+    fn emit_source(
+        &self,
+        function: &PartitionedFunction,
+        options: &CompileOptions,
+    ) -> Result<Option<EmittedSource>, PluginError> {
+        // A plugin of ABI 1.0 has no such slot (its widened table holds `None`).
+        let Some(slot) = self.table.0.emit_source else {
+            return Ok(None);
+        };
+        let (text, opts) = crossing_texts(function, options);
+        let (f, o) = (StrView::of(text.as_bytes()), StrView::of(opts.as_bytes()));
+        // SAFETY: both texts outlive the call; the slot fills the buffer.
+        let out = self.table.ok(|out| unsafe { slot(f, o, out) })?;
+        serde_json::from_slice(&out)
+            .map_err(|e| PluginError::new(format!("emit_source returned unreadable JSON: {e}")))
     }
 
     fn deserialize(&self, bytes: &[u8]) -> Result<Box<dyn CompiledModule>, PluginError> {
@@ -216,6 +232,12 @@ impl Plugin for LoadedPlugin {
         // SAFETY: the bytes outlive the call; the slot fills the handle and the buffer.
         table.module(|m, out| unsafe { (table.0.deserialize)(b, m, out) })
     }
+}
+
+/// A function and compile options as they cross the ABI: Relay text and a JSON object.
+fn crossing_texts(function: &PartitionedFunction, options: &CompileOptions) -> (String, String) {
+    let opts = serde_json::to_string(&options.values).unwrap_or_else(|_| "{}".to_string());
+    (function.to_text(), opts)
 }
 
 /// A compiled module that lives in a plugin.

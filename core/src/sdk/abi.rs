@@ -5,7 +5,14 @@
 //! table that follows it, and the SDK (byoc-core) version the plugin was built with. The host
 //! checks the magic and the major version before it reads anything else; the header is the
 //! first field of [`PluginVTable`], whose slots are append-only within a major version (a host
-//! reads only slots that lie within `table_size`).
+//! reads only slots that lie within `table_size`). Slots appended after 1.0 are `Option`s (a
+//! null pointer when absent): the host widens a table of an older minor version with `None`
+//! for the slots it lacks ([`PluginVTable::widen`]), and a plugin may leave them `None` too.
+//!
+//! | minor | slots appended |
+//! |---|---|
+//! | 0 | `describe` .. `release_buf` |
+//! | 1 | `emit_source` |
 //!
 //! Rules every slot follows:
 //! - Every slot runs the plugin's code inside `catch_unwind`; a panic becomes
@@ -25,7 +32,7 @@ use std::ptr::NonNull;
 
 use super::describe::{CheckKind, TargetDescription};
 use super::function::{OwnedCall, PartitionedFunction};
-use super::plugin::{CompileOptions, CompiledModule, Plugin};
+use super::plugin::{CompileOptions, CompiledModule, EmittedSource, Plugin};
 use super::view::TensorView;
 use crate::ir::TensorType;
 use crate::tensor::{TensorMut, TensorRef};
@@ -35,7 +42,7 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"BYOCPLUG");
 /// The ABI major version: plugins of another major are refused.
 pub const ABI_MAJOR: u32 = 1;
 /// The ABI minor version: grows when slots are appended.
-pub const ABI_MINOR: u32 = 0;
+pub const ABI_MINOR: u32 = 1;
 /// The SDK version (the byoc-core crate version) this code was built as.
 pub const SDK_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// The symbol every plugin exports.
@@ -188,8 +195,12 @@ pub type SerializeFn = unsafe extern "C" fn(module: *const ModuleHandle, out: *m
 pub type ReleaseModuleFn = unsafe extern "C" fn(module: *mut ModuleHandle);
 /// Frees a buffer.
 pub type ReleaseBufFn = unsafe extern "C" fn(buf: OwnedBuf);
+/// Generates the source of a function text with JSON options; the buffer gets the JSON of an
+/// `Option<`[`EmittedSource`]`>` (`null` when the plugin has no source to show). ABI 1.1.
+pub type EmitSourceFn =
+    unsafe extern "C" fn(function: StrView, options: StrView, out: *mut OwnedBuf) -> u32;
 
-/// The plugin's function table (ABI 1.0). Append-only within a major version.
+/// The plugin's function table (ABI 1.1). Append-only within a major version.
 #[repr(C)]
 pub struct PluginVTable {
     /// The fixed header.
@@ -216,6 +227,45 @@ pub struct PluginVTable {
     pub release_module: ReleaseModuleFn,
     /// See [`ReleaseBufFn`].
     pub release_buf: ReleaseBufFn,
+    /// See [`EmitSourceFn`] (ABI 1.1; `None` in a widened 1.0 table).
+    pub emit_source: Option<EmitSourceFn>,
+}
+
+/// The size of an ABI 1.0 table: the smallest table a host of this major version reads.
+pub const TABLE_SIZE_1_0: usize = std::mem::offset_of!(PluginVTable, emit_source);
+
+impl PluginVTable {
+    /// The table behind `header`, widened to this SDK's layout: slots beyond the plugin's
+    /// `table_size` are `None`. Returns `None` when the table is smaller than
+    /// [`TABLE_SIZE_1_0`].
+    ///
+    /// # Safety
+    /// `header` must be the first field of a plugin table of `header.table_size` readable
+    /// bytes (as `export_plugin!` builds it) with a matching major version.
+    pub unsafe fn widen(header: &PluginHeader) -> Option<PluginVTable> {
+        let size = header.table_size;
+        if size < TABLE_SIZE_1_0 {
+            return None;
+        }
+        let mut table = std::mem::MaybeUninit::<PluginVTable>::uninit();
+        let dst = table.as_mut_ptr();
+        // SAFETY: the appended slots are `Option`s of function pointers, for which null is
+        // `None`; the plugin's prefix (at least the 1.0 table) then overwrites what it has.
+        // The source holds `size` readable bytes by the caller's guarantee.
+        unsafe {
+            std::ptr::write_bytes(
+                dst.cast::<u8>().add(TABLE_SIZE_1_0),
+                0,
+                std::mem::size_of::<PluginVTable>() - TABLE_SIZE_1_0,
+            );
+            std::ptr::copy_nonoverlapping(
+                (header as *const PluginHeader).cast::<u8>(),
+                dst.cast::<u8>(),
+                size.min(std::mem::size_of::<PluginVTable>()),
+            );
+            Some(table.assume_init())
+        }
+    }
 }
 
 /// The exported state of one plugin: the instance, its cached description and its table.
@@ -268,6 +318,7 @@ impl<P: Plugin> Exported<P> {
             serialize,
             release_module,
             release_buf,
+            emit_source: Some(emit_source::<E>),
         };
         Exported {
             plugin,
@@ -447,6 +498,25 @@ unsafe extern "C" fn deserialize<E: Export>(
     unsafe { guard(out, body) }
 }
 
+unsafe extern "C" fn emit_source<E: Export>(
+    function: StrView,
+    options: StrView,
+    out: *mut OwnedBuf,
+) -> u32 {
+    let body = || {
+        // SAFETY: the host passes both texts for the duration of the call.
+        let (f, opts) = unsafe { (function.text(), options.text()) };
+        let f = PartitionedFunction::from_text(&f)?;
+        let values: BTreeMap<String, String> = serde_json::from_str(&opts)?;
+        let source: Option<EmittedSource> = E::instance()
+            .plugin
+            .emit_source(&f, &CompileOptions { values })?;
+        Ok(serde_json::to_vec(&source)?)
+    };
+    // SAFETY: the host passes a writable buffer.
+    unsafe { guard(out, body) }
+}
+
 /// The tensor types of `n` views.
 ///
 /// # Safety
@@ -578,4 +648,62 @@ macro_rules! export_plugin {
             $crate::sdk::abi::entry::<ByocPluginExport>()
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugin::ReferenceRuntime;
+
+    struct Reference;
+
+    impl Export for Reference {
+        type Plugin = ReferenceRuntime;
+        fn instance() -> &'static Exported<ReferenceRuntime> {
+            static CELL: std::sync::OnceLock<Exported<ReferenceRuntime>> =
+                std::sync::OnceLock::new();
+            CELL.get_or_init(|| Exported::new::<Reference>(ReferenceRuntime))
+        }
+    }
+
+    #[test]
+    fn tables_of_an_older_minor_are_widened_with_absent_slots() {
+        let full = &Reference::instance().table;
+        assert_eq!(full.header.table_size, std::mem::size_of::<PluginVTable>());
+        // SAFETY: the header heads a whole table.
+        let same = unsafe { PluginVTable::widen(&full.header) }.expect("a full table");
+        assert!(same.emit_source.is_some());
+        assert_eq!(same.describe as usize, full.describe as usize);
+
+        // A 1.0 table: the same slots up to `release_buf`, and whatever lies after it (here
+        // all ones) must not be read.
+        let mut old = std::mem::MaybeUninit::<PluginVTable>::uninit();
+        let size = std::mem::size_of::<PluginVTable>();
+        // SAFETY: both buffers hold `size` bytes; the header's size field is then patched.
+        let old = unsafe {
+            let dst = old.as_mut_ptr().cast::<u8>();
+            std::ptr::copy_nonoverlapping((full as *const PluginVTable).cast::<u8>(), dst, size);
+            std::ptr::write_bytes(dst.add(TABLE_SIZE_1_0), 0xFF, size - TABLE_SIZE_1_0);
+            (*old.as_mut_ptr()).header.table_size = TABLE_SIZE_1_0;
+            &*old.as_ptr()
+        };
+        // SAFETY: the header heads a table of `TABLE_SIZE_1_0` bytes.
+        let widened = unsafe { PluginVTable::widen(&old.header) }.expect("a 1.0 table");
+        assert!(widened.emit_source.is_none());
+        assert_eq!(widened.release_buf as usize, full.release_buf as usize);
+
+        let mut short = std::mem::MaybeUninit::<PluginHeader>::uninit();
+        // SAFETY: only the header is read when the size is below 1.0's.
+        let short = unsafe {
+            std::ptr::copy_nonoverlapping(
+                (full as *const PluginVTable).cast::<PluginHeader>(),
+                short.as_mut_ptr(),
+                1,
+            );
+            (*short.as_mut_ptr()).table_size = TABLE_SIZE_1_0 - 8;
+            short.assume_init()
+        };
+        // SAFETY: as above.
+        assert!(unsafe { PluginVTable::widen(&short) }.is_none());
+    }
 }

@@ -2,11 +2,13 @@
 //! resnet50.onnx --target dnnl --format json` reports for ResNet-50 (every conv with its batch
 //! norm and relu one `dnnl.conv2d_bias_relu`, every residual add fused as a sum post-op), and
 //! every random-weight variant partitioned, compiled by the dnnl plugin and run against
-//! onnxruntime's outputs (max relative error 1e-4, the tolerance of `tests/light/mod.rs`).
+//! onnxruntime's outputs (max relative error 1e-4, the tolerance of `tests/common/mod.rs`).
 //!
 //! Data: `BYOC_ONNX_LIGHT_DIR` (see `scripts/fetch_onnx_light.sh`); when it is unset the tests
 //! say so and pass.
 
+#[path = "../../../tests/common/mod.rs"]
+mod common;
 #[path = "../../../tests/light/mod.rs"]
 mod light;
 

@@ -1,0 +1,183 @@
+//! Direct depthwise 2-D convolution over NCHW data: every group reads one input channel
+//! (`groups == in_channels`, any channel multiplier `out_channels / groups`).
+//!
+//! Each output channel is one plane computed from one input plane and its own `KH × KW`
+//! taps, so there is nothing for a GEMM to share: instead of an im2col matrix of one row per
+//! tap and a GEMM with a single output row per group, each tap is added straight into the
+//! output rows it touches. The valid output columns of a tap are computed once per tap (no
+//! bounds test per element), and with stride 1 the inner loop runs over contiguous slices.
+//! Output channels run in parallel when the executor grants threads. Weights are OIHW
+//! (`[out_c, 1, KH, KW]`), as [`super::conv::conv2d`] receives them.
+
+use super::conv::{for_chunks, Conv2dGeom};
+use super::numeric::{Acc, Widen};
+
+/// True when `g` is a depthwise convolution this kernel computes: NCHW data, one input
+/// channel per group.
+pub(crate) fn applies(g: &Conv2dGeom) -> bool {
+    !g.channels_last && g.groups > 1 && g.groups == g.in_c
+}
+
+/// The output columns `[lo, hi)` whose input column for kernel column offset `off`
+/// (`kx·dilation − pad_left`) lies inside a row of `in_w` values.
+fn valid_columns(off: isize, stride: usize, in_w: usize, out_w: usize) -> (usize, usize) {
+    let s = stride as isize;
+    let ceil_div = |a: isize| if a <= 0 { 0 } else { (a + s - 1) / s };
+    let lo = ceil_div(-off) as usize;
+    let hi = (ceil_div(in_w as isize - off) as usize).min(out_w);
+    (lo.min(hi), hi)
+}
+
+/// `y = conv2d(x, w)` for one batch element of a depthwise convolution (see [`applies`]):
+/// `x` is `in_c × H × W`, `w` OIHW, `y` `out_c × OH × OW`.
+pub(crate) fn depthwise_nchw<A: Widen<T>, T: Acc>(
+    g: &Conv2dGeom,
+    x: &[A],
+    w: &[T],
+    y: &mut [T],
+    threads: usize,
+) {
+    let [kh, kw] = g.kernel;
+    let multiplier = g.out_c / g.in_c;
+    let (hw_in, hw_out) = (g.in_h * g.in_w, g.out_h * g.out_w);
+    let (in_w, out_w, stride_w) = (g.in_w, g.out_w, g.strides[1]);
+    for_chunks(y, hw_out, threads, |o, plane| {
+        let c = o / multiplier;
+        let x_c = &x[c * hw_in..(c + 1) * hw_in];
+        let w_o = &w[o * kh * kw..(o + 1) * kh * kw];
+        plane.fill(T::default());
+        for (oy, row) in plane.chunks_mut(out_w).enumerate() {
+            for ky in 0..kh {
+                let iy = g.src(0, oy, ky);
+                if iy < 0 || iy as usize >= g.in_h {
+                    continue;
+                }
+                let x_row = &x_c[iy as usize * in_w..(iy as usize + 1) * in_w];
+                for kx in 0..kw {
+                    let tap = w_o[ky * kw + kx];
+                    let off = (kx * g.dilation[1]) as isize - g.pad[1] as isize;
+                    let (lo, hi) = valid_columns(off, stride_w, in_w, out_w);
+                    if lo == hi {
+                        continue;
+                    }
+                    let first = (lo * stride_w) as isize + off;
+                    if stride_w == 1 {
+                        let src = &x_row[first as usize..first as usize + (hi - lo)];
+                        for (out, &v) in row[lo..hi].iter_mut().zip(src) {
+                            *out = out.mul_add(tap, v.widen());
+                        }
+                    } else {
+                        let src = x_row[first as usize..].iter().step_by(stride_w);
+                        for (out, &v) in row[lo..hi].iter_mut().zip(src) {
+                            *out = out.mul_add(tap, v.widen());
+                        }
+                    }
+                }
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::conv::{conv2d, conv_nchw_groups};
+
+    /// Direct convolution by definition, one output element at a time.
+    fn reference(g: &Conv2dGeom, x: &[f32], w: &[f32]) -> Vec<f32> {
+        let [kh, kw] = g.kernel;
+        let mult = g.out_c / g.in_c;
+        let mut y = vec![0f32; g.out_c * g.out_h * g.out_w];
+        for o in 0..g.out_c {
+            for oy in 0..g.out_h {
+                for ox in 0..g.out_w {
+                    let mut acc = 0f32;
+                    for ky in 0..kh {
+                        for kx in 0..kw {
+                            let (iy, ix) = (g.src(0, oy, ky), g.src(1, ox, kx));
+                            if iy < 0 || ix < 0 || iy as usize >= g.in_h || ix as usize >= g.in_w {
+                                continue;
+                            }
+                            let xv = x[((o / mult) * g.in_h + iy as usize) * g.in_w + ix as usize];
+                            acc += w[(o * kh + ky) * kw + kx] * xv;
+                        }
+                    }
+                    y[(o * g.out_h + oy) * g.out_w + ox] = acc;
+                }
+            }
+        }
+        y
+    }
+
+    fn geom(
+        c: usize,
+        mult: usize,
+        hw: [usize; 2],
+        k: [usize; 2],
+        s: [usize; 2],
+        d: [usize; 2],
+        pad: [usize; 4],
+    ) -> Conv2dGeom {
+        let out = |a: usize| (hw[a] + pad[a] + pad[a + 2] - d[a] * (k[a] - 1) - 1) / s[a] + 1;
+        Conv2dGeom {
+            batch: 1,
+            in_c: c,
+            in_h: hw[0],
+            in_w: hw[1],
+            out_c: c * mult,
+            out_h: out(0),
+            out_w: out(1),
+            kernel: k,
+            strides: s,
+            dilation: d,
+            pad,
+            groups: c,
+            channels_last: false,
+        }
+    }
+
+    fn values(n: usize, seed: u32) -> Vec<f32> {
+        (0..n)
+            .map(|i| {
+                ((i as u32).wrapping_mul(2654435761).wrapping_add(seed) % 1000) as f32 / 500.0 - 1.0
+            })
+            .collect()
+    }
+
+    /// The direct kernel, the im2col path it replaces in `conv2d` (run here on the same
+    /// geometry with the direct kernel bypassed) and the definition agree.
+    #[test]
+    fn matches_the_definition_and_the_im2col_path() {
+        let cases = [
+            geom(8, 1, [9, 11], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1]),
+            geom(6, 2, [10, 7], [3, 3], [2, 2], [1, 1], [1, 1, 1, 1]),
+            geom(4, 1, [12, 12], [5, 3], [1, 2], [2, 1], [2, 0, 3, 1]),
+            geom(3, 3, [5, 6], [3, 3], [1, 1], [1, 1], [0, 0, 0, 0]),
+            geom(5, 1, [4, 4], [3, 3], [3, 3], [1, 1], [4, 4, 4, 4]),
+        ];
+        for g in cases {
+            let x = values(g.in_c * g.in_h * g.in_w, 1);
+            let w = values(g.out_c * g.kernel[0] * g.kernel[1], 2);
+            let want = reference(&g, &x, &w);
+            for threads in [1, 3] {
+                let mut direct = vec![0f32; want.len()];
+                depthwise_nchw(&g, &x, &w, &mut direct, threads);
+                let mut im2col = vec![0f32; want.len()];
+                conv_nchw_groups(&g, &x, &[], &w, &mut im2col, threads);
+                let mut through_conv2d = vec![0f32; want.len()];
+                conv2d(&g, &x, &w, &mut through_conv2d, threads);
+                for (i, ((d, m), r)) in direct.iter().zip(&im2col).zip(&want).enumerate() {
+                    let tol = 1e-5 * (1.0 + r.abs());
+                    assert!(
+                        (d - r).abs() <= tol && (m - r).abs() <= tol,
+                        "{g:?} [{i}]: direct {d}, im2col {m}, definition {r}"
+                    );
+                }
+                assert_eq!(
+                    through_conv2d, direct,
+                    "{g:?}: conv2d takes the direct kernel"
+                );
+            }
+        }
+    }
+}
