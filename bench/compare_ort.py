@@ -9,10 +9,17 @@ byoc, ...) so that load from other processes hits both alike. byoc's median is t
 its rounds' medians (`byoc bench`), onnxruntime's the median of all its timed runs; each
 engine's fastest run is reported beside it, and the ratio is byoc's median over onnxruntime's.
 
+`--target NAME` (repeatable, e.g. `--target dnnl`) adds a column per target: `byoc bench
+--target NAME` (partitions offloaded to that plugin, found next to the byoc binary), timed in
+the same alternating rounds, with the plugin told the thread count (`--plugin-option
+threads=N`), and its ratio to onnxruntime. `--skip-host` drops the host-only column.
+
 Usage:
     python3 bench/compare_ort.py [--byoc target/release/byoc] [--threads 2] [--iters 10]
-        [--rounds 3] [--warmup 3] [--dir target/onnx-light] [MODEL.onnx ...]
-A MODEL given on the command line gets seeded uniform random inputs, fed to both engines. Needs numpy and onnxruntime, and a release build
+        [--rounds 3] [--warmup 3] [--dir target/onnx-light] [--target dnnl] [--skip-host]
+        [MODEL.onnx | LIGHT_NAME ...]
+A MODEL.onnx given on the command line gets seeded uniform random inputs, fed to both engines;
+a light model's name (e.g. `resnet50`) selects that one of the nine. Needs numpy and onnxruntime, and a release build
 (cargo build --release).
 """
 from __future__ import annotations
@@ -41,10 +48,13 @@ LIGHT = [
 ]
 
 
-def byoc_times(byoc: str, model: str, inputs: str, threads: int, iters: int, warmup: int):
-    """One `byoc bench` round: (median, min, max) in ms."""
+def byoc_times(byoc: str, model: str, inputs: str, threads: int, iters: int, warmup: int,
+               target: str | None = None):
+    """One `byoc bench` round: (median, min, max) in ms; `target` offloads to that plugin."""
     cmd = [byoc, "bench", model, "--inputs", inputs, "--threads", str(threads),
            "--iters", str(iters), "--warmup", str(warmup)]
+    if target:
+        cmd += ["--target", target, "--plugin-option", f"threads={threads}"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     report = json.loads(out)
     return report["median_ms"], report["min_ms"], report["max_ms"]
@@ -90,41 +100,54 @@ def main() -> None:
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--target", action="append", default=[],
+                    help="also time byoc with this target (repeatable)")
+    ap.add_argument("--skip-host", action="store_true", help="no host-only byoc column")
     args = ap.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="byoc-compare-")
     cases = []
-    if args.models:
-        for m in args.models:
-            inputs = os.path.join(tmp, os.path.basename(m) + ".npz")
-            random_inputs(m, inputs)
-            cases.append((os.path.splitext(os.path.basename(m))[0], m, inputs))
-    else:
-        for name in LIGHT:
+    files = [m for m in args.models if m not in LIGHT]
+    light = [m for m in args.models if m in LIGHT] or ([] if files else LIGHT)
+    for m in files:
+        inputs = os.path.join(tmp, os.path.basename(m) + ".npz")
+        random_inputs(m, inputs)
+        cases.append((os.path.splitext(os.path.basename(m))[0], m, inputs))
+    if light:
+        for name in light:
             folder = os.path.join(args.dir, name)
             model, inputs = os.path.join(folder, "random.onnx"), os.path.join(folder, "random_input.npz")
             if not os.path.exists(model):
                 sys.exit(f"{model} is missing: run scripts/fetch_onnx_light.sh first")
             cases.append((name, model, inputs))
 
-    header = f"{'model':<14} {'byoc median':>12} {'byoc min':>9} {'ort median':>11} {'ort min':>8} {'ratio':>6}"
+    engines = ([] if args.skip_host else [None]) + args.target
+    header = f"{'model':<14} {'ort median':>11} {'ort min':>8}"
+    for e in engines:
+        label = e or "host"
+        header += f" {label + ' median':>14} {label + ' min':>10} {label + '/ort':>9}"
     print(f"threads={args.threads} iters={args.iters}x{args.rounds} rounds, warmup={args.warmup}")
     print(header)
     print("-" * len(header))
     for name, model, inputs in cases:
         feeds = dict(np.load(inputs))
         sess = ort_session(model, args.threads)
-        b_meds, b_mins, o_times = [], [], []
+        meds = {e: [] for e in engines}
+        mins = {e: [] for e in engines}
+        o_times = []
         for _ in range(args.rounds):
-            med, mn, _ = byoc_times(args.byoc, model, inputs, args.threads, args.iters, args.warmup)
-            b_meds.append(med)
-            b_mins.append(mn)
+            for e in engines:
+                med, mn, _ = byoc_times(args.byoc, model, inputs, args.threads, args.iters,
+                                        args.warmup, e)
+                meds[e].append(med)
+                mins[e].append(mn)
             o_times += ort_times(sess, feeds, args.iters, args.warmup)
-        b_med = float(np.median(b_meds))
         o_med = float(np.median(o_times))
-        print(f"{name:<14} {b_med:>10.2f}ms {min(b_mins):>7.2f}ms {o_med:>9.2f}ms "
-              f"{min(o_times):>6.2f}ms {b_med / o_med:>6.2f}", flush=True)
-
+        line = f"{name:<14} {o_med:>9.2f}ms {min(o_times):>6.2f}ms"
+        for e in engines:
+            b_med = float(np.median(meds[e]))
+            line += f" {b_med:>12.2f}ms {min(mins[e]):>8.2f}ms {b_med / o_med:>9.2f}"
+        print(line, flush=True)
 
 if __name__ == "__main__":
     main()

@@ -7,7 +7,8 @@
 //! ```
 //!
 //! prepare is type inference, constant folding and dead-code elimination, plus
-//! SimplifyInference (and folding again) when a selected target asks for it. [`partition`]
+//! SimplifyInference (and folding again) and FoldScaleAxis when a selected target asks for
+//! them. [`partition`]
 //! can stop after any [`Stage`], which is what `byoc inspect --stage` shows. Every stage is
 //! deterministic: the same module and targets give a structurally identical result, printed
 //! byte for byte the same. Modules that already carry `annotation.compiler_begin/end` (manual
@@ -19,7 +20,8 @@ use byoc_core::passes::merge_compiler_regions::MergeCompilerRegions;
 use byoc_core::passes::partition_graph::{PartitionError, PartitionGraph};
 use byoc_core::passes::prune::{Prune, Pruned};
 use byoc_core::passes::{
-    DeadCodeElimination, FoldConstant, PassContext, PassError, PassManager, SimplifyInference,
+    DeadCodeElimination, FoldConstant, FoldScaleAxis, PassContext, PassError, PassManager,
+    SimplifyInference,
 };
 use byoc_core::target::TargetSupport;
 use byoc_patterns::{merge_composite, MergeCompositeError};
@@ -174,15 +176,19 @@ pub fn partition(
     Ok(out)
 }
 
-/// Type inference, constant folding and dead-code elimination, plus SimplifyInference when a
-/// target asks for it. FoldConstant infers the types; the passes after it keep them, so no
-/// later stage infers the module again.
+/// Constant folding and dead-code elimination, plus SimplifyInference and FoldScaleAxis when
+/// a target asks for them (TVM's DNNL flow: SimplifyInference, FoldConstant, FoldScaleAxis).
+/// FoldConstant infers the types; the passes after it keep them, so no later stage infers the
+/// module again.
 fn prepare(module: &mut Module, targets: &[Target]) -> Result<(), PassError> {
     let mut passes = PassManager::new()
         .pass(FoldConstant)
         .pass(DeadCodeElimination);
     if targets.iter().any(|t| t.simplify_inference) {
         passes = passes.pass(SimplifyInference).pass(FoldConstant);
+    }
+    if targets.iter().any(|t| t.fold_scale_axis) {
+        passes = passes.pass(FoldScaleAxis);
     }
     passes.run(module, &mut PassContext::new())
 }

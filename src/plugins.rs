@@ -70,6 +70,7 @@ impl Target {
             support: d.support(),
             patterns,
             simplify_inference: d.simplify_inference,
+            fold_scale_axis: d.fold_scale_axis,
         })
     }
 }

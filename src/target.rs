@@ -14,8 +14,9 @@
 //! ```
 //!
 //! Besides the contract's keys a spec may set `"simplify_inference": true` (prepare then
-//! rewrites `nn.batch_norm` and friends into elementwise ops, as TVM's DNNL flow does) and
-//! `"prune": {"max_partitions": N}`. Every op name, attribute, dtype and pattern is checked
+//! rewrites `nn.batch_norm` and friends into elementwise ops, as TVM's DNNL flow does),
+//! `"fold_scale_axis": true` (prepare folds per-channel scales after conv2d / dense into the
+//! constant weights) and `"prune": {"max_partitions": N}`. Every op name, attribute, dtype and pattern is checked
 //! against the op registry when the spec loads; errors name the file and the entry.
 
 use std::path::Path;
@@ -41,6 +42,8 @@ pub struct Target {
     pub patterns: PatternTable,
     /// Whether prepare runs SimplifyInference for this target.
     pub simplify_inference: bool,
+    /// Whether prepare runs FoldScaleAxis for this target.
+    pub fold_scale_axis: bool,
 }
 
 impl Target {
@@ -50,6 +53,7 @@ impl Target {
             support,
             patterns: PatternTable::new(),
             simplify_inference: false,
+            fold_scale_axis: false,
         }
     }
 
@@ -189,6 +193,8 @@ struct SpecJson {
     prune: PruneJson,
     #[serde(default)]
     simplify_inference: bool,
+    #[serde(default)]
+    fold_scale_axis: bool,
 }
 
 #[derive(Deserialize)]
@@ -239,6 +245,7 @@ impl SpecJson {
             support,
             patterns,
             simplify_inference: self.simplify_inference,
+            fold_scale_axis: self.fold_scale_axis,
         })
     }
 }
@@ -421,7 +428,12 @@ mod tests {
         );
         assert_eq!(t.patterns.len(), 1);
         assert_eq!(t.support.prune.require_any, ["nn.conv2d", "nn.dense"]);
-        assert!(!t.simplify_inference);
+        assert!(!t.simplify_inference && !t.fold_scale_axis);
+        let t = Target::from_spec_json(
+            r#"{"target": "acc", "simplify_inference": true, "fold_scale_axis": true}"#,
+        )
+        .unwrap();
+        assert!(t.simplify_inference && t.fold_scale_axis);
     }
 
     #[test]

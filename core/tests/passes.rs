@@ -239,6 +239,7 @@ fn registry_creates_passes_by_name() {
     for name in [
         "infer-type",
         "simplify-inference",
+        "fold-scale-axis",
         "fold-constant",
         "dead-code-elimination",
     ] {
@@ -253,7 +254,7 @@ fn registry_creates_passes_by_name() {
     assert_eq!(
         unknown.to_string(),
         "unknown pass 'fold-constants' (known: infer-type, bind-params, simplify-inference, \
-         fold-constant, dead-code-elimination)"
+         fold-scale-axis, fold-constant, dead-code-elimination)"
     );
 }
 

@@ -11,8 +11,9 @@
 //!   written in the full `[before..., after...]` form Relay's frontend normalizes it to;
 //! - composite calls → one `kernel` node named by the `Composite` attribute, carrying the
 //!   attributes of the composite's root op (the first op call of its body in post-order, e.g.
-//!   `nn.conv2d` in `nn.relu(add(nn.conv2d(..), ..))`), `a_min`/`a_max` when the body ends in
-//!   `clip` (as the DNNL serializer does), and `PartitionedFromPattern`;
+//!   `nn.conv2d` in `nn.relu(add(nn.conv2d(..), ..))`), the activation tail's attributes
+//!   (`a_min`/`a_max` of `clip`, as the DNNL serializer does; `alpha` of `nn.leaky_relu`),
+//!   and `PartitionedFromPattern`;
 //! - tuples are flattened, tuple-get-item selects entries, a tuple body gives several heads.
 //!
 //! Nodes are created in TVM's visit order (depth-first, arguments left to right), so the
@@ -75,6 +76,12 @@ pub enum SerializeError {
         source: FormatError,
     },
 }
+
+/// Attributes of a composite's activation tail (the op at the top of its body) that its
+/// kernel node carries beside the root op's: `clip`'s bounds (as TVM's DNNL serializer does)
+/// and `nn.leaky_relu`'s slope, under the tail op's own attribute names.
+const TAIL_ATTRS: &[(&str, &[&str])] =
+    &[("clip", &["a_min", "a_max"]), ("nn.leaky_relu", &["alpha"])];
 
 /// A serialized function: the graph and, by name, the constants its `const` nodes refer to.
 #[derive(Clone, Debug)]
@@ -381,17 +388,18 @@ impl Serializer<'_> {
                 attrs = self.op_attrs(root, op, &call.attrs)?;
             }
             if let Some((op, call)) = func.expr(lf.body).as_op_call() {
-                if op.name() == "clip" && lf.body != root {
-                    for bound in ["a_min", "a_max"] {
-                        let value = call.attrs.get(bound).cloned().unwrap_or(AttrValue::None);
+                let tail = TAIL_ATTRS.iter().find(|(name, _)| *name == op.name());
+                if let (Some((name, keys)), true) = (tail, lf.body != root) {
+                    for &key in *keys {
+                        let value = call.attrs.get(key).cloned().unwrap_or(AttrValue::None);
                         let strings =
-                            encode_attr(bound, &value).map_err(|source| SerializeError::Attr {
+                            encode_attr(key, &value).map_err(|source| SerializeError::Attr {
                                 symbol: self.symbol.to_string(),
                                 expr: lf.body,
-                                op: "clip".to_string(),
+                                op: name.to_string(),
                                 source,
                             })?;
-                        attrs.set(bound, strings);
+                        attrs.set(key, strings);
                     }
                 }
             }

@@ -188,7 +188,7 @@ fn evaluate(
 
 /// Marks every node inside a local function literal with a `Composite` or `Primitive`
 /// attribute (and inside literals nested in one). Each node is marked at most once.
-fn frozen_nodes(f: &Function) -> Vec<bool> {
+pub(super) fn frozen_nodes(f: &Function) -> Vec<bool> {
     let mut frozen = vec![false; f.len()];
     for (id, node) in f.iter().rev() {
         let Expr::Function(lit) = &node.expr else {

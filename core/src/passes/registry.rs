@@ -4,7 +4,9 @@
 //! default options. Passes that need inputs (`bind-params` needs the tensors) are listed so
 //! their names validate, but are built by code that has those inputs.
 
-use super::{DeadCodeElimination, FoldConstant, InferType, Pass, PassError, SimplifyInference};
+use super::{
+    DeadCodeElimination, FoldConstant, FoldScaleAxis, InferType, Pass, PassError, SimplifyInference,
+};
 
 /// A pass known by name.
 #[derive(Clone, Copy, Debug)]
@@ -43,6 +45,8 @@ passes! {
     "bind-params" => "replace @main parameters by constant tensors, by name", None;
     "simplify-inference" => "rewrite nn.batch_norm, nn.dropout and nn.layer_norm for inference",
         Some(boxed::<SimplifyInference>);
+    "fold-scale-axis" => "fold per-channel constant scales after nn.conv2d / nn.dense into the weights",
+        Some(boxed::<FoldScaleAxis>);
     "fold-constant" => "evaluate op calls whose arguments are all constants",
         Some(boxed::<FoldConstant>);
     "dead-code-elimination" => "drop unused expressions and uncalled global functions",

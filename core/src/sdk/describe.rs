@@ -82,6 +82,9 @@ pub struct TargetDescription {
     pub optimize: bool,
     /// Whether prepare should run SimplifyInference (batch norm into elementwise ops).
     pub simplify_inference: bool,
+    /// Whether prepare should run FoldScaleAxis (per-channel scales after conv2d / dense into
+    /// constant weights, shifts into one bias).
+    pub fold_scale_axis: bool,
 }
 
 impl std::fmt::Debug for TargetDescription {
@@ -101,6 +104,7 @@ impl TargetDescription {
             datatypes: Vec::new(),
             optimize: false,
             simplify_inference: false,
+            fold_scale_axis: false,
         }
     }
 
@@ -178,6 +182,19 @@ impl TargetDescription {
         self
     }
 
+    /// Asks prepare to run SimplifyInference (and constant folding after it).
+    pub fn with_simplify_inference(mut self) -> Self {
+        self.simplify_inference = true;
+        self
+    }
+
+    /// Asks prepare to run FoldScaleAxis, so batch-norm scales after a conv2d or dense land
+    /// in its constant weights (after SimplifyInference, when that is asked for too).
+    pub fn with_fold_scale_axis(mut self) -> Self {
+        self.fold_scale_axis = true;
+        self
+    }
+
     /// The op support rules and predicates as the annotation pass sees them.
     pub fn support(&self) -> TargetSupport {
         let mut support = TargetSupport::new(&self.target).with_prune(self.prune.clone());
@@ -242,6 +259,7 @@ impl TargetDescription {
             datatypes: self.datatypes.clone(),
             optimize: self.optimize,
             simplify_inference: self.simplify_inference,
+            fold_scale_axis: self.fold_scale_axis,
         };
         // Serializing plain strings, numbers and lists cannot fail.
         serde_json::to_string(&wire).unwrap_or_default()
@@ -305,6 +323,7 @@ impl TargetDescription {
             datatypes: wire.datatypes,
             optimize: wire.optimize,
             simplify_inference: wire.simplify_inference,
+            fold_scale_axis: wire.fold_scale_axis,
         })
     }
 
@@ -370,6 +389,10 @@ struct WireDescription {
     optimize: bool,
     #[serde(default)]
     simplify_inference: bool,
+    /// Added after the first wire version: absent (older plugins) means off, and older hosts
+    /// ignore it.
+    #[serde(default)]
+    fold_scale_axis: bool,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -466,7 +489,9 @@ mod tests {
                     function: "posit16_add".into(),
                 }],
             })
-            .with_optimize();
+            .with_optimize()
+            .with_simplify_inference()
+            .with_fold_scale_axis();
         let text = d.to_wire();
         let back = TargetDescription::from_wire(&text, |kind, i| {
             assert_eq!((kind, i), (CheckKind::Op, 1));
@@ -476,7 +501,7 @@ mod tests {
         assert_eq!(back.to_wire(), text);
         assert_eq!(back.ops[1].rule, d.ops[1].rule);
         assert!(back.ops[1].predicate.is_some() && back.ops[0].predicate.is_none());
-        assert!(back.optimize);
+        assert!(back.optimize && back.simplify_inference && back.fold_scale_axis);
         assert_eq!(back.datatypes, d.datatypes);
     }
 
@@ -488,6 +513,8 @@ mod tests {
         .unwrap();
         assert_eq!(d.target, "x");
         assert_eq!(d.prune.min_ops, 1);
+        // A description from before `fold_scale_axis` existed reads with it off.
+        assert!(!d.fold_scale_axis && !d.simplify_inference);
         assert!(TargetDescription::from_wire("{", |_, _| Arc::new(|_| Ok(()))).is_err());
     }
 }

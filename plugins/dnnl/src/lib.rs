@@ -3,5 +3,82 @@
 //!
 //! - [`support`]: what the target takes (ops with their predicates, the `dnnl.*` composite
 //!   pattern table, prune settings), as an SDK `TargetDescription`.
+//! - [`dnnl`]: bindings to the oneDNN 2.6 C API ([`dnnl::ffi`]) and a small safe layer.
+//! - [`composite`]: composite kernel-node names (`dnnl.conv2d_bias_sum_relu`).
+//! - [`runtime`]: [`DnnlRuntime`], a JSON graph built into oneDNN primitives once and run
+//!   many times, from several threads.
+//! - [`module`]: [`DnnlModule`], the compiled partition (graph + constants + runtime) and its
+//!   bytes (byoc-json-runtime's graph + constants record).
+//!
+//! The plugin ([`DnnlPlugin`]) compiles a partition with byoc-json-runtime's serializer and
+//! builds the runtime; `export_plugin!` makes the cdylib loadable by byoc.
 
+pub mod composite;
+pub mod dnnl;
+pub mod module;
+pub mod runtime;
 pub mod support;
+
+use byoc_core::export_plugin;
+use byoc_core::sdk::{
+    CompileOptions, CompiledModule, PartitionedFunction, Plugin, PluginError, TargetDescription,
+};
+use byoc_json_runtime::serialize::{external_symbol, serialize};
+
+pub use module::DnnlModule;
+pub use runtime::{DnnlRuntime, RuntimeError};
+
+/// The compile option naming the OpenMP thread count of runs (`--plugin-option threads=N`).
+pub const THREADS_OPTION: &str = "threads";
+
+/// The dnnl plugin.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DnnlPlugin;
+
+/// The thread count from the compile options: `threads=N` (N ≥ 1), else none (OpenMP's
+/// default: `OMP_NUM_THREADS`, or all cores).
+fn threads_option(options: &CompileOptions) -> Result<Option<usize>, PluginError> {
+    match options.get(THREADS_OPTION) {
+        None => Ok(None),
+        Some(v) => match v.parse::<usize>() {
+            Ok(0) => Ok(None),
+            Ok(n) => Ok(Some(n)),
+            Err(_) => Err(PluginError::new(format!(
+                "option {THREADS_OPTION}='{v}' is not a thread count"
+            ))),
+        },
+    }
+}
+
+impl Plugin for DnnlPlugin {
+    fn name(&self) -> &str {
+        support::TARGET
+    }
+
+    fn version(&self) -> &str {
+        env!("CARGO_PKG_VERSION")
+    }
+
+    fn describe(&self) -> TargetDescription {
+        support::description()
+    }
+
+    fn compile(
+        &self,
+        function: &PartitionedFunction,
+        options: &CompileOptions,
+    ) -> Result<Box<dyn CompiledModule>, PluginError> {
+        let threads = threads_option(options)?;
+        let symbol = external_symbol(&function.function)
+            .unwrap_or_else(|| format!("{}_{}", support::TARGET, function.symbol));
+        let s =
+            serialize(&function.function, &symbol).map_err(|e| PluginError::new(e.to_string()))?;
+        Ok(Box::new(DnnlModule::new(s, threads)?))
+    }
+
+    fn deserialize(&self, bytes: &[u8]) -> Result<Box<dyn CompiledModule>, PluginError> {
+        Ok(Box::new(DnnlModule::from_bytes(bytes, None)?))
+    }
+}
+
+export_plugin!(DnnlPlugin, DnnlPlugin);

@@ -1,12 +1,497 @@
 //! The dnnl target's capability answer: supported ops with their predicates, the composite
-//! pattern table and the prune settings.
+//! pattern table and the prune settings, following TVM's `python/tvm/relay/op/contrib/dnnl.py`
+//! (v0.16) where the runtime can follow it.
+//!
+//! - **Ops**: float32 only (the runtime computes in float32), NCHW data and OIHW (IOHW for
+//!   `nn.conv2d_transpose`) weights, average pooling without `ceil_mode` (max pooling takes
+//!   it), `nn.dense` on data of rank 2 or more, `nn.batch_norm` over axis 1 and
+//!   `nn.layer_norm` over the last axis with both `center` and `scale`. Every rejection
+//!   carries its reason.
+//! - **Patterns** (earlier entries win, as in TVM): `dnnl.dense_bias_sum`,
+//!   `dnnl.conv2d_bias_sum_relu`, `dnnl.conv2d_bias_sum`, then for bias on/off, for each
+//!   eltwise tail (`relu`, `tanh`, `sigmoid`, `clip`, `gelu`, `swish`, `leaky_relu`, none), for
+//!   root `conv2d`, `deconv2d` (`nn.conv2d_transpose`), `dense`:
+//!   `dnnl.<root>[_bias][_<tail>]` (bias and tail not both absent). Dense composites need
+//!   rank-2 data (so axis 1 is the output channel). A composite's parameters
+//!   are data, weight, bias (when present), sum operand (when present), in that order: the
+//!   pattern's named leaves in post-order, which is how MergeComposite orders parameters.
+//! - **Bias** is `nn.bias_add(.., axis=1)`, per output channel by its type relation. In the
+//!   plain `dnnl.<root>_bias` entries it may also be an `add` whose other operand is one value
+//!   per output channel (`(C, 1, 1)`, `(1, C, 1, 1)`; `(C)`, `(1, C)` after a dense), checked on
+//!   the match. Tails and sums see only their own root call, so there bias must be the
+//!   `nn.bias_add` form: prepare's FoldScaleAxis (asked for here, after SimplifyInference)
+//!   turns the per-channel constant adds after a conv2d or dense, batch norms included, into
+//!   that form.
+//! - **Sum**: the second operand of the residual `add` must have the output's shape (checked
+//!   where the `add` is the match's root).
+//! - **Prune**: partitions without `nn.conv2d`, `nn.conv2d_transpose`, `nn.dense`,
+//!   `nn.batch_matmul`, `nn.layer_norm` or `nn.global_avg_pool2d` go back to the host (TVM's
+//!   `prune_dnnl_subgraphs`).
 
-use byoc_core::sdk::TargetDescription;
+use byoc_core::ir::{AttrValue, DType, Type};
+use byoc_core::sdk::{CallView, TargetDescription};
+use byoc_core::target::{OpRule, PruneConfig, RejectReason};
 
 /// The target name, the `Compiler` attribute of dnnl partitions.
 pub const TARGET: &str = "dnnl";
 
+/// Ops that run as single kernels with no condition beyond float32.
+const PLAIN_OPS: [&str; 15] = [
+    "nn.relu",
+    "nn.leaky_relu",
+    "tanh",
+    "sigmoid",
+    "clip",
+    "abs",
+    "exp",
+    "log",
+    "sqrt",
+    "round",
+    "add",
+    "multiply",
+    "nn.softmax",
+    "concatenate",
+    "nn.batch_matmul",
+];
+
+/// The compute-heavy ops one of which a partition needs to stay on dnnl.
+pub const HEAVY_OPS: [&str; 6] = [
+    "nn.conv2d",
+    "nn.conv2d_transpose",
+    "nn.dense",
+    "nn.batch_matmul",
+    "nn.layer_norm",
+    "nn.global_avg_pool2d",
+];
+
+/// Eltwise tails in TVM's order (`leaky_relu` where TVM has `mish`), as pattern text over
+/// `{x}`, the biased root.
+const TAILS: [(&str, &str); 7] = [
+    ("relu", "nn.relu({x})"),
+    ("tanh", "tanh({x})"),
+    ("sigmoid", "sigmoid({x})"),
+    ("clip", "clip({x})"),
+    // TVM's gelu: x * (erf(x / c1) + c2) * c3, the constants kept inside the composite.
+    (
+        "gelu",
+        "multiply(multiply({x}, add(erf(divide({x}, const)), const)), const)",
+    ),
+    ("swish", "multiply({x}, sigmoid({x}))"),
+    ("leaky_relu", "nn.leaky_relu({x})"),
+];
+
+/// The roots of fused composites: name in the composite, and the pattern of the call.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Root {
+    Conv2d,
+    Deconv2d,
+    Dense,
+}
+
+impl Root {
+    const ALL: [Root; 3] = [Root::Conv2d, Root::Deconv2d, Root::Dense];
+
+    fn name(self) -> &'static str {
+        match self {
+            Root::Conv2d => "conv2d",
+            Root::Deconv2d => "deconv2d",
+            Root::Dense => "dense",
+        }
+    }
+
+    fn pattern(self) -> &'static str {
+        match self {
+            Root::Conv2d => {
+                "nn.conv2d(?data : float32, ?weight : float32)\
+                 {data_layout=\"NCHW\", kernel_layout=\"OIHW\", out_layout=\"\"}"
+            }
+            Root::Deconv2d => {
+                "nn.conv2d_transpose(?data : float32, ?weight : float32)\
+                 {data_layout=\"NCHW\", kernel_layout=\"IOHW\", out_layout=\"\"}"
+            }
+            Root::Dense => "nn.dense(?data : float32, ?weight : float32)",
+        }
+    }
+}
+
+/// One pattern table entry, before it becomes text.
+#[derive(Clone, Copy)]
+struct Fused {
+    root: Root,
+    bias: bool,
+    sum: bool,
+    tail: Option<(&'static str, &'static str)>,
+}
+
+impl Fused {
+    fn name(&self) -> String {
+        let mut name = format!("{TARGET}.{}", self.root.name());
+        if self.bias {
+            name.push_str("_bias");
+        }
+        if self.sum {
+            name.push_str("_sum");
+        }
+        if let Some((tail, _)) = self.tail {
+            name.push('_');
+            name.push_str(tail);
+        }
+        name
+    }
+
+    fn pattern(&self) -> String {
+        let root = self.root.pattern();
+        let mut x = if self.bias {
+            let bias_add = format!("nn.bias_add({root}, ?bias){{axis=1}}");
+            if self.sum || self.tail.is_some() {
+                bias_add
+            } else {
+                format!("{bias_add} | add({root}, ?bias)")
+            }
+        } else {
+            root.to_string()
+        };
+        if self.sum {
+            x = format!("add({x}, ?sum)");
+        }
+        match self.tail {
+            Some((_, tail)) => tail.replace("{x}", &x),
+            None => x,
+        }
+    }
+
+    /// The check on the match's root call.
+    fn check(self, call: &CallView<'_>) -> Result<(), RejectReason> {
+        let out = shape(call.result_type)?;
+        if self.root == Root::Dense && out.len() != 2 {
+            return Err(format!(
+                "{}: dense output has rank {}, not 2",
+                self.name(),
+                out.len()
+            )
+            .into());
+        }
+        if self.tail.is_some() {
+            return Ok(());
+        }
+        if self.sum {
+            return same_shapes(call, out);
+        }
+        if call.op.name() == "add" {
+            return per_channel_operand(call, out);
+        }
+        Ok(())
+    }
+}
+
+/// The table entries in priority order.
+fn fused_entries() -> Vec<Fused> {
+    let mut entries = vec![
+        Fused {
+            root: Root::Dense,
+            bias: true,
+            sum: true,
+            tail: None,
+        },
+        Fused {
+            root: Root::Conv2d,
+            bias: true,
+            sum: true,
+            tail: Some(TAILS[0]),
+        },
+        Fused {
+            root: Root::Conv2d,
+            bias: true,
+            sum: true,
+            tail: None,
+        },
+    ];
+    let tails = TAILS.iter().copied().map(Some).chain([None]);
+    for bias in [true, false] {
+        for tail in tails.clone() {
+            if !bias && tail.is_none() {
+                continue;
+            }
+            for root in Root::ALL {
+                entries.push(Fused {
+                    root,
+                    bias,
+                    sum: false,
+                    tail,
+                });
+            }
+        }
+    }
+    entries
+}
+
 /// The dnnl target description.
 pub fn description() -> TargetDescription {
-    TargetDescription::new(TARGET).with_ops(["nn.conv2d", "nn.dense", "nn.relu", "add"])
+    let f32_rule = |op: &str| OpRule::new(op).with_dtypes([DType::Float32]);
+    let mut d = TargetDescription::new(TARGET)
+        .with_simplify_inference()
+        .with_fold_scale_axis()
+        .with_prune(PruneConfig {
+            require_any: HEAVY_OPS.iter().map(|s| s.to_string()).collect(),
+            ..PruneConfig::default()
+        });
+    for op in PLAIN_OPS {
+        d = d.with_rule(f32_rule(op));
+    }
+    d = d
+        .with_rule_checked(f32_rule("nn.conv2d"), |c| {
+            layouts(c, &[("data_layout", "NCHW"), ("kernel_layout", "OIHW")])
+        })
+        .with_rule_checked(f32_rule("nn.conv2d_transpose"), |c| {
+            layouts(c, &[("data_layout", "NCHW"), ("kernel_layout", "IOHW")])
+        })
+        .with_rule_checked(f32_rule("nn.dense"), |c| {
+            let rank = c
+                .arg_types
+                .first()
+                .map_or(Ok(0), |t| shape(t).map(<[_]>::len))?;
+            if rank >= 2 {
+                Ok(())
+            } else {
+                Err(
+                    format!("data has rank {rank}; dnnl's inner product needs rank 2 or more")
+                        .into(),
+                )
+            }
+        })
+        .with_rule_checked(f32_rule("nn.batch_norm"), |c| {
+            flags(c, &[("center", true), ("scale", true)])?;
+            match c.attrs.get("axis").and_then(AttrValue::as_int) {
+                Some(1) => Ok(()),
+                other => Err(format!("axis={} not supported (needs 1)", show(other)).into()),
+            }
+        })
+        .with_rule_checked(f32_rule("nn.layer_norm"), |c| {
+            flags(c, &[("center", true), ("scale", true)])?;
+            let rank = c
+                .arg_types
+                .first()
+                .map_or(Ok(0), |t| shape(t).map(<[_]>::len))?;
+            match c.attrs.get("axis").and_then(AttrValue::as_int) {
+                Some(-1) => Ok(()),
+                Some(a) if a + 1 == rank as i64 => Ok(()),
+                other => {
+                    Err(format!("axis={} not supported (needs the last axis)", show(other)).into())
+                }
+            }
+        });
+    d = d
+        .with_rule_checked(f32_rule("nn.max_pool2d"), |c| {
+            layouts(c, &[("layout", "NCHW")])
+        })
+        .with_rule_checked(f32_rule("nn.avg_pool2d"), |c| {
+            layouts(c, &[("layout", "NCHW")])?;
+            match c.attrs.get("ceil_mode").and_then(AttrValue::as_bool) {
+                Some(true) => Err("ceil_mode=True not supported for average pooling".into()),
+                _ => Ok(()),
+            }
+        });
+    for op in ["nn.global_avg_pool2d", "nn.global_max_pool2d"] {
+        d = d.with_rule_checked(f32_rule(op), |c| layouts(c, &[("layout", "NCHW")]));
+    }
+    for entry in fused_entries() {
+        d = d.with_pattern_checked(entry.name(), entry.pattern(), move |c| entry.check(c));
+    }
+    d
+}
+
+fn show(v: Option<i64>) -> String {
+    v.map_or_else(|| "none".to_string(), |v| v.to_string())
+}
+
+/// The shape of a tensor type; a tuple is an error (no root call returns one).
+fn shape(t: &Type) -> Result<&[usize], RejectReason> {
+    t.as_tensor()
+        .map(|t| t.shape.as_slice())
+        .ok_or_else(|| RejectReason::from(format!("expected a tensor, found {t}")))
+}
+
+/// Layout attributes must be these; `out_layout` must be empty or the data layout.
+fn layouts(call: &CallView<'_>, wanted: &[(&str, &str)]) -> Result<(), RejectReason> {
+    let attr = |name: &str| {
+        call.attrs
+            .get(name)
+            .and_then(AttrValue::as_str)
+            .unwrap_or("")
+    };
+    for (name, want) in wanted {
+        let got = attr(name);
+        if got != *want {
+            return Err(format!("{name}=\"{got}\" not supported (needs \"{want}\")").into());
+        }
+    }
+    let data_layout = wanted[0].1;
+    let out = attr("out_layout");
+    if !out.is_empty() && out != data_layout {
+        return Err(format!(
+            "out_layout=\"{out}\" not supported (needs \"\" or \"{data_layout}\")"
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// Boolean attributes that must be set as given.
+fn flags(call: &CallView<'_>, wanted: &[(&str, bool)]) -> Result<(), RejectReason> {
+    for &(name, want) in wanted {
+        let got = call.attrs.get(name).and_then(AttrValue::as_bool);
+        if got != Some(want) {
+            let show = |b: bool| if b { "True" } else { "False" };
+            return Err(format!(
+                "{name}={} not supported (needs {})",
+                got.map_or("none", show),
+                show(want)
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// The residual add: both operands have the output's shape (oneDNN's sum post-op).
+fn same_shapes(call: &CallView<'_>, out: &[usize]) -> Result<(), RejectReason> {
+    for t in call.arg_types {
+        let s = shape(t)?;
+        if s != out {
+            return Err(format!("sum operand has shape {s:?}, not the output's {out:?}").into());
+        }
+    }
+    Ok(())
+}
+
+/// A bias `add`: one operand is the root's output, the other one value per output channel
+/// (axis 1 of the output).
+fn per_channel_operand(call: &CallView<'_>, out: &[usize]) -> Result<(), RejectReason> {
+    let shapes = call
+        .arg_types
+        .iter()
+        .map(shape)
+        .collect::<Result<Vec<_>, _>>()?;
+    let [a, b] = shapes.as_slice() else {
+        return Err("add with other than two operands".into());
+    };
+    let bias = if *a == out { b } else { a };
+    let channels = out.get(1).copied().unwrap_or(0);
+    let offset = out.len().checked_sub(bias.len()).filter(|&o| o <= 1);
+    let fits = offset.is_some_and(|o| {
+        bias.iter()
+            .enumerate()
+            .all(|(i, &d)| if o + i == 1 { d == channels } else { d == 1 })
+    });
+    if fits {
+        Ok(())
+    } else {
+        Err(format!("bias of shape {bias:?} is not one value per output channel of {out:?}").into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use byoc_core::ir::Attrs;
+
+    #[test]
+    fn names_follow_the_contract_and_tvm_order() {
+        let names: Vec<String> = fused_entries().iter().map(Fused::name).collect();
+        assert_eq!(
+            names[..6],
+            [
+                "dnnl.dense_bias_sum",
+                "dnnl.conv2d_bias_sum_relu",
+                "dnnl.conv2d_bias_sum",
+                "dnnl.conv2d_bias_relu",
+                "dnnl.deconv2d_bias_relu",
+                "dnnl.dense_bias_relu",
+            ]
+        );
+        let at = |n: &str| names.iter().position(|x| x == n).unwrap();
+        assert!(at("dnnl.conv2d_bias_leaky_relu") < at("dnnl.conv2d_bias"));
+        assert!(at("dnnl.conv2d_bias") < at("dnnl.conv2d_relu"));
+        assert_eq!(names.len(), 3 + 3 * (8 + 7));
+        assert!(!names.contains(&"dnnl.conv2d".to_string()));
+    }
+
+    fn call_check(
+        entry: &str,
+        op: &str,
+        args: &[&[usize]],
+        out: &[usize],
+    ) -> Result<(), RejectReason> {
+        let fused = fused_entries()
+            .into_iter()
+            .find(|f| f.name() == entry)
+            .unwrap();
+        let op = byoc_core::op::OpRegistry::lookup(op).unwrap();
+        let ty = |s: &[usize]| Type::tensor(s.to_vec(), DType::Float32);
+        let arg_types: Vec<Type> = args.iter().map(|s| ty(s)).collect();
+        let result_type = ty(out);
+        fused.check(&CallView {
+            op: &op,
+            attrs: &Attrs::new(),
+            arg_types: &arg_types,
+            result_type: &result_type,
+        })
+    }
+
+    #[test]
+    fn a_bias_add_is_one_value_per_output_channel() {
+        let out: &[usize] = &[1, 8, 5, 5];
+        for bias in [&[8, 1, 1][..], &[1, 8, 1, 1]] {
+            assert_eq!(
+                call_check("dnnl.conv2d_bias", "add", &[out, bias], out),
+                Ok(())
+            );
+            assert_eq!(
+                call_check("dnnl.conv2d_bias", "add", &[bias, out], out),
+                Ok(())
+            );
+        }
+        for bias in [&[8][..], &[1, 8, 5, 5], &[1, 1, 1], &[4, 1, 1]] {
+            let err = call_check("dnnl.conv2d_bias", "add", &[out, bias], out).unwrap_err();
+            assert!(err.0.contains("not one value per output channel"), "{err}");
+        }
+        assert_eq!(
+            call_check("dnnl.conv2d_bias", "nn.bias_add", &[out, &[8]], out),
+            Ok(())
+        );
+        let dense: &[usize] = &[2, 10];
+        assert_eq!(
+            call_check("dnnl.dense_bias", "add", &[dense, &[10]], dense),
+            Ok(())
+        );
+        assert_eq!(
+            call_check("dnnl.dense_bias", "add", &[dense, &[1, 10]], dense),
+            Ok(())
+        );
+        assert!(call_check("dnnl.dense_bias", "add", &[dense, &[2, 10]], dense).is_err());
+    }
+
+    #[test]
+    fn a_sum_operand_has_the_output_shape_and_dense_is_rank_2() {
+        let out: &[usize] = &[1, 8, 5, 5];
+        assert_eq!(
+            call_check("dnnl.conv2d_bias_sum", "add", &[out, out], out),
+            Ok(())
+        );
+        let err = call_check("dnnl.conv2d_bias_sum", "add", &[out, &[8, 1, 1]], out).unwrap_err();
+        assert_eq!(
+            err.0,
+            "sum operand has shape [8, 1, 1], not the output's [1, 8, 5, 5]"
+        );
+        let err =
+            call_check("dnnl.dense_bias_relu", "nn.relu", &[&[2, 3, 4]], &[2, 3, 4]).unwrap_err();
+        assert_eq!(
+            err.0,
+            "dnnl.dense_bias_relu: dense output has rank 3, not 2"
+        );
+        assert_eq!(
+            call_check("dnnl.dense_relu", "nn.relu", &[&[2, 4]], &[2, 4]),
+            Ok(())
+        );
+    }
 }

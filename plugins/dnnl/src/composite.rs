@@ -1,0 +1,198 @@
+//! Composite kernel-node names: `<target>.<root>[_bias][_sum][_<eltwise>]` (TVM's DNNL
+//! convention), parsed generically into a [`Composite`].
+//!
+//! `root` is `conv2d`, `deconv2d` or `dense`; `eltwise` one of [`Eltwise::NAMES`]. The kernel
+//! node's inputs are, in order: data, weight, `[bias]`, `[sum operand]`.
+
+use std::fmt;
+
+/// The compute op a composite is built around.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Root {
+    /// `nn.conv2d`.
+    Conv2d,
+    /// `nn.conv2d_transpose`.
+    Deconv2d,
+    /// `nn.dense`.
+    Dense,
+}
+
+impl Root {
+    /// The composite spelling and the Relay op.
+    pub const ALL: [(&'static str, Root); 3] = [
+        ("conv2d", Root::Conv2d),
+        ("deconv2d", Root::Deconv2d),
+        ("dense", Root::Dense),
+    ];
+}
+
+/// An activation tail, fused as a oneDNN eltwise post-op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Eltwise {
+    /// `nn.relu`.
+    Relu,
+    /// `tanh`.
+    Tanh,
+    /// `sigmoid`.
+    Sigmoid,
+    /// `clip` (`a_min`, `a_max` attributes).
+    Clip,
+    /// gelu (erf form).
+    Gelu,
+    /// `x * sigmoid(x)`.
+    Swish,
+    /// `nn.leaky_relu` (`alpha` attribute).
+    LeakyRelu,
+}
+
+impl Eltwise {
+    /// The composite spellings.
+    pub const NAMES: [(&'static str, Eltwise); 7] = [
+        ("relu", Eltwise::Relu),
+        ("tanh", Eltwise::Tanh),
+        ("sigmoid", Eltwise::Sigmoid),
+        ("clip", Eltwise::Clip),
+        ("gelu", Eltwise::Gelu),
+        ("swish", Eltwise::Swish),
+        ("leaky_relu", Eltwise::LeakyRelu),
+    ];
+}
+
+/// A parsed composite name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Composite {
+    /// The root op.
+    pub root: Root,
+    /// A bias input follows the weight.
+    pub bias: bool,
+    /// A residual operand (last input) is added (`sum` post-op).
+    pub sum: bool,
+    /// The activation applied last.
+    pub eltwise: Option<Eltwise>,
+}
+
+/// Why a kernel-node name is not a composite this runtime runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownComposite {
+    /// The name.
+    pub name: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl fmt::Display for UnknownComposite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown composite '{}': {} (expected <target>.<conv2d|deconv2d|dense>[_bias][_sum][_<{}>])",
+            self.name,
+            self.reason,
+            Eltwise::NAMES.map(|(n, _)| n).join("|")
+        )
+    }
+}
+
+impl Composite {
+    /// Parses a composite name (op names are told apart first, see [`is_composite`]).
+    pub fn parse(name: &str) -> Result<Composite, UnknownComposite> {
+        let err = |reason: &str| UnknownComposite {
+            name: name.to_string(),
+            reason: reason.to_string(),
+        };
+        let Some((_, body)) = name.split_once('.') else {
+            return Err(err("no '<target>.' prefix"));
+        };
+        let (root, mut rest) = Root::ALL
+            .iter()
+            .find_map(|&(n, r)| body.strip_prefix(n).map(|rest| (r, rest)))
+            .ok_or_else(|| err("the root is not conv2d, deconv2d or dense"))?;
+        let mut take = |part: &str| match rest.strip_prefix(part) {
+            Some(r) if r.is_empty() || r.starts_with('_') => {
+                rest = r;
+                true
+            }
+            _ => false,
+        };
+        let bias = take("_bias");
+        let sum = take("_sum");
+        let eltwise = match rest.strip_prefix('_') {
+            None if rest.is_empty() => None,
+            None => return Err(err(&format!("unexpected '{rest}' after the root"))),
+            Some(tail) => Some(
+                Eltwise::NAMES
+                    .iter()
+                    .find(|(n, _)| *n == tail)
+                    .map(|&(_, e)| e)
+                    .ok_or_else(|| err(&format!("unknown part '{tail}'")))?,
+            ),
+        };
+        if !bias && !sum && eltwise.is_none() {
+            return Err(err(
+                "a composite fuses at least one of bias, sum, activation",
+            ));
+        }
+        Ok(Composite {
+            root,
+            bias,
+            sum,
+            eltwise,
+        })
+    }
+
+    /// The number of kernel-node inputs: data, weight, `[bias]`, `[sum operand]`.
+    pub fn num_inputs(&self) -> usize {
+        2 + usize::from(self.bias) + usize::from(self.sum)
+    }
+}
+
+/// Whether a kernel-node name is a composite (`<target>.<name>` where the target is not a
+/// Relay op namespace such as `nn`).
+pub fn is_composite(name: &str) -> bool {
+    match name.split_once('.') {
+        Some((ns, _)) => !matches!(ns, "nn" | "image" | "vision" | "qnn"),
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_generically() {
+        let c = Composite::parse("dnnl.conv2d_bias_sum_relu").unwrap();
+        assert_eq!(
+            c,
+            Composite {
+                root: Root::Conv2d,
+                bias: true,
+                sum: true,
+                eltwise: Some(Eltwise::Relu)
+            }
+        );
+        assert_eq!(c.num_inputs(), 4);
+        let d = Composite::parse("dnnl.dense_leaky_relu").unwrap();
+        assert_eq!(
+            (d.root, d.bias, d.eltwise),
+            (Root::Dense, false, Some(Eltwise::LeakyRelu))
+        );
+        assert_eq!(
+            Composite::parse("dnnl.deconv2d_bias_clip").unwrap().eltwise,
+            Some(Eltwise::Clip)
+        );
+        for bad in [
+            "dnnl.conv3d_bias",
+            "dnnl.conv2d_bias_mish",
+            "dnnl.conv2d",
+            "dnnl.conv2dx_relu",
+            "dnnl.conv2d_relu_bias",
+            "conv2d_bias",
+        ] {
+            let e = Composite::parse(bad).unwrap_err();
+            assert!(e.to_string().contains(bad), "{e}");
+        }
+        assert!(is_composite("dnnl.dense_bias"));
+        assert!(!is_composite("nn.conv2d"));
+        assert!(!is_composite("add"));
+    }
+}

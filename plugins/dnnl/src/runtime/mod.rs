@@ -1,0 +1,453 @@
+//! The dnnl runtime: a JSON graph executed as one sequence of oneDNN primitives.
+//!
+//! [`DnnlRuntime::new`] parses the graph once, binds its constants and builds every primitive
+//! ([`ops`]): compute primitives (convolution, deconvolution, inner product, pooling, concat)
+//! get `format_tag::any` outputs and weights, so oneDNN picks its blocked layouts; weights
+//! are reordered once; activations stay blocked from primitive to primitive and are reordered
+//! only where a consumer wants another layout and at the partition's outputs ([`plan`]).
+//! Intermediates live in one arena laid out by liveness; every primitive uses a user
+//! scratchpad. [`DnnlRuntime::run`] takes `&self`: each run borrows an execution state from a
+//! pool ([`exec`]), so several threads may run one runtime at once.
+
+mod attrs;
+mod exec;
+mod ops;
+mod plan;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use byoc_core::ir::DType;
+use byoc_core::tensor::{TensorMut, TensorRef};
+use byoc_core::TensorType;
+use byoc_json_runtime::{ConstantMap, FormatError, JsonGraph, NodeKind};
+use thiserror::Error;
+
+use crate::dnnl::{self, DnnlError, Engine, MemoryDesc};
+use exec::{ExecState, StatePool};
+use plan::{Builder, Plan, ValueId};
+
+/// Why building one node failed (wrapped with the node in [`RuntimeError::Node`]).
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum OpError {
+    /// The node's attributes, types or inputs are not what the runtime can execute.
+    #[error("{0}")]
+    Unsupported(String),
+    /// oneDNN refused.
+    #[error(transparent)]
+    Dnnl(#[from] DnnlError),
+}
+
+impl OpError {
+    /// An [`OpError::Unsupported`] with this message.
+    pub fn msg(message: impl Into<String>) -> Self {
+        OpError::Unsupported(message.into())
+    }
+}
+
+/// An error of the dnnl runtime.
+#[derive(Debug, Error)]
+pub enum RuntimeError {
+    /// The graph text is not a valid JSON graph.
+    #[error("invalid JSON graph: {0}")]
+    Graph(#[from] FormatError),
+    /// A node cannot be built.
+    #[error("{symbol}: node {node} ('{op}'): {source}")]
+    Node {
+        /// The graph symbol.
+        symbol: String,
+        /// The node id.
+        node: usize,
+        /// The node's op or composite name.
+        op: String,
+        /// What is wrong.
+        source: OpError,
+    },
+    /// A constant is missing or does not match its node.
+    #[error("{symbol}: constant '{name}': {message}")]
+    Constant {
+        /// The graph symbol.
+        symbol: String,
+        /// The const node name.
+        name: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The run's inputs or outputs do not match the graph.
+    #[error("{symbol}: {message}")]
+    Binding {
+        /// The graph symbol.
+        symbol: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// oneDNN failed outside any node (engine, stream, execution state).
+    #[error("{symbol}: {source}")]
+    Dnnl {
+        /// The graph symbol.
+        symbol: String,
+        /// The failed call.
+        source: DnnlError,
+    },
+    /// A primitive failed while running.
+    #[error("{symbol}: step {step} (node {node}, {label}): {source}")]
+    Execute {
+        /// The graph symbol.
+        symbol: String,
+        /// The step index.
+        step: usize,
+        /// The graph node of the step.
+        node: usize,
+        /// The step's label.
+        label: String,
+        /// The failed call.
+        source: DnnlError,
+    },
+}
+
+/// A graph built into oneDNN primitives, ready to run.
+pub struct DnnlRuntime {
+    symbol: String,
+    inputs: Vec<TensorType>,
+    outputs: Vec<TensorType>,
+    threads: Option<usize>,
+    profile: bool,
+    // Field order matters for drop: states, then the plan (whose constants the states'
+    // memories point to), then the engine.
+    pool: StatePool,
+    plan: Plan,
+    engine: Engine,
+}
+
+impl fmt::Debug for DnnlRuntime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DnnlRuntime")
+            .field("symbol", &self.symbol)
+            .field("steps", &self.plan.steps.len())
+            .field("arena_bytes", &self.plan.arena_bytes)
+            .finish()
+    }
+}
+
+/// The one-line summary of a plan step, see [`DnnlRuntime::steps`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StepInfo {
+    /// The graph node.
+    pub node: usize,
+    /// What runs: the primitive kind and implementation, or a reorder's layouts.
+    pub label: String,
+}
+
+fn dims_of(ty: &TensorType) -> Vec<i64> {
+    if ty.shape.is_empty() {
+        vec![1]
+    } else {
+        ty.shape.iter().map(|&d| d as i64).collect()
+    }
+}
+
+impl DnnlRuntime {
+    /// Parses `json`, binds `constants` (by const-node name) and builds every primitive.
+    /// `threads` is the OpenMP thread count runs use (`None`: OpenMP's default, i.e.
+    /// `OMP_NUM_THREADS` or all cores).
+    pub fn new(
+        json: &str,
+        constants: &ConstantMap,
+        threads: Option<usize>,
+    ) -> Result<Self, RuntimeError> {
+        let graph = JsonGraph::parse(json)?;
+        Self::from_graph(&graph, constants, threads)
+    }
+
+    /// [`DnnlRuntime::new`] on a parsed graph.
+    pub fn from_graph(
+        graph: &JsonGraph,
+        constants: &ConstantMap,
+        threads: Option<usize>,
+    ) -> Result<Self, RuntimeError> {
+        let symbol = graph.symbol.clone().unwrap_or_else(|| "dnnl".to_string());
+        let engine = Engine::cpu().map_err(|source| RuntimeError::Dnnl {
+            symbol: symbol.clone(),
+            source,
+        })?;
+        let mut b = Builder::new(&engine);
+        let mut entry_value: HashMap<usize, ValueId> = HashMap::new();
+        // The last node reading each entry (heads count as read after every node).
+        let mut last_reader = vec![0usize; graph.num_entries()];
+        for (id, node) in graph.nodes.iter().enumerate() {
+            for &e in &node.inputs {
+                last_reader[graph.entry_id(e)] = id;
+            }
+        }
+        let heads: Vec<usize> = graph.heads.iter().map(|&e| graph.entry_id(e)).collect();
+        for &h in &heads {
+            last_reader[h] = usize::MAX;
+        }
+        let mut inputs = Vec::new();
+        let node_err = |node: usize, op: &str, source: OpError| RuntimeError::Node {
+            symbol: symbol.clone(),
+            node,
+            op: op.to_string(),
+            source,
+        };
+        for (id, node) in graph.nodes.iter().enumerate() {
+            b.node = id;
+            let eid = |i: usize| graph.node_row_ptr[id] as usize + i;
+            match node.kind {
+                NodeKind::Input => {
+                    for (i, ty) in node.outputs.iter().enumerate() {
+                        check_f32(ty).map_err(|e| node_err(id, &node.name, e))?;
+                        let desc = MemoryDesc::plain(&dims_of(ty))
+                            .map_err(|e| node_err(id, &node.name, e.into()))?;
+                        let v = b.input(inputs.len(), desc);
+                        inputs.push(ty.clone());
+                        entry_value.insert(eid(i), v);
+                    }
+                }
+                NodeKind::Const => {
+                    let ty = &node.outputs[0];
+                    let tensor =
+                        constants
+                            .get(&node.name)
+                            .ok_or_else(|| RuntimeError::Constant {
+                                symbol: symbol.clone(),
+                                name: node.name.clone(),
+                                message: "no value bound for it".to_string(),
+                            })?;
+                    if tensor.ty() != ty {
+                        return Err(RuntimeError::Constant {
+                            symbol: symbol.clone(),
+                            name: node.name.clone(),
+                            message: format!("bound {} but the graph says {ty}", tensor.ty()),
+                        });
+                    }
+                    check_f32(ty).map_err(|e| node_err(id, &node.name, e))?;
+                    let desc = MemoryDesc::plain(&dims_of(ty))
+                        .map_err(|e| node_err(id, &node.name, e.into()))?;
+                    let v = b.constant(Arc::clone(tensor), desc);
+                    entry_value.insert(eid(0), v);
+                }
+                NodeKind::Kernel => {
+                    let args: Vec<ValueId> = node
+                        .inputs
+                        .iter()
+                        .map(|&e| entry_value[&graph.entry_id(e)])
+                        .collect();
+                    let in_types: Vec<&TensorType> =
+                        node.inputs.iter().map(|&e| graph.entry_type(e)).collect();
+                    let in_entries: Vec<usize> =
+                        node.inputs.iter().map(|&e| graph.entry_id(e)).collect();
+                    let out_entries: Vec<usize> = (0..node.outputs.len()).map(eid).collect();
+                    let cx = ops::NodeCx {
+                        node: id,
+                        name: &node.name,
+                        attrs: &node.attrs,
+                        args: &args,
+                        in_types: &in_types,
+                        in_entries: &in_entries,
+                        out_types: &node.outputs,
+                        out_entries: &out_entries,
+                        last_reader: &last_reader,
+                    };
+                    let outs = ops::build(&mut b, &cx).map_err(|e| node_err(id, &node.name, e))?;
+                    for (i, v) in outs.into_iter().enumerate() {
+                        b.claim(v, eid(i));
+                        entry_value.insert(eid(i), v);
+                    }
+                }
+            }
+        }
+        let outputs: Vec<TensorType> = graph
+            .heads
+            .iter()
+            .map(|&e| graph.entry_type(e).clone())
+            .collect();
+        let last = graph.nodes.len().saturating_sub(1);
+        let mut head_values = Vec::with_capacity(heads.len());
+        for (&h, ty) in heads.iter().zip(&outputs) {
+            let desc =
+                MemoryDesc::plain(&dims_of(ty)).map_err(|e| node_err(last, "output", e.into()))?;
+            head_values.push((entry_value[&h], desc));
+        }
+        let plan = b
+            .finish(&head_values)
+            .map_err(|e| node_err(last, "output", e))?;
+        Ok(DnnlRuntime {
+            symbol,
+            inputs,
+            outputs,
+            threads,
+            profile: std::env::var_os("BYOC_DNNL_PROFILE").is_some_and(|v| !v.is_empty()),
+            pool: StatePool::default(),
+            plan,
+            engine,
+        })
+    }
+
+    /// The graph symbol.
+    pub fn symbol(&self) -> &str {
+        &self.symbol
+    }
+
+    /// The run inputs' types, in order.
+    pub fn input_types(&self) -> &[TensorType] {
+        &self.inputs
+    }
+
+    /// The run outputs' types, in order.
+    pub fn output_types(&self) -> &[TensorType] {
+        &self.outputs
+    }
+
+    /// Bytes of intermediates one run uses (after reuse by liveness).
+    pub fn arena_bytes(&self) -> usize {
+        self.plan.arena_bytes
+    }
+
+    /// The primitives a run executes, in order.
+    pub fn steps(&self) -> Vec<StepInfo> {
+        self.plan
+            .steps
+            .iter()
+            .map(|s| StepInfo {
+                node: s.node,
+                label: s.label.clone(),
+            })
+            .collect()
+    }
+
+    /// Runs the graph: `inputs` and `outputs` in graph order, exactly the graph's types.
+    /// With `BYOC_DNNL_PROFILE` set (when the runtime was built), each run also prints its
+    /// steps' times to stderr (see docs/dnnl.md).
+    pub fn run(
+        &self,
+        inputs: &[TensorRef<'_>],
+        outputs: &mut [TensorMut<'_>],
+    ) -> Result<(), RuntimeError> {
+        if !self.profile {
+            return self.execute(inputs, outputs, None);
+        }
+        let times = self.run_profiled(inputs, outputs)?;
+        let total: Duration = times.iter().sum();
+        let mut report = format!(
+            "dnnl profile {}: {} steps, {:.3} ms\n",
+            self.symbol,
+            times.len(),
+            total.as_secs_f64() * 1e3
+        );
+        for (i, (s, t)) in self.plan.steps.iter().zip(&times).enumerate() {
+            report += &format!(
+                "  step {i:>3} node {:>4} {:>9.3} ms  {}\n",
+                s.node,
+                t.as_secs_f64() * 1e3,
+                s.label
+            );
+        }
+        eprint!("{report}");
+        Ok(())
+    }
+
+    /// [`DnnlRuntime::run`] that waits after every step and returns each step's wall time, in
+    /// [`DnnlRuntime::steps`] order.
+    pub fn run_profiled(
+        &self,
+        inputs: &[TensorRef<'_>],
+        outputs: &mut [TensorMut<'_>],
+    ) -> Result<Vec<Duration>, RuntimeError> {
+        let mut times = Vec::with_capacity(self.plan.steps.len());
+        self.execute(inputs, outputs, Some(&mut times))?;
+        Ok(times)
+    }
+
+    fn execute(
+        &self,
+        inputs: &[TensorRef<'_>],
+        outputs: &mut [TensorMut<'_>],
+        mut times: Option<&mut Vec<Duration>>,
+    ) -> Result<(), RuntimeError> {
+        self.check_views(
+            "input",
+            &self.inputs,
+            &inputs.iter().map(|t| t.ty).collect::<Vec<_>>(),
+        )?;
+        self.check_views(
+            "output",
+            &self.outputs,
+            &outputs.iter().map(|t| t.ty).collect::<Vec<_>>(),
+        )?;
+        let dnnl_err = |source| RuntimeError::Dnnl {
+            symbol: self.symbol.clone(),
+            source,
+        };
+        if let Some(n) = self.threads {
+            dnnl::set_num_threads(n);
+        }
+        let mut state = match self.pool.take() {
+            Some(s) => s,
+            None => ExecState::new(&self.engine, &self.plan).map_err(dnnl_err)?,
+        };
+        let in_ptrs: Vec<*mut u8> = inputs.iter().map(|t| t.bytes.as_ptr().cast_mut()).collect();
+        let out_ptrs: Vec<*mut u8> = outputs.iter_mut().map(|t| t.bytes.as_mut_ptr()).collect();
+        state.bind(&in_ptrs, &out_ptrs).map_err(dnnl_err)?;
+        for (i, (step, args)) in self.plan.steps.iter().zip(&state.args).enumerate() {
+            let start = Instant::now();
+            let failed = |source| RuntimeError::Execute {
+                symbol: self.symbol.clone(),
+                step: i,
+                node: step.node,
+                label: step.label.clone(),
+                source,
+            };
+            // SAFETY: the state's memories point at its arena and scratchpad (sized by the
+            // plan), at the plan's constants, and at this run's views, whose types (hence byte
+            // sizes) were checked above; the state is this run's alone.
+            unsafe { step.primitive.execute(&state.stream, args) }.map_err(failed)?;
+            if let Some(times) = times.as_deref_mut() {
+                state.stream.wait().map_err(failed)?;
+                times.push(start.elapsed());
+            }
+        }
+        state.stream.wait().map_err(dnnl_err)?;
+        self.pool.give(state);
+        Ok(())
+    }
+
+    fn check_views(
+        &self,
+        what: &str,
+        expected: &[TensorType],
+        got: &[&TensorType],
+    ) -> Result<(), RuntimeError> {
+        let err = |message: String| RuntimeError::Binding {
+            symbol: self.symbol.clone(),
+            message,
+        };
+        if expected.len() != got.len() {
+            return Err(err(format!(
+                "expected {} {what}(s) but got {}",
+                expected.len(),
+                got.len()
+            )));
+        }
+        for (i, (e, g)) in expected.iter().zip(got).enumerate() {
+            if e != *g {
+                return Err(err(format!("{what} {i} is {g} but the graph expects {e}")));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Only float32 runs on this runtime.
+fn check_f32(ty: &TensorType) -> Result<(), OpError> {
+    if ty.dtype == DType::Float32 {
+        Ok(())
+    } else {
+        Err(OpError::msg(format!(
+            "dtype {} is not supported (the dnnl runtime runs float32 only)",
+            ty.dtype
+        )))
+    }
+}

@@ -1,0 +1,737 @@
+//! One kernel node → oneDNN primitives: op kernel nodes (`nn.conv2d`, `add`, ...) and
+//! composites (`dnnl.conv2d_bias_sum_relu`, see [`crate::composite`]).
+//!
+//! Every builder validates the node's types and attributes against what it can execute and
+//! returns the values of the node's outputs.
+
+use byoc_core::TensorType;
+use byoc_json_runtime::NodeAttrs;
+
+use super::attrs::{pad_before, per_axis, Attrs};
+use super::plan::{Builder, ValueId};
+use super::{check_f32, dims_of, OpError};
+use crate::composite::{is_composite, Composite, Eltwise, Root};
+use crate::dnnl::{ffi, Attr, MemoryDesc, OpDesc, PostOp, PrimitiveDesc, Query, Window};
+
+/// A kernel node being built.
+pub(crate) struct NodeCx<'a> {
+    /// The node id.
+    pub node: usize,
+    pub name: &'a str,
+    pub attrs: &'a NodeAttrs,
+    /// The values of the inputs.
+    pub args: &'a [ValueId],
+    pub in_types: &'a [&'a TensorType],
+    /// The flat entry ids of the inputs.
+    pub in_entries: &'a [usize],
+    pub out_types: &'a [TensorType],
+    /// The flat entry ids of the outputs.
+    pub out_entries: &'a [usize],
+    /// The last node reading each entry (`usize::MAX` for heads).
+    pub last_reader: &'a [usize],
+}
+
+impl NodeCx<'_> {
+    fn attrs(&self) -> Attrs<'_> {
+        Attrs(self.attrs)
+    }
+
+    fn expect_inputs(&self, n: usize) -> Result<(), OpError> {
+        if self.args.len() == n {
+            Ok(())
+        } else {
+            Err(OpError::msg(format!(
+                "expected {n} input(s), got {}",
+                self.args.len()
+            )))
+        }
+    }
+
+    fn out_dims(&self, i: usize) -> Result<Vec<i64>, OpError> {
+        self.out_types
+            .get(i)
+            .map(dims_of)
+            .ok_or_else(|| OpError::msg(format!("the node has no output {i}")))
+    }
+
+    fn in_dims(&self, i: usize) -> Vec<i64> {
+        dims_of(self.in_types[i])
+    }
+}
+
+/// Builds the primitives of one kernel node; returns the value of each output.
+pub(crate) fn build(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<Vec<ValueId>, OpError> {
+    for ty in cx.in_types.iter().copied().chain(cx.out_types) {
+        check_f32(ty)?;
+        if ty.shape.contains(&0) {
+            return Err(OpError::msg(format!("zero-sized tensor {ty}")));
+        }
+    }
+    if is_composite(cx.name) {
+        let c = Composite::parse(cx.name).map_err(|e| OpError::msg(e.to_string()))?;
+        return composite(b, cx, &c).map(|v| vec![v]);
+    }
+    let one = |r: Result<ValueId, OpError>| r.map(|v| vec![v]);
+    match cx.name {
+        "nn.conv2d" | "nn.conv2d_transpose" => {
+            cx.expect_inputs(2)?;
+            one(conv_with(
+                b,
+                cx,
+                cx.name == "nn.conv2d_transpose",
+                &Fused::NONE,
+            ))
+        }
+        "nn.dense" => {
+            cx.expect_inputs(2)?;
+            one(dense_with(b, cx, &Fused::NONE))
+        }
+        "nn.batch_matmul" => one(batch_matmul(b, cx)),
+        "nn.batch_norm" => batch_norm(b, cx),
+        "nn.layer_norm" => one(layer_norm(b, cx)),
+        "nn.softmax" => one(softmax(b, cx)),
+        "nn.max_pool2d" | "nn.avg_pool2d" | "nn.global_max_pool2d" | "nn.global_avg_pool2d" => {
+            one(pool(b, cx))
+        }
+        "add" => one(binary(b, cx, ffi::dnnl_binary_add)),
+        "multiply" => one(binary(b, cx, ffi::dnnl_binary_mul)),
+        "concatenate" => one(concatenate(b, cx)),
+        name => match eltwise_op(name, &cx.attrs())? {
+            Some((alg, alpha, beta)) => one(eltwise(b, cx, alg, alpha, beta)),
+            None => Err(OpError::msg(format!(
+                "op {name} is not supported by the dnnl runtime"
+            ))),
+        },
+    }
+}
+
+/// The eltwise algorithm of a single-op node.
+fn eltwise_op(name: &str, a: &Attrs<'_>) -> Result<Option<(i32, f32, f32)>, OpError> {
+    Ok(Some(match name {
+        "nn.relu" => (ffi::dnnl_eltwise_relu, 0.0, 0.0),
+        "nn.leaky_relu" => (
+            ffi::dnnl_eltwise_relu,
+            a.float_or("alpha", 0.01)? as f32,
+            0.0,
+        ),
+        "tanh" => (ffi::dnnl_eltwise_tanh, 0.0, 0.0),
+        "sigmoid" => (ffi::dnnl_eltwise_logistic, 0.0, 0.0),
+        "clip" => (
+            ffi::dnnl_eltwise_clip,
+            a.float("a_min")? as f32,
+            a.float("a_max")? as f32,
+        ),
+        "abs" => (ffi::dnnl_eltwise_abs, 0.0, 0.0),
+        "exp" => (ffi::dnnl_eltwise_exp, 0.0, 0.0),
+        "log" => (ffi::dnnl_eltwise_log, 0.0, 0.0),
+        "sqrt" => (ffi::dnnl_eltwise_sqrt, 0.0, 0.0),
+        "round" => (ffi::dnnl_eltwise_round, 0.0, 0.0),
+        _ => return Ok(None),
+    }))
+}
+
+/// The post-op of a composite's activation tail.
+fn tail_post_op(e: Eltwise, a: &Attrs<'_>) -> Result<PostOp, OpError> {
+    let (alg, alpha, beta) = match e {
+        Eltwise::Relu => (ffi::dnnl_eltwise_relu, 0.0, 0.0),
+        Eltwise::LeakyRelu => (ffi::dnnl_eltwise_relu, a.float("alpha")? as f32, 0.0),
+        Eltwise::Tanh => (ffi::dnnl_eltwise_tanh, 0.0, 0.0),
+        Eltwise::Sigmoid => (ffi::dnnl_eltwise_logistic, 0.0, 0.0),
+        Eltwise::Clip => (
+            ffi::dnnl_eltwise_clip,
+            a.float("a_min")? as f32,
+            a.float("a_max")? as f32,
+        ),
+        Eltwise::Gelu => (ffi::dnnl_eltwise_gelu_erf, 0.0, 0.0),
+        Eltwise::Swish => (ffi::dnnl_eltwise_swish, 1.0, 0.0),
+    };
+    Ok(PostOp::Eltwise { alg, alpha, beta })
+}
+
+/// A composite: its root primitive with bias, sum and activation fused.
+fn composite(b: &mut Builder<'_>, cx: &NodeCx<'_>, c: &Composite) -> Result<ValueId, OpError> {
+    cx.expect_inputs(c.num_inputs())?;
+    let mut post = Vec::new();
+    if c.sum {
+        post.push(PostOp::Sum);
+    }
+    if let Some(e) = c.eltwise {
+        post.push(tail_post_op(e, &cx.attrs())?);
+    }
+    let bias = c.bias.then_some(2);
+    let sum = c.sum.then(|| c.num_inputs() - 1);
+    let fused = Fused { bias, sum, post };
+    match c.root {
+        Root::Conv2d => conv_with(b, cx, false, &fused),
+        Root::Deconv2d => conv_with(b, cx, true, &fused),
+        Root::Dense => dense_with(b, cx, &fused),
+    }
+}
+
+/// What a compute primitive fuses: bias input index, sum operand index, post-ops.
+struct Fused {
+    bias: Option<usize>,
+    sum: Option<usize>,
+    post: Vec<PostOp>,
+}
+
+impl Fused {
+    /// Nothing fused (a single op kernel node).
+    const NONE: Fused = Fused {
+        bias: None,
+        sum: None,
+        post: Vec::new(),
+    };
+}
+
+/// The bias input as a plain `{channels}` vector: a 1-D `(C)` tensor or a `(C, 1, ..., 1)`
+/// one (leading ones allowed), as bias_add or a broadcasting add over the channel axis give.
+fn bias_value(
+    b: &mut Builder<'_>,
+    cx: &NodeCx<'_>,
+    i: usize,
+    channels: i64,
+    trailing_ones: usize,
+) -> Result<ValueId, OpError> {
+    let shape: Vec<i64> = cx.in_types[i].shape.iter().map(|&d| d as i64).collect();
+    let first = shape
+        .iter()
+        .position(|&d| d != 1)
+        .unwrap_or(shape.len().saturating_sub(1));
+    let core = &shape[first.min(shape.len())..];
+    let ok = core.first() == Some(&channels)
+        && (core.len() == 1
+            || (core.len() == 1 + trailing_ones && core[1..].iter().all(|&d| d == 1)));
+    let ok = ok || (channels == 1 && shape.iter().all(|&d| d == 1));
+    if !ok {
+        return Err(OpError::msg(format!(
+            "bias {} does not broadcast over the {channels} output channels",
+            cx.in_types[i]
+        )));
+    }
+    Ok(b.view(cx.args[i], MemoryDesc::plain(&[channels])?)?)
+}
+
+/// The destination of a primitive with a `sum` post-op: the residual operand in the
+/// destination layout, in a buffer the primitive may overwrite: the operand's own buffer when
+/// this node is its last reader (and reads it only here), else a copy.
+fn sum_destination(
+    b: &mut Builder<'_>,
+    cx: &NodeCx<'_>,
+    i: usize,
+    dst: MemoryDesc,
+) -> Result<ValueId, OpError> {
+    if cx.in_types[i].shape != cx.out_types[0].shape {
+        return Err(OpError::msg(format!(
+            "sum operand {} differs from the result {} (the sum post-op does not broadcast)",
+            cx.in_types[i], cx.out_types[0]
+        )));
+    }
+    let v = cx.args[i];
+    let entry = cx.in_entries[i];
+    let sole_reader = cx.last_reader[entry] == cx.node
+        && cx.in_entries.iter().filter(|&&e| e == entry).count() == 1;
+    let src = if b.desc(v) == dst {
+        v
+    } else if dst.is_plain() {
+        b.view(v, dst)?
+    } else {
+        // A fresh reorder: nobody else reads it.
+        let r = b.reorder(v, dst)?;
+        return Ok(b.alias(r, dst));
+    };
+    if sole_reader && b.owned_temp(src, entry) {
+        let d = b.alias(src, dst);
+        b.set_owner(d, cx.out_entries[0]);
+        Ok(d)
+    } else {
+        b.reorder(src, dst)
+    }
+}
+
+fn conv_with(
+    b: &mut Builder<'_>,
+    cx: &NodeCx<'_>,
+    deconv: bool,
+    f: &Fused,
+) -> Result<ValueId, OpError> {
+    let a = cx.attrs();
+    a.layout("data_layout", &["NCHW"])?;
+    a.layout("kernel_layout", if deconv { &["IOHW"] } else { &["OIHW"] })?;
+    a.layout("out_layout", &["NCHW"])?;
+    let x = cx.in_dims(0);
+    let w = cx.in_dims(1);
+    let y = cx.out_dims(0)?;
+    if x.len() != 4 || w.len() != 4 || y.len() != 4 {
+        return Err(OpError::msg(format!(
+            "expected 4-D data, weight and result, got {}, {}, {}",
+            cx.in_types[0], cx.in_types[1], cx.out_types[0]
+        )));
+    }
+    let g = a.int_or("groups", 1)?;
+    let (kh, kw) = (w[2], w[3]);
+    // Weight as oneDNN's logical [G,] O/G, I/G, KH, KW.
+    let (oc, icg) = if deconv {
+        (w[1] * g, w[0] / g.max(1))
+    } else {
+        (w[0], w[1])
+    };
+    if g < 1 || oc % g != 0 || x[1] != icg * g || y[1] != oc || (deconv && w[0] % g != 0) {
+        return Err(OpError::msg(format!(
+            "channels do not match: data {}, weight {}, result {}, groups={g}",
+            cx.in_types[0], cx.in_types[1], cx.out_types[0]
+        )));
+    }
+    let ocg = oc / g;
+    let (wdims, wstrides): (Vec<i64>, Vec<i64>) = match (deconv, g) {
+        (false, 1) => (vec![oc, icg, kh, kw], vec![icg * kh * kw, kh * kw, kw, 1]),
+        (false, _) => (
+            vec![g, ocg, icg, kh, kw],
+            vec![ocg * icg * kh * kw, icg * kh * kw, kh * kw, kw, 1],
+        ),
+        // IOHW: element [g*I/G + i, o, h, w].
+        (true, 1) => (vec![oc, icg, kh, kw], vec![kh * kw, oc * kh * kw, kw, 1]),
+        (true, _) => (
+            vec![g, ocg, icg, kh, kw],
+            vec![icg * ocg * kh * kw, kh * kw, ocg * kh * kw, kw, 1],
+        ),
+    };
+    let strides = per_axis("strides", &a.ints_or("strides", &[1, 1])?, 2)?;
+    let dil = per_axis("dilation", &a.ints_or("dilation", &[1, 1])?, 2)?;
+    let pl = pad_before(&a.ints_or("padding", &[0, 0])?, 2)?;
+    let mut pr = vec![0; 2];
+    for i in 0..2 {
+        let k = (w[2 + i] - 1) * dil[i] + 1;
+        pr[i] = if deconv {
+            (x[2 + i] - 1) * strides[i] + k - pl[i] - y[2 + i]
+        } else {
+            (y[2 + i] - 1) * strides[i] + k - x[2 + i] - pl[i]
+        };
+    }
+    let dilates: Vec<i64> = dil.iter().map(|d| d - 1).collect();
+    let window = Window {
+        strides: &strides,
+        dilates: &dilates,
+        pad_l: &pl,
+        pad_r: &pr,
+    };
+    let bias_desc = match f.bias {
+        Some(_) => MemoryDesc::plain(&[oc])?,
+        None => MemoryDesc::zero(),
+    };
+    let op = OpDesc::convolution(
+        deconv,
+        &MemoryDesc::any(&x)?,
+        &MemoryDesc::any(&wdims)?,
+        &bias_desc,
+        &MemoryDesc::any(&y)?,
+        &window,
+    )?;
+    let pd = PrimitiveDesc::new(b.engine, &op, &Attr::new(&f.post)?)?;
+    let src = b.to_layout(cx.args[0], pd.query(Query::Src(0)))?;
+    let wv = b.view(cx.args[1], MemoryDesc::strided(&wdims, &wstrides)?)?;
+    let wv = b.to_layout(wv, pd.query(Query::Weights(0)))?;
+    let mut args = vec![(ffi::DNNL_ARG_SRC, src), (ffi::DNNL_ARG_WEIGHTS, wv)];
+    if let Some(i) = f.bias {
+        args.push((ffi::DNNL_ARG_BIAS, bias_value(b, cx, i, oc, 2)?));
+    }
+    let dst_desc = pd.query(Query::Dst(0));
+    let dst = match f.sum {
+        Some(i) => sum_destination(b, cx, i, dst_desc)?,
+        None => b.temp(dst_desc),
+    };
+    args.push((ffi::DNNL_ARG_DST, dst));
+    let kind = if deconv {
+        "deconvolution"
+    } else {
+        "convolution"
+    };
+    b.step(&pd, args, format!("{kind} {}", cx.name))?;
+    Ok(dst)
+}
+
+fn dense_with(b: &mut Builder<'_>, cx: &NodeCx<'_>, f: &Fused) -> Result<ValueId, OpError> {
+    let x = cx.in_dims(0);
+    let w = cx.in_dims(1);
+    let y = cx.out_dims(0)?;
+    let k = *x.last().unwrap_or(&1);
+    if w.len() != 2 || w[1] != k || y.last() != Some(&w[0]) {
+        return Err(OpError::msg(format!(
+            "shapes do not match: data {}, weight {}, result {}",
+            cx.in_types[0], cx.in_types[1], cx.out_types[0]
+        )));
+    }
+    let units = w[0];
+    let m: i64 = x[..x.len() - 1].iter().product();
+    let src = if x.len() == 2 {
+        cx.args[0]
+    } else {
+        b.view(cx.args[0], MemoryDesc::plain(&[m, k])?)?
+    };
+    let bias_desc = match f.bias {
+        Some(_) => MemoryDesc::plain(&[units])?,
+        None => MemoryDesc::zero(),
+    };
+    let dst_desc = MemoryDesc::plain(&[m, units])?;
+    let op = OpDesc::inner_product(
+        &MemoryDesc::any(&[m, k])?,
+        &MemoryDesc::any(&[units, k])?,
+        &bias_desc,
+        &dst_desc,
+    )?;
+    let pd = PrimitiveDesc::new(b.engine, &op, &Attr::new(&f.post)?)?;
+    let src = b.to_layout(src, pd.query(Query::Src(0)))?;
+    let wv = b.to_layout(cx.args[1], pd.query(Query::Weights(0)))?;
+    let mut args = vec![(ffi::DNNL_ARG_SRC, src), (ffi::DNNL_ARG_WEIGHTS, wv)];
+    if let Some(i) = f.bias {
+        args.push((ffi::DNNL_ARG_BIAS, bias_value(b, cx, i, units, 0)?));
+    }
+    let dst = match f.sum {
+        Some(i) => sum_destination(b, cx, i, dst_desc)?,
+        None => b.temp(dst_desc),
+    };
+    args.push((ffi::DNNL_ARG_DST, dst));
+    b.step(&pd, args, format!("inner_product {}", cx.name))?;
+    if y.len() == 2 {
+        Ok(dst)
+    } else {
+        Ok(b.alias(dst, MemoryDesc::plain(&y)?))
+    }
+}
+
+fn batch_matmul(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<ValueId, OpError> {
+    cx.expect_inputs(2)?;
+    let a = cx.attrs();
+    let ta = a.flag_or("transpose_a", false)?;
+    let tb = a.flag_or("transpose_b", true)?;
+    let x = cx.in_dims(0);
+    let w = cx.in_dims(1);
+    let y = cx.out_dims(0)?;
+    if x.len() != 3 || w.len() != 3 || y.len() != 3 {
+        return Err(OpError::msg("expected 3-D operands and result"));
+    }
+    let (m, k) = if ta { (x[2], x[1]) } else { (x[1], x[2]) };
+    let (k2, n) = if tb { (w[2], w[1]) } else { (w[1], w[2]) };
+    if k != k2 || y[1] != m || y[2] != n {
+        return Err(OpError::msg(format!(
+            "shapes do not match: {} x {} -> {} (transpose_a={ta}, transpose_b={tb})",
+            cx.in_types[0], cx.in_types[1], cx.out_types[0]
+        )));
+    }
+    let src_desc = if ta {
+        MemoryDesc::strided(&[x[0], m, k], &[k * m, 1, m])?
+    } else {
+        MemoryDesc::plain(&[x[0], m, k])?
+    };
+    let w_desc = if tb {
+        MemoryDesc::strided(&[w[0], k, n], &[n * k, 1, k])?
+    } else {
+        MemoryDesc::plain(&[w[0], k, n])?
+    };
+    let dst_desc = MemoryDesc::plain(&y)?;
+    let op = OpDesc::matmul(&src_desc, &w_desc, &dst_desc)?;
+    let pd = PrimitiveDesc::new(b.engine, &op, &Attr::new(&[])?)?;
+    let src = b.view(cx.args[0], src_desc)?;
+    let wv = b.view(cx.args[1], w_desc)?;
+    let dst = b.temp(dst_desc);
+    b.step(
+        &pd,
+        vec![
+            (ffi::DNNL_ARG_SRC, src),
+            (ffi::DNNL_ARG_WEIGHTS, wv),
+            (ffi::DNNL_ARG_DST, dst),
+        ],
+        "matmul nn.batch_matmul".to_string(),
+    )?;
+    Ok(dst)
+}
+
+/// `(x, gamma, beta, mean, var)` → `(y, mean, var)`; the statistics pass through.
+fn batch_norm(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<Vec<ValueId>, OpError> {
+    cx.expect_inputs(5)?;
+    let a = cx.attrs();
+    let x = cx.in_dims(0);
+    let axis = a.int_or("axis", 1)?;
+    if x.len() < 2 || (axis != 1 && axis != 1 - x.len() as i64) {
+        return Err(OpError::msg(format!(
+            "axis {axis} of {} is not supported (channels on axis 1 only)",
+            cx.in_types[0]
+        )));
+    }
+    let c = x[1];
+    for i in 1..5 {
+        if cx.in_dims(i) != [c] {
+            return Err(OpError::msg(format!(
+                "input {i} is {} but the data has {c} channels",
+                cx.in_types[i]
+            )));
+        }
+    }
+    let eps = a.float_or("epsilon", 1e-5)? as f32;
+    let scale = a.flag_or("scale", true)?;
+    let center = a.flag_or("center", true)?;
+    let mut flags = ffi::dnnl_use_global_stats;
+    if scale {
+        flags |= ffi::dnnl_use_scale;
+    }
+    if center {
+        flags |= ffi::dnnl_use_shift;
+    }
+    let src_desc = b.desc(cx.args[0]);
+    let op = OpDesc::batch_norm(&src_desc, eps, flags)?;
+    let pd = PrimitiveDesc::new(b.engine, &op, &Attr::new(&[])?)?;
+    let src = b.to_layout(cx.args[0], pd.query(Query::Src(0)))?;
+    let dst = b.temp(pd.query(Query::Dst(0)));
+    let mut args = vec![
+        (ffi::DNNL_ARG_SRC, src),
+        (ffi::DNNL_ARG_MEAN, cx.args[3]),
+        (ffi::DNNL_ARG_VARIANCE, cx.args[4]),
+        (ffi::DNNL_ARG_DST, dst),
+    ];
+    if scale {
+        args.push((ffi::DNNL_ARG_SCALE, cx.args[1]));
+    }
+    if center {
+        args.push((ffi::DNNL_ARG_SHIFT, cx.args[2]));
+    }
+    b.step(&pd, args, "batch_normalization nn.batch_norm".to_string())?;
+    let outs = [dst, cx.args[3], cx.args[4]];
+    Ok(outs[..cx.out_types.len().min(3)].to_vec())
+}
+
+fn layer_norm(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<ValueId, OpError> {
+    cx.expect_inputs(3)?;
+    let a = cx.attrs();
+    let x = cx.in_dims(0);
+    let axis = a.int_or("axis", -1)?;
+    if x.len() < 2 || (axis != -1 && axis != x.len() as i64 - 1) {
+        return Err(OpError::msg(format!(
+            "axis {axis} of {} is not supported (last axis only)",
+            cx.in_types[0]
+        )));
+    }
+    let c = x[x.len() - 1];
+    for i in 1..3 {
+        if cx.in_dims(i) != [c] {
+            return Err(OpError::msg(format!(
+                "input {i} is {} but the last axis has {c} elements",
+                cx.in_types[i]
+            )));
+        }
+    }
+    let eps = a.float_or("epsilon", 1e-5)? as f32;
+    let scale = a.flag_or("scale", true)?;
+    let center = a.flag_or("center", true)?;
+    let mut flags = 0;
+    if scale {
+        flags |= ffi::dnnl_use_scale;
+    }
+    if center {
+        flags |= ffi::dnnl_use_shift;
+    }
+    let data = MemoryDesc::plain(&x)?;
+    let stat = MemoryDesc::plain(&x[..x.len() - 1])?;
+    let op = OpDesc::layer_norm(&data, &stat, eps, flags)?;
+    let pd = PrimitiveDesc::new(b.engine, &op, &Attr::new(&[])?)?;
+    let src = b.to_layout(cx.args[0], data)?;
+    let dst = b.temp(data);
+    let mean = b.temp(stat);
+    let var = b.temp(stat);
+    let mut args = vec![
+        (ffi::DNNL_ARG_SRC, src),
+        (ffi::DNNL_ARG_MEAN, mean),
+        (ffi::DNNL_ARG_VARIANCE, var),
+        (ffi::DNNL_ARG_DST, dst),
+    ];
+    if scale {
+        args.push((ffi::DNNL_ARG_SCALE, cx.args[1]));
+    }
+    if center {
+        args.push((ffi::DNNL_ARG_SHIFT, cx.args[2]));
+    }
+    b.step(&pd, args, "layer_normalization nn.layer_norm".to_string())?;
+    Ok(dst)
+}
+
+fn softmax(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<ValueId, OpError> {
+    cx.expect_inputs(1)?;
+    let x = cx.in_dims(0);
+    let axis = cx.attrs().int_or("axis", -1)?;
+    let rank = x.len() as i64;
+    let ax = if axis < 0 { axis + rank } else { axis };
+    if !(0..rank).contains(&ax) {
+        return Err(OpError::msg(format!(
+            "axis {axis} is out of range for rank {rank}"
+        )));
+    }
+    let data = MemoryDesc::plain(&x)?;
+    let op = OpDesc::softmax(&data, ax as usize)?;
+    let pd = PrimitiveDesc::new(b.engine, &op, &Attr::new(&[])?)?;
+    let src = b.to_layout(cx.args[0], data)?;
+    let dst = b.temp(data);
+    b.step(
+        &pd,
+        vec![(ffi::DNNL_ARG_SRC, src), (ffi::DNNL_ARG_DST, dst)],
+        "softmax nn.softmax".to_string(),
+    )?;
+    Ok(dst)
+}
+
+fn pool(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<ValueId, OpError> {
+    cx.expect_inputs(1)?;
+    let a = cx.attrs();
+    a.layout("layout", &["NCHW"])?;
+    a.layout("out_layout", &["NCHW"])?;
+    let x = cx.in_dims(0);
+    let y = cx.out_dims(0)?;
+    if x.len() != 4 || y.len() != 4 {
+        return Err(OpError::msg("expected 4-D data and result"));
+    }
+    let global = cx.name.contains("global");
+    let max = cx.name.contains("max");
+    let (kernel, strides, dil, pl) = if global {
+        (vec![x[2], x[3]], vec![1, 1], vec![1, 1], vec![0, 0])
+    } else {
+        (
+            per_axis("pool_size", &a.ints_or("pool_size", &[1, 1])?, 2)?,
+            per_axis("strides", &a.ints_or("strides", &[1, 1])?, 2)?,
+            per_axis("dilation", &a.ints_or("dilation", &[1, 1])?, 2)?,
+            pad_before(&a.ints_or("padding", &[0, 0])?, 2)?,
+        )
+    };
+    let include_pad = a.flag_or("count_include_pad", false)?;
+    if !max && !global && a.flag_or("ceil_mode", false)? {
+        return Err(OpError::msg(
+            "ceil_mode=1 is not supported for average pooling",
+        ));
+    }
+    let pr: Vec<i64> = (0..2)
+        .map(|i| (y[2 + i] - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1 - x[2 + i] - pl[i])
+        .collect();
+    let alg = if max {
+        ffi::dnnl_pooling_max
+    } else if include_pad {
+        ffi::dnnl_pooling_avg_include_padding
+    } else {
+        ffi::dnnl_pooling_avg_exclude_padding
+    };
+    let dilates: Vec<i64> = dil.iter().map(|d| d - 1).collect();
+    let window = Window {
+        strides: &strides,
+        dilates: &dilates,
+        pad_l: &pl,
+        pad_r: &pr,
+    };
+    let src_desc = b.desc(cx.args[0]);
+    let op = OpDesc::pooling(alg, &src_desc, &MemoryDesc::any(&y)?, &kernel, &window)?;
+    let pd = PrimitiveDesc::new(b.engine, &op, &Attr::new(&[])?)?;
+    let src = b.to_layout(cx.args[0], pd.query(Query::Src(0)))?;
+    let dst = b.temp(pd.query(Query::Dst(0)));
+    b.step(
+        &pd,
+        vec![(ffi::DNNL_ARG_SRC, src), (ffi::DNNL_ARG_DST, dst)],
+        format!("pooling {}", cx.name),
+    )?;
+    Ok(dst)
+}
+
+fn eltwise(
+    b: &mut Builder<'_>,
+    cx: &NodeCx<'_>,
+    alg: i32,
+    alpha: f32,
+    beta: f32,
+) -> Result<ValueId, OpError> {
+    cx.expect_inputs(1)?;
+    let data = b.desc(cx.args[0]);
+    let op = OpDesc::eltwise(alg, &data, alpha, beta)?;
+    let pd = PrimitiveDesc::new(b.engine, &op, &Attr::new(&[])?)?;
+    let dst = b.temp(pd.query(Query::Dst(0)));
+    b.step(
+        &pd,
+        vec![(ffi::DNNL_ARG_SRC, cx.args[0]), (ffi::DNNL_ARG_DST, dst)],
+        format!("eltwise {}", cx.name),
+    )?;
+    Ok(dst)
+}
+
+/// `add`/`multiply` with numpy broadcasting: the full-shape operand is src0 (both ops
+/// commute), the other one broadcasts as src1.
+fn binary(b: &mut Builder<'_>, cx: &NodeCx<'_>, alg: i32) -> Result<ValueId, OpError> {
+    cx.expect_inputs(2)?;
+    let y = cx.out_dims(0)?;
+    let padded = |d: Vec<i64>| {
+        let mut p = vec![1; y.len().saturating_sub(d.len())];
+        p.extend(d);
+        p
+    };
+    let (d0, d1) = (padded(cx.in_dims(0)), padded(cx.in_dims(1)));
+    let (a, da, c, dc) = if d0 == y {
+        (cx.args[0], d0, cx.args[1], d1)
+    } else if d1 == y {
+        (cx.args[1], d1, cx.args[0], d0)
+    } else {
+        return Err(OpError::msg(format!(
+            "both operands {} and {} broadcast to {}; the dnnl runtime needs one of full shape",
+            cx.in_types[0], cx.in_types[1], cx.out_types[0]
+        )));
+    };
+    let a = if b.desc(a).dims() == da.as_slice() {
+        a
+    } else {
+        b.view(a, MemoryDesc::plain(&da)?)?
+    };
+    let c = if dc == da {
+        if b.desc(c).dims() == dc.as_slice() {
+            b.to_layout(c, b.desc(a))?
+        } else {
+            b.view(c, b.desc(a))?
+        }
+    } else {
+        b.view(c, MemoryDesc::plain(&dc)?)?
+    };
+    let src0 = b.desc(a);
+    let op = OpDesc::binary(alg, &src0, &b.desc(c), &MemoryDesc::any(&y)?)?;
+    let pd = PrimitiveDesc::new(b.engine, &op, &Attr::new(&[])?)?;
+    let dst = b.temp(pd.query(Query::Dst(0)));
+    b.step(
+        &pd,
+        vec![
+            (ffi::DNNL_ARG_SRC, a),
+            (ffi::DNNL_ARG_SRC_1, c),
+            (ffi::DNNL_ARG_DST, dst),
+        ],
+        format!("binary {}", cx.name),
+    )?;
+    Ok(dst)
+}
+
+fn concatenate(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<ValueId, OpError> {
+    if cx.args.is_empty() {
+        return Err(OpError::msg("no inputs"));
+    }
+    let y = cx.out_dims(0)?;
+    let rank = y.len() as i64;
+    let axis = cx.attrs().int_or("axis", 0)?;
+    let ax = if axis < 0 { axis + rank } else { axis };
+    if !(0..rank).contains(&ax) {
+        return Err(OpError::msg(format!(
+            "axis {axis} is out of range for rank {rank}"
+        )));
+    }
+    let srcs: Vec<MemoryDesc> = cx.args.iter().map(|&v| b.desc(v)).collect();
+    if srcs.iter().any(|d| d.dims().len() != y.len()) {
+        return Err(OpError::msg("inputs differ in rank from the result"));
+    }
+    let pd = PrimitiveDesc::concat(b.engine, &MemoryDesc::any(&y)?, ax as usize, &srcs)?;
+    let dst = b.temp(pd.query(Query::Dst(0)));
+    let mut args: Vec<(i32, ValueId)> = cx
+        .args
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| (ffi::DNNL_ARG_MULTIPLE_SRC + i as i32, v))
+        .collect();
+    args.push((ffi::DNNL_ARG_DST, dst));
+    b.step(&pd, args, "concat concatenate".to_string())?;
+    Ok(dst)
+}

@@ -1,0 +1,215 @@
+//! Per-composite numerical tests: `dnnl.<conv2d|deconv2d|dense>[_bias][_sum][_<eltwise>]`
+//! kernel nodes (bias, residual sum and activation fused as oneDNN post-ops) against the host
+//! executor running the composite bodies.
+
+mod common;
+
+use common::{check, konst, partition, tensor};
+
+/// A composite function literal named `name` with typed params `p<i>` and `body` (which
+/// refers to them), called on `args`, bound to `%out`.
+fn composite(name: &str, tag: &str, params: &[&str], body: &str, args: &[String]) -> String {
+    let ps: Vec<String> = params
+        .iter()
+        .enumerate()
+        .map(|(i, t)| format!("%{tag}{i}: {t}"))
+        .collect();
+    format!(
+        "  %{tag}f = fn ({}, Composite=\"{name}\") {{\n{body}\n  }};\n  %{tag} = %{tag}f({});\n",
+        ps.join(", "),
+        args.join(", ")
+    )
+}
+
+fn t(shape: &[usize]) -> String {
+    let d: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    if shape.len() == 1 {
+        format!("Tensor[({},), float32]", d[0])
+    } else {
+        format!("Tensor[({}), float32]", d.join(", "))
+    }
+}
+
+/// A conv2d composite on `%x` (1, 3, 9, 8) → (1, 10, 9, 8) with the given tail; `sum` names
+/// the residual operand expression.
+fn conv_case(name: &str, tail: &str, bias_shape: &[usize], sum: Option<&str>) -> String {
+    let mut params = vec![t(&[1, 3, 9, 8]), t(&[10, 3, 3, 3])];
+    let mut args = vec!["%x".to_string(), konst(&[10, 3, 3, 3], 40)];
+    let mut body = String::from(
+        "    %c0 = nn.conv2d(%a0, %a1, padding=[1, 0, 1, 2], channels=10, kernel_size=[3, 3]);\n",
+    );
+    let mut last = "%c0".to_string();
+    if !bias_shape.is_empty() {
+        params.push(t(bias_shape));
+        args.push(konst(bias_shape, 41));
+        let op = if bias_shape.len() == 1 {
+            format!("nn.bias_add({last}, %a2)")
+        } else {
+            format!("add({last}, %a2)")
+        };
+        body += &format!("    %c1 = {op};\n");
+        last = "%c1".to_string();
+    }
+    if let Some(s) = sum {
+        let i = params.len();
+        params.push(t(&[1, 10, 9, 8]));
+        args.push(s.to_string());
+        body += &format!("    %c2 = add({last}, %a{i});\n");
+        last = "%c2".to_string();
+    }
+    body += &format!("    {}", tail.replace("$", &last));
+    let ps: Vec<&str> = params.iter().map(String::as_str).collect();
+    composite(name, "a", &ps, &body, &args)
+}
+
+#[test]
+fn conv2d_bias_with_every_tail() {
+    for (suffix, tail) in [
+        ("", "$"),
+        ("_relu", "nn.relu($)"),
+        ("_tanh", "tanh($)"),
+        ("_sigmoid", "sigmoid($)"),
+        ("_clip", "clip($, a_min=-0.5f, a_max=0.75f)"),
+        ("_leaky_relu", "nn.leaky_relu($, alpha=0.2f)"),
+        ("_swish", "multiply($, sigmoid($))"),
+        (
+            "_gelu",
+            "multiply(multiply($, add(erf(divide($, 1.41421f)), 1f)), 0.5f)",
+        ),
+    ] {
+        for bias in [&[10, 1, 1][..], &[10][..]] {
+            let name = format!("dnnl.conv2d_bias{suffix}");
+            let body = conv_case(&name, tail, bias, None) + "  %a";
+            let text = partition("%x: Tensor[(1, 3, 9, 8), float32]", &body);
+            check(&text, &[tensor(&[1, 3, 9, 8], 42)]);
+        }
+    }
+    let body = conv_case("dnnl.conv2d_relu", "nn.relu($)", &[], None) + "  %a";
+    let text = partition("%x: Tensor[(1, 3, 9, 8), float32]", &body);
+    check(&text, &[tensor(&[1, 3, 9, 8], 43)]);
+}
+
+#[test]
+fn conv2d_bias_sum_relu_in_place_and_copied() {
+    // The residual operand made in the partition and read only by the sum: summed in place.
+    let w = konst(&[10, 3, 1, 1], 44);
+    let first = format!("  %r = nn.conv2d(%x, {w}, channels=10, kernel_size=[1, 1]);\n");
+    for (name, tail) in [
+        ("dnnl.conv2d_bias_sum_relu", "nn.relu($)"),
+        ("dnnl.conv2d_bias_sum", "$"),
+    ] {
+        let body = first.clone() + &conv_case(name, tail, &[10, 1, 1], Some("%r")) + "  %a";
+        let text = partition("%x: Tensor[(1, 3, 9, 8), float32]", &body);
+        check(&text, &[tensor(&[1, 3, 9, 8], 45)]);
+        // The operand is also a result: copied, the result keeps its value.
+        let body = first.clone() + &conv_case(name, tail, &[10, 1, 1], Some("%r")) + "  (%a, %r)";
+        let text = partition("%x: Tensor[(1, 3, 9, 8), float32]", &body);
+        check(&text, &[tensor(&[1, 3, 9, 8], 46)]);
+    }
+    // The operand is a partition input (caller-owned): copied.
+    let body = conv_case(
+        "dnnl.conv2d_bias_sum_relu",
+        "nn.relu($)",
+        &[10, 1, 1],
+        Some("%s"),
+    ) + "  %a";
+    let text = partition(
+        "%x: Tensor[(1, 3, 9, 8), float32], %s: Tensor[(1, 10, 9, 8), float32]",
+        &body,
+    );
+    check(
+        &text,
+        &[tensor(&[1, 3, 9, 8], 47), tensor(&[1, 10, 9, 8], 48)],
+    );
+}
+
+#[test]
+fn residual_chain_like_resnet() {
+    // conv+bias+relu → conv+bias+sum(+input)+relu → conv+bias+sum(+previous)+relu.
+    let x = "%x: Tensor[(1, 12, 7, 7), float32]";
+    let conv = |tag: &str, name: &str, sum: Option<&str>, src: &str, seed: u64| {
+        let mut params = vec![t(&[1, 12, 7, 7]), t(&[12, 12, 3, 3]), t(&[12, 1, 1])];
+        let mut args = vec![
+            src.to_string(),
+            konst(&[12, 12, 3, 3], seed),
+            konst(&[12, 1, 1], seed + 1),
+        ];
+        let mut body = format!(
+            "    %{tag}c = nn.conv2d(%{tag}0, %{tag}1, padding=[1, 1, 1, 1], channels=12, kernel_size=[3, 3]);\n    %{tag}b = add(%{tag}c, %{tag}2);\n"
+        );
+        let mut last = format!("%{tag}b");
+        if let Some(s) = sum {
+            params.push(t(&[1, 12, 7, 7]));
+            args.push(s.to_string());
+            body += &format!("    %{tag}s = add({last}, %{tag}3);\n");
+            last = format!("%{tag}s");
+        }
+        body += &format!("    nn.relu({last})");
+        let ps: Vec<&str> = params.iter().map(String::as_str).collect();
+        composite(name, tag, &ps, &body, &args)
+    };
+    let body = conv("p", "dnnl.conv2d_bias_relu", None, "%x", 50)
+        + &conv("q", "dnnl.conv2d_bias_sum_relu", Some("%x"), "%p", 52)
+        + &conv("r", "dnnl.conv2d_bias_relu", None, "%q", 54)
+        + &conv("s", "dnnl.conv2d_bias_sum_relu", Some("%q"), "%r", 56)
+        + "  %s";
+    check(&partition(x, &body), &[tensor(&[1, 12, 7, 7], 58)]);
+}
+
+#[test]
+fn deconv2d_and_dense_composites() {
+    let body = composite(
+        "dnnl.deconv2d_bias_relu",
+        "d",
+        &[&t(&[1, 4, 5, 5]), &t(&[4, 6, 3, 3]), &t(&[6, 1, 1])],
+        "    %dc = nn.conv2d_transpose(%d0, %d1, channels=6, kernel_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1]);\n    nn.relu(add(%dc, %d2))",
+        &["%x".to_string(), konst(&[4, 6, 3, 3], 60), konst(&[6, 1, 1], 61)],
+    ) + "  %d";
+    check(
+        &partition("%x: Tensor[(1, 4, 5, 5), float32]", &body),
+        &[tensor(&[1, 4, 5, 5], 62)],
+    );
+    for (name, tail) in [
+        ("dnnl.dense_bias", "$"),
+        ("dnnl.dense_bias_relu", "nn.relu($)"),
+        (
+            "dnnl.dense_bias_gelu",
+            "multiply(multiply($, add(erf(divide($, 1.41421f)), 1f)), 0.5f)",
+        ),
+    ] {
+        let body = composite(
+            name,
+            "e",
+            &[&t(&[3, 20]), &t(&[9, 20]), &t(&[9])],
+            &format!(
+                "    %ed = nn.dense(%e0, %e1, units=9);\n    %eb = add(%ed, %e2);\n    {}",
+                tail.replace("$", "%eb")
+            ),
+            &["%x".to_string(), konst(&[9, 20], 63), konst(&[9], 64)],
+        ) + "  %e";
+        check(
+            &partition("%x: Tensor[(3, 20), float32]", &body),
+            &[tensor(&[3, 20], 65)],
+        );
+    }
+    // dense + bias + residual sum, on a 3-D input.
+    let body = composite(
+        "dnnl.dense_bias_sum",
+        "f",
+        &[&t(&[2, 3, 20]), &t(&[9, 20]), &t(&[9]), &t(&[2, 3, 9])],
+        "    %fd = nn.dense(%f0, %f1, units=9);\n    add(add(%fd, %f2), %f3)",
+        &[
+            "%x".to_string(),
+            konst(&[9, 20], 66),
+            konst(&[9], 67),
+            "%s".to_string(),
+        ],
+    ) + "  %f";
+    check(
+        &partition(
+            "%x: Tensor[(2, 3, 20), float32], %s: Tensor[(2, 3, 9), float32]",
+            &body,
+        ),
+        &[tensor(&[2, 3, 20], 68), tensor(&[2, 3, 9], 69)],
+    );
+}

@@ -1,0 +1,120 @@
+//! ONNX's nine light CNNs with the dnnl target, statically linked: what `byoc inspect
+//! resnet50.onnx --target dnnl --format json` reports for ResNet-50 (every conv with its batch
+//! norm and relu one `dnnl.conv2d_bias_relu`, every residual add fused as a sum post-op), and
+//! every random-weight variant partitioned, compiled by the dnnl plugin and run against
+//! onnxruntime's outputs (max relative error 1e-4, the tolerance of `tests/common/mod.rs`).
+//!
+//! Data: `BYOC_ONNX_LIGHT_DIR` (see `scripts/fetch_onnx_light.sh`); when it is unset the tests
+//! say so and pass.
+
+#[path = "../../../tests/common/mod.rs"]
+mod common;
+#[path = "../../../tests/light/mod.rs"]
+mod light;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use byoc::core::exec::{ExecOptions, Executor};
+use byoc::core::plugin::{compile_externals, Runtimes};
+use byoc::core::sdk::{CompileOptions, Plugin};
+use byoc::core::Module;
+use byoc::model::load_model;
+use byoc::pipeline::{partition, PartitionOptions};
+use byoc::report::summary::Summary;
+use byoc::target::Target;
+use byoc_plugin_dnnl::support::TARGET;
+use byoc_plugin_dnnl::{DnnlPlugin, THREADS_OPTION};
+use light::{check, light_dir};
+
+fn dnnl() -> Result<Target> {
+    Ok(Target::from_description(&DnnlPlugin.describe())?)
+}
+
+/// Partitions for dnnl, compiles every partition with the plugin (2 threads) and plans the
+/// module around them.
+fn dnnl_executor(module: &Module) -> Result<Executor> {
+    let result = partition(module, &[dnnl()?], &PartitionOptions::default())?;
+    let runtimes = Runtimes::new().with(TARGET, Arc::new(DnnlPlugin));
+    let options = CompileOptions::new().with(THREADS_OPTION, "2");
+    let externals = compile_externals(&result.module, &runtimes, &options)?;
+    Ok(Executor::with_externals(
+        &result.module,
+        ExecOptions::default(),
+        &externals,
+    )?)
+}
+
+#[test]
+fn resnet50_fuses_conv_batch_norm_relu_and_residual_adds() -> Result<()> {
+    let Some(root) = light_dir() else {
+        return Ok(());
+    };
+    let model = root.join("resnet50").join("random.onnx");
+    let module = load_model(&model, &BTreeMap::new())
+        .with_context(|| format!("loading {}", model.display()))?;
+    let summary = Summary::of(&partition(
+        &module,
+        &[dnnl()?],
+        &PartitionOptions::default(),
+    )?);
+    let composites: Vec<&str> = summary
+        .functions
+        .iter()
+        .flat_map(|f| f.composites.iter().map(String::as_str))
+        .collect();
+    let count = |name: &str| composites.iter().filter(|c| **c == name).count();
+    // ResNet-50: a stem conv, then 16 bottlenecks of three convs (conv + bn + relu twice,
+    // conv + bn + residual add + relu once), four of them with a conv + bn shortcut.
+    assert_eq!(count("dnnl.conv2d_bias_relu"), 1 + 16 * 2, "{composites:?}");
+    assert_eq!(count("dnnl.conv2d_bias_sum_relu"), 16, "{composites:?}");
+    assert_eq!(count("dnnl.conv2d_bias"), 4, "{composites:?}");
+    // ... and the classifier, a Gemm with bias.
+    assert_eq!(count("dnnl.dense_bias"), 1, "{composites:?}");
+    assert_eq!(composites.len(), 53 + 1, "{composites:?}");
+    for op in ["nn.conv2d", "nn.batch_norm", "add", "nn.relu", "multiply"] {
+        assert!(
+            !summary.host_ops.iter().any(|h| h == op),
+            "{op} left on the host: {:?}",
+            summary.host_ops
+        );
+    }
+    Ok(())
+}
+
+/// The random-weight variant of `name` through dnnl against onnxruntime.
+fn light_model(name: &str) -> Result<()> {
+    let Some(root) = light_dir() else {
+        return Ok(());
+    };
+    let dir = root.join(name);
+    check(
+        &dir.join("random.onnx"),
+        &dir.join("random_input.npz"),
+        &dir.join("random_expected.npz"),
+        &dnnl_executor,
+    )
+    .context("random weights with --target dnnl vs onnxruntime")
+}
+
+macro_rules! light_tests {
+    ($($test:ident => $name:literal,)*) => {$(
+        #[test]
+        fn $test() -> Result<()> {
+            light_model($name)
+        }
+    )*};
+}
+
+light_tests! {
+    bvlc_alexnet => "bvlc_alexnet",
+    densenet121 => "densenet121",
+    inception_v1 => "inception_v1",
+    inception_v2 => "inception_v2",
+    resnet50 => "resnet50",
+    shufflenet => "shufflenet",
+    squeezenet => "squeezenet",
+    vgg19 => "vgg19",
+    zfnet512 => "zfnet512",
+}

@@ -1,0 +1,79 @@
+//! Shared by the end-to-end tests of ONNX's nine "light" CNNs (ResNet-50, DenseNet-121,
+//! Inception v1/v2, ShuffleNet, SqueezeNet, VGG-19, AlexNet, ZFNet-512): where the data is,
+//! running a model with an executor the caller builds, and comparing with the references.
+//! Included by `tests/onnx_light.rs` (host executor) and by plugin tests (`#[path]`), each of
+//! which also declares `mod common` (`tests/common/mod.rs`) at its root.
+//!
+//! The data comes from `scripts/fetch_onnx_light.sh` (run by `./scripts/dev test`), which
+//! writes one folder per model under the directory named by `BYOC_ONNX_LIGHT_DIR`:
+//! - `model.onnx` with `input.npz` / `expected.npz`: the shipped model (weights built by
+//!   `ConstantOfShape`) and the expected output shipped with it (ONNX's reference evaluator);
+//! - `random.onnx` with `random_input.npz` / `random_expected.npz`: the same graph with seeded
+//!   random weights, and onnxruntime's outputs.
+//!
+//! When `BYOC_ONNX_LIGHT_DIR` is set, every model must be there and match; when it is unset
+//! the tests say so and pass, so a bare `cargo test` works without Python.
+//!
+//! Tolerance: `tests/common/mod.rs` (`compare`): a relative error of at most 1e-4.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{ensure, Context, Result};
+use byoc::cli::inputs::{output_map, resolve_inputs};
+use byoc::core::exec::Executor;
+use byoc::core::io::read_npz;
+use byoc::core::Module;
+use byoc::model::load_model;
+
+use crate::common::compare;
+
+/// The data directory, or `None` (after saying so) when the tests are not configured.
+pub fn light_dir() -> Option<PathBuf> {
+    match std::env::var_os("BYOC_ONNX_LIGHT_DIR") {
+        Some(dir) => Some(PathBuf::from(dir)),
+        None => {
+            eprintln!(
+                "BYOC_ONNX_LIGHT_DIR is not set: ONNX light-model tests not configured \
+                 (./scripts/dev test prepares them with scripts/fetch_onnx_light.sh)"
+            );
+            None
+        }
+    }
+}
+
+/// Runs `model` on `inputs` with the executor `make` builds for the loaded module and compares
+/// every output with `expected`.
+pub fn check(
+    model: &Path,
+    inputs: &Path,
+    expected: &Path,
+    make: &dyn Fn(&Module) -> Result<Executor>,
+) -> Result<()> {
+    for file in [model, inputs, expected] {
+        ensure!(
+            file.is_file(),
+            "missing test data file '{}'",
+            file.display()
+        );
+    }
+    let module = load_model(model, &BTreeMap::new())?;
+    let executor = make(&module).with_context(|| format!("{}: cannot plan", model.display()))?;
+    let feeds = resolve_inputs(&module, Some(inputs), None)?;
+    let outputs = executor
+        .run_named(&feeds)
+        .with_context(|| format!("{}: run failed", model.display()))?;
+    let got = output_map(&module, outputs);
+    let want = read_npz(expected)?;
+    ensure!(
+        got.keys().eq(want.keys()),
+        "{}: outputs {:?}, expected {:?}",
+        model.display(),
+        got.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>()
+    );
+    for (name, reference) in &want {
+        compare(model, name, &got[name], reference)?;
+    }
+    Ok(())
+}
