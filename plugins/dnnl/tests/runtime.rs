@@ -38,7 +38,10 @@ fn several_threads_run_one_module() {
             .unwrap(),
     );
     let inputs: Vec<Tensor> = (0..6).map(|i| tensor(&[1, 5, 12, 12], 100 + i)).collect();
-    let want: Vec<Vec<Tensor>> = inputs.iter().map(|x| host(&f, std::slice::from_ref(x))).collect();
+    let want: Vec<Vec<Tensor>> = inputs
+        .iter()
+        .map(|x| host(&f, std::slice::from_ref(x)))
+        .collect();
     std::thread::scope(|s| {
         for (x, w) in inputs.iter().zip(&want) {
             let module = Arc::clone(&module);
