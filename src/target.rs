@@ -429,6 +429,11 @@ mod tests {
         assert_eq!(t.patterns.len(), 1);
         assert_eq!(t.support.prune.require_any, ["nn.conv2d", "nn.dense"]);
         assert!(!t.simplify_inference && !t.fold_scale_axis);
+        let t = Target::from_spec_json(
+            r#"{"target": "acc", "simplify_inference": true, "fold_scale_axis": true}"#,
+        )
+        .unwrap();
+        assert!(t.simplify_inference && t.fold_scale_axis);
     }
 
     #[test]

@@ -60,7 +60,9 @@ fn assert_same(actual: &Module, expected: &Module) {
 
 /// Deterministic values in [-1, 1) (a small LCG), printed as a text-format list.
 fn values(n: usize, seed: u64) -> String {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     let v: Vec<String> = (0..n)
         .map(|_| {
             s = s
@@ -109,7 +111,10 @@ fn assert_computes_the_same(original: &Module, folded: &Module, x_shape: &[usize
         assert_eq!(w.shape(), g.shape());
         for (i, (a, b)) in w.to_f64_vec().iter().zip(g.to_f64_vec()).enumerate() {
             let err = (a - b).abs() / a.abs().max(1e-5);
-            assert!(err <= 1e-5, "element {i}: {b} vs reference {a} (rel err {err:.2e})");
+            assert!(
+                err <= 1e-5,
+                "element {i}: {b} vs reference {a} (rel err {err:.2e})"
+            );
         }
     }
 }
@@ -118,7 +123,11 @@ fn ops(m: &Module) -> Vec<String> {
     let main = m.main().unwrap();
     main.live_ids()
         .into_iter()
-        .filter_map(|id| main.expr(id).as_op_call().map(|(op, _)| op.name().to_string()))
+        .filter_map(|id| {
+            main.expr(id)
+                .as_op_call()
+                .map(|(op, _)| op.name().to_string())
+        })
         .collect()
 }
 

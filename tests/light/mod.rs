@@ -25,8 +25,8 @@ use anyhow::{bail, ensure, Context, Result};
 use byoc::cli::inputs::{output_map, resolve_inputs};
 use byoc::core::exec::Executor;
 use byoc::core::io::read_npz;
-use byoc::core::Tensor;
 use byoc::core::Module;
+use byoc::core::Tensor;
 use byoc::model::load_model;
 
 /// Largest relative error allowed.
@@ -126,4 +126,3 @@ pub fn compare(model: &Path, name: &str, got: &Tensor, reference: &Tensor) -> Re
     );
     Ok(())
 }
-

@@ -32,9 +32,7 @@
 
 use std::sync::Arc;
 
-use crate::ir::{
-    rewrite::Rebuild, Attrs, Call, ExprId, Function, IrError, Module, TensorType,
-};
+use crate::ir::{rewrite::Rebuild, Attrs, Call, ExprId, Function, IrError, Module, TensorType};
 use crate::tensor::Tensor;
 
 use super::fold_constant::frozen_nodes;
@@ -80,7 +78,9 @@ struct Chain {
 
 impl Chain {
     fn channels(&self, f: &Function) -> usize {
-        tensor_type(f, self.root).map_or(0, |t| t.shape[self.axis])
+        tensor_type(f, self.root)
+            .and_then(|t| t.shape.get(self.axis).copied())
+            .unwrap_or(0)
     }
 
     fn multiplied(&self, s: &[f64]) -> Chain {
@@ -152,9 +152,8 @@ fn start(f: &Function, id: ExprId, call: &Call) -> Option<Chain> {
     }
     let axis = match call.op()?.name() {
         "nn.conv2d" => {
-            let layout = |name: &str, default: &str| {
-                call.attrs.get_str(name).unwrap_or(default).to_string()
-            };
+            let layout =
+                |name: &str, default: &str| call.attrs.get_str(name).unwrap_or(default).to_string();
             let out_layout = layout("out_layout", "");
             let nchw = layout("data_layout", "NCHW") == "NCHW"
                 && layout("kernel_layout", "OIHW") == "OIHW"
@@ -243,9 +242,10 @@ fn per_channel(c: &Tensor, out: &TensorType, axis: usize, channels: usize) -> Op
         return None;
     }
     let offset = out.rank() - shape.len();
-    let fits = shape.iter().enumerate().all(|(i, &d)| {
-        d == 1 || (offset + i == axis && d == channels)
-    });
+    let fits = shape
+        .iter()
+        .enumerate()
+        .all(|(i, &d)| d == 1 || (offset + i == axis && d == channels));
     if !fits {
         return None;
     }
@@ -303,7 +303,9 @@ fn rewrite(rb: &mut Rebuild<'_>, chain: &Chain) -> Result<Option<ExprId>, IrErro
         None => rb.get(weight)?,
     };
     let data = rb.get(data)?;
-    let mut top = rb.builder.call_op(op, &[data, new_weight], call.attrs.clone())?;
+    let mut top = rb
+        .builder
+        .call_op(op, &[data, new_weight], call.attrs.clone())?;
     rb.builder.set_ty(top, out.clone().into());
     if let Some(bias) = bias {
         let bias = rb.builder.constant(bias);

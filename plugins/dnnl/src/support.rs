@@ -3,14 +3,16 @@
 //! (v0.16) where the runtime can follow it.
 //!
 //! - **Ops**: float32 only (the runtime computes in float32), NCHW data and OIHW (IOHW for
-//!   `nn.conv2d_transpose`) weights, pooling without `ceil_mode`, `nn.dense` on rank-2 data,
-//!   `nn.batch_norm` over axis 1 and `nn.layer_norm` over the last axis with both `center` and
-//!   `scale`. Every rejection carries its reason.
+//!   `nn.conv2d_transpose`) weights, average pooling without `ceil_mode` (max pooling takes
+//!   it), `nn.dense` on data of rank 2 or more, `nn.batch_norm` over axis 1 and
+//!   `nn.layer_norm` over the last axis with both `center` and `scale`. Every rejection
+//!   carries its reason.
 //! - **Patterns** (earlier entries win, as in TVM): `dnnl.dense_bias_sum`,
 //!   `dnnl.conv2d_bias_sum_relu`, `dnnl.conv2d_bias_sum`, then for bias on/off, for each
 //!   eltwise tail (`relu`, `tanh`, `sigmoid`, `clip`, `gelu`, `swish`, `leaky_relu`, none), for
 //!   root `conv2d`, `deconv2d` (`nn.conv2d_transpose`), `dense`:
-//!   `dnnl.<root>[_bias][_<tail>]` (bias and tail not both absent). A composite's parameters
+//!   `dnnl.<root>[_bias][_<tail>]` (bias and tail not both absent). Dense composites need
+//!   rank-2 data (so axis 1 is the output channel). A composite's parameters
 //!   are data, weight, bias (when present), sum operand (when present), in that order: the
 //!   pattern's named leaves in post-order, which is how MergeComposite orders parameters.
 //! - **Bias** is `nn.bias_add(.., axis=1)`, per output channel by its type relation. In the
@@ -162,7 +164,12 @@ impl Fused {
     fn check(self, call: &CallView<'_>) -> Result<(), RejectReason> {
         let out = shape(call.result_type)?;
         if self.root == Root::Dense && out.len() != 2 {
-            return Err(format!("{}: dense output has rank {}, not 2", self.name(), out.len()).into());
+            return Err(format!(
+                "{}: dense output has rank {}, not 2",
+                self.name(),
+                out.len()
+            )
+            .into());
         }
         if self.tail.is_some() {
             return Ok(());
@@ -239,11 +246,17 @@ pub fn description() -> TargetDescription {
             layouts(c, &[("data_layout", "NCHW"), ("kernel_layout", "IOHW")])
         })
         .with_rule_checked(f32_rule("nn.dense"), |c| {
-            let rank = c.arg_types.first().map_or(Ok(0), |t| shape(t).map(<[_]>::len))?;
-            if rank == 2 {
+            let rank = c
+                .arg_types
+                .first()
+                .map_or(Ok(0), |t| shape(t).map(<[_]>::len))?;
+            if rank >= 2 {
                 Ok(())
             } else {
-                Err(format!("data has rank {rank}; dnnl's inner product takes rank 2").into())
+                Err(
+                    format!("data has rank {rank}; dnnl's inner product needs rank 2 or more")
+                        .into(),
+                )
             }
         })
         .with_rule_checked(f32_rule("nn.batch_norm"), |c| {
@@ -255,24 +268,29 @@ pub fn description() -> TargetDescription {
         })
         .with_rule_checked(f32_rule("nn.layer_norm"), |c| {
             flags(c, &[("center", true), ("scale", true)])?;
-            let rank = c.arg_types.first().map_or(Ok(0), |t| shape(t).map(<[_]>::len))?;
+            let rank = c
+                .arg_types
+                .first()
+                .map_or(Ok(0), |t| shape(t).map(<[_]>::len))?;
             match c.attrs.get("axis").and_then(AttrValue::as_int) {
                 Some(-1) => Ok(()),
                 Some(a) if a + 1 == rank as i64 => Ok(()),
-                other => Err(format!("axis={} not supported (needs the last axis)", show(other)).into()),
+                other => {
+                    Err(format!("axis={} not supported (needs the last axis)", show(other)).into())
+                }
             }
         });
-    for op in ["nn.max_pool2d", "nn.avg_pool2d"] {
-        d = d.with_rule_checked(f32_rule(op), |c| {
+    d = d
+        .with_rule_checked(f32_rule("nn.max_pool2d"), |c| {
+            layouts(c, &[("layout", "NCHW")])
+        })
+        .with_rule_checked(f32_rule("nn.avg_pool2d"), |c| {
             layouts(c, &[("layout", "NCHW")])?;
             match c.attrs.get("ceil_mode").and_then(AttrValue::as_bool) {
-                Some(true) => {
-                    Err("ceil_mode=True not supported (dnnl pooling rounds the output size down)".into())
-                }
+                Some(true) => Err("ceil_mode=True not supported for average pooling".into()),
                 _ => Ok(()),
             }
         });
-    }
     for op in ["nn.global_avg_pool2d", "nn.global_max_pool2d"] {
         d = d.with_rule_checked(f32_rule(op), |c| layouts(c, &[("layout", "NCHW")]));
     }
@@ -295,7 +313,12 @@ fn shape(t: &Type) -> Result<&[usize], RejectReason> {
 
 /// Layout attributes must be these; `out_layout` must be empty or the data layout.
 fn layouts(call: &CallView<'_>, wanted: &[(&str, &str)]) -> Result<(), RejectReason> {
-    let attr = |name: &str| call.attrs.get(name).and_then(AttrValue::as_str).unwrap_or("");
+    let attr = |name: &str| {
+        call.attrs
+            .get(name)
+            .and_then(AttrValue::as_str)
+            .unwrap_or("")
+    };
     for (name, want) in wanted {
         let got = attr(name);
         if got != *want {
@@ -305,7 +328,10 @@ fn layouts(call: &CallView<'_>, wanted: &[(&str, &str)]) -> Result<(), RejectRea
     let data_layout = wanted[0].1;
     let out = attr("out_layout");
     if !out.is_empty() && out != data_layout {
-        return Err(format!("out_layout=\"{out}\" not supported (needs \"\" or \"{data_layout}\")").into());
+        return Err(format!(
+            "out_layout=\"{out}\" not supported (needs \"\" or \"{data_layout}\")"
+        )
+        .into());
     }
     Ok(())
 }
@@ -390,7 +416,12 @@ mod tests {
         assert!(!names.contains(&"dnnl.conv2d".to_string()));
     }
 
-    fn call_check(entry: &str, op: &str, args: &[&[usize]], out: &[usize]) -> Result<(), RejectReason> {
+    fn call_check(
+        entry: &str,
+        op: &str,
+        args: &[&[usize]],
+        out: &[usize],
+    ) -> Result<(), RejectReason> {
         let fused = fused_entries()
             .into_iter()
             .find(|f| f.name() == entry)
@@ -411,28 +442,56 @@ mod tests {
     fn a_bias_add_is_one_value_per_output_channel() {
         let out: &[usize] = &[1, 8, 5, 5];
         for bias in [&[8, 1, 1][..], &[1, 8, 1, 1]] {
-            assert_eq!(call_check("dnnl.conv2d_bias", "add", &[out, bias], out), Ok(()));
-            assert_eq!(call_check("dnnl.conv2d_bias", "add", &[bias, out], out), Ok(()));
+            assert_eq!(
+                call_check("dnnl.conv2d_bias", "add", &[out, bias], out),
+                Ok(())
+            );
+            assert_eq!(
+                call_check("dnnl.conv2d_bias", "add", &[bias, out], out),
+                Ok(())
+            );
         }
         for bias in [&[8][..], &[1, 8, 5, 5], &[1, 1, 1], &[4, 1, 1]] {
             let err = call_check("dnnl.conv2d_bias", "add", &[out, bias], out).unwrap_err();
             assert!(err.0.contains("not one value per output channel"), "{err}");
         }
-        assert_eq!(call_check("dnnl.conv2d_bias", "nn.bias_add", &[out, &[8]], out), Ok(()));
+        assert_eq!(
+            call_check("dnnl.conv2d_bias", "nn.bias_add", &[out, &[8]], out),
+            Ok(())
+        );
         let dense: &[usize] = &[2, 10];
-        assert_eq!(call_check("dnnl.dense_bias", "add", &[dense, &[10]], dense), Ok(()));
-        assert_eq!(call_check("dnnl.dense_bias", "add", &[dense, &[1, 10]], dense), Ok(()));
+        assert_eq!(
+            call_check("dnnl.dense_bias", "add", &[dense, &[10]], dense),
+            Ok(())
+        );
+        assert_eq!(
+            call_check("dnnl.dense_bias", "add", &[dense, &[1, 10]], dense),
+            Ok(())
+        );
         assert!(call_check("dnnl.dense_bias", "add", &[dense, &[2, 10]], dense).is_err());
     }
 
     #[test]
     fn a_sum_operand_has_the_output_shape_and_dense_is_rank_2() {
         let out: &[usize] = &[1, 8, 5, 5];
-        assert_eq!(call_check("dnnl.conv2d_bias_sum", "add", &[out, out], out), Ok(()));
+        assert_eq!(
+            call_check("dnnl.conv2d_bias_sum", "add", &[out, out], out),
+            Ok(())
+        );
         let err = call_check("dnnl.conv2d_bias_sum", "add", &[out, &[8, 1, 1]], out).unwrap_err();
-        assert_eq!(err.0, "sum operand has shape [8, 1, 1], not the output's [1, 8, 5, 5]");
-        let err = call_check("dnnl.dense_bias_relu", "nn.relu", &[&[2, 3, 4]], &[2, 3, 4]).unwrap_err();
-        assert_eq!(err.0, "dnnl.dense_bias_relu: dense output has rank 3, not 2");
-        assert_eq!(call_check("dnnl.dense_relu", "nn.relu", &[&[2, 4]], &[2, 4]), Ok(()));
+        assert_eq!(
+            err.0,
+            "sum operand has shape [8, 1, 1], not the output's [1, 8, 5, 5]"
+        );
+        let err =
+            call_check("dnnl.dense_bias_relu", "nn.relu", &[&[2, 3, 4]], &[2, 3, 4]).unwrap_err();
+        assert_eq!(
+            err.0,
+            "dnnl.dense_bias_relu: dense output has rank 3, not 2"
+        );
+        assert_eq!(
+            call_check("dnnl.dense_relu", "nn.relu", &[&[2, 4]], &[2, 4]),
+            Ok(())
+        );
     }
 }

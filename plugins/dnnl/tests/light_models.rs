@@ -1,8 +1,8 @@
 //! ONNX's nine light CNNs with the dnnl target, statically linked: what `byoc inspect
-//! resnet50.onnx --target dnnl --format json` reports for ResNet-50 (every conv + batch norm
-//! + relu one `dnnl.conv2d_bias_relu`, every residual add fused as a sum post-op), and every
-//! random-weight variant partitioned, compiled by the dnnl plugin and run against onnxruntime's
-//! outputs (max relative error 1e-4, the tolerance of `tests/light/mod.rs`).
+//! resnet50.onnx --target dnnl --format json` reports for ResNet-50 (every conv with its batch
+//! norm and relu one `dnnl.conv2d_bias_relu`, every residual add fused as a sum post-op), and
+//! every random-weight variant partitioned, compiled by the dnnl plugin and run against
+//! onnxruntime's outputs (max relative error 1e-4, the tolerance of `tests/light/mod.rs`).
 //!
 //! Data: `BYOC_ONNX_LIGHT_DIR` (see `scripts/fetch_onnx_light.sh`); when it is unset the tests
 //! say so and pass.
