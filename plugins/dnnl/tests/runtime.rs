@@ -38,13 +38,16 @@ fn several_threads_run_one_module() {
             .unwrap(),
     );
     let inputs: Vec<Tensor> = (0..6).map(|i| tensor(&[1, 5, 12, 12], 100 + i)).collect();
-    let want: Vec<Vec<Tensor>> = inputs.iter().map(|x| host(&f, &[x.clone()])).collect();
+    let want: Vec<Vec<Tensor>> = inputs
+        .iter()
+        .map(|x| host(&f, std::slice::from_ref(x)))
+        .collect();
     std::thread::scope(|s| {
         for (x, w) in inputs.iter().zip(&want) {
             let module = Arc::clone(&module);
             s.spawn(move || {
                 for _ in 0..20 {
-                    let got = run(module.as_ref().as_ref(), &[x.clone()], w);
+                    let got = run(module.as_ref().as_ref(), std::slice::from_ref(x), w);
                     assert!(rel_err(&got[0], &w[0]) <= 1e-4);
                 }
             });

@@ -7,7 +7,12 @@
 //! descriptors are only ever written by `*_desc_init` and read by oneDNN, so they are one
 //! opaque, large enough, 8-aligned buffer ([`OpDesc`]).
 
-#![allow(non_camel_case_types, non_upper_case_globals, missing_docs)]
+#![allow(
+    non_camel_case_types,
+    non_upper_case_globals,
+    missing_docs,
+    reason = "C names and values, documented in dnnl.h"
+)]
 
 use std::ffi::{c_char, c_int, c_uint, c_void};
 

@@ -209,7 +209,7 @@ fn bias_value(
             cx.in_types[i]
         )));
     }
-    Ok(b.view(cx.args[i], MemoryDesc::plain(&[channels])?)?)
+    b.view(cx.args[i], MemoryDesc::plain(&[channels])?)
 }
 
 /// The destination of a primitive with a `sum` post-op: the residual operand in the
@@ -328,9 +328,9 @@ fn conv_with(
         &window,
     )?;
     let pd = PrimitiveDesc::new(b.engine, &op, &Attr::new(&f.post)?)?;
-    let src = b.to_layout(cx.args[0], pd.query(Query::Src(0)))?;
+    let src = b.in_layout(cx.args[0], pd.query(Query::Src(0)))?;
     let wv = b.view(cx.args[1], MemoryDesc::strided(&wdims, &wstrides)?)?;
-    let wv = b.to_layout(wv, pd.query(Query::Weights(0)))?;
+    let wv = b.in_layout(wv, pd.query(Query::Weights(0)))?;
     let mut args = vec![(ffi::DNNL_ARG_SRC, src), (ffi::DNNL_ARG_WEIGHTS, wv)];
     if let Some(i) = f.bias {
         args.push((ffi::DNNL_ARG_BIAS, bias_value(b, cx, i, oc, 2)?));
@@ -380,8 +380,8 @@ fn dense_with(b: &mut Builder<'_>, cx: &NodeCx<'_>, f: &Fused) -> Result<ValueId
         &dst_desc,
     )?;
     let pd = PrimitiveDesc::new(b.engine, &op, &Attr::new(&f.post)?)?;
-    let src = b.to_layout(src, pd.query(Query::Src(0)))?;
-    let wv = b.to_layout(cx.args[1], pd.query(Query::Weights(0)))?;
+    let src = b.in_layout(src, pd.query(Query::Src(0)))?;
+    let wv = b.in_layout(cx.args[1], pd.query(Query::Weights(0)))?;
     let mut args = vec![(ffi::DNNL_ARG_SRC, src), (ffi::DNNL_ARG_WEIGHTS, wv)];
     if let Some(i) = f.bias {
         args.push((ffi::DNNL_ARG_BIAS, bias_value(b, cx, i, units, 0)?));
@@ -480,7 +480,7 @@ fn batch_norm(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<Vec<ValueId>, OpEr
     let src_desc = b.desc(cx.args[0]);
     let op = OpDesc::batch_norm(&src_desc, eps, flags)?;
     let pd = PrimitiveDesc::new(b.engine, &op, &Attr::new(&[])?)?;
-    let src = b.to_layout(cx.args[0], pd.query(Query::Src(0)))?;
+    let src = b.in_layout(cx.args[0], pd.query(Query::Src(0)))?;
     let dst = b.temp(pd.query(Query::Dst(0)));
     let mut args = vec![
         (ffi::DNNL_ARG_SRC, src),
@@ -533,7 +533,7 @@ fn layer_norm(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<ValueId, OpError> 
     let stat = MemoryDesc::plain(&x[..x.len() - 1])?;
     let op = OpDesc::layer_norm(&data, &stat, eps, flags)?;
     let pd = PrimitiveDesc::new(b.engine, &op, &Attr::new(&[])?)?;
-    let src = b.to_layout(cx.args[0], data)?;
+    let src = b.in_layout(cx.args[0], data)?;
     let dst = b.temp(data);
     let mean = b.temp(stat);
     let var = b.temp(stat);
@@ -567,7 +567,7 @@ fn softmax(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<ValueId, OpError> {
     let data = MemoryDesc::plain(&x)?;
     let op = OpDesc::softmax(&data, ax as usize)?;
     let pd = PrimitiveDesc::new(b.engine, &op, &Attr::new(&[])?)?;
-    let src = b.to_layout(cx.args[0], data)?;
+    let src = b.in_layout(cx.args[0], data)?;
     let dst = b.temp(data);
     b.step(
         &pd,
@@ -625,7 +625,7 @@ fn pool(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<ValueId, OpError> {
     let src_desc = b.desc(cx.args[0]);
     let op = OpDesc::pooling(alg, &src_desc, &MemoryDesc::any(&y)?, &kernel, &window)?;
     let pd = PrimitiveDesc::new(b.engine, &op, &Attr::new(&[])?)?;
-    let src = b.to_layout(cx.args[0], pd.query(Query::Src(0)))?;
+    let src = b.in_layout(cx.args[0], pd.query(Query::Src(0)))?;
     let dst = b.temp(pd.query(Query::Dst(0)));
     b.step(
         &pd,
@@ -683,7 +683,7 @@ fn binary(b: &mut Builder<'_>, cx: &NodeCx<'_>, alg: i32) -> Result<ValueId, OpE
     };
     let c = if dc == da {
         if b.desc(c).dims() == dc.as_slice() {
-            b.to_layout(c, b.desc(a))?
+            b.in_layout(c, b.desc(a))?
         } else {
             b.view(c, b.desc(a))?
         }

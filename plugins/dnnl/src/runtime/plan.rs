@@ -187,7 +187,7 @@ impl<'e> Builder<'e> {
 
     /// `v` in layout `desc`: `v` itself when it already is, else a reorder (done now for
     /// constants, a step for activations), shared with other consumers.
-    pub fn to_layout(&mut self, v: ValueId, desc: MemoryDesc) -> Result<ValueId, OpError> {
+    pub fn in_layout(&mut self, v: ValueId, desc: MemoryDesc) -> Result<ValueId, OpError> {
         if self.values[v].desc == desc {
             return Ok(v);
         }
@@ -268,7 +268,7 @@ impl<'e> Builder<'e> {
         if cur == desc {
             return Ok(v);
         }
-        let plain = self.to_layout(v, MemoryDesc::plain(cur.dims())?)?;
+        let plain = self.in_layout(v, MemoryDesc::plain(cur.dims())?)?;
         if desc.size() > self.values[plain].desc.size() {
             return Err(OpError::msg(format!(
                 "cannot view {:?} as {desc:?}: it needs more bytes",

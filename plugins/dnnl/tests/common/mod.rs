@@ -1,7 +1,7 @@
 //! Shared test helpers: partitions written as Relay text, compiled by the dnnl plugin and
 //! checked against byoc-core's host executor (an implementation independent of oneDNN).
 
-#![allow(dead_code)]
+#![allow(dead_code, reason = "each test binary uses a subset of the helpers")]
 
 use byoc_core::exec::{ExecOptions, Executor};
 use byoc_core::ir::Module;
