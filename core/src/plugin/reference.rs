@@ -3,7 +3,9 @@
 //! It is a reference and test target, not an accelerator: it runs the partition with the host
 //! kernels, so partitioned modules of declarative targets (target-spec files) and tests run
 //! end to end, and the results of real plugins can be compared against it. Its serialized
-//! form is the partition's Relay text.
+//! form is the partition's function record ([`crate::sdk::record`]: Relay text with the
+//! constants as raw bytes beside it); it also reads the Relay text that byoc versions before
+//! the record wrote.
 
 use crate::exec::{ExecOptions, Executor};
 use crate::ir::Module;
@@ -49,23 +51,22 @@ impl Plugin for ReferenceRuntime {
         .map_err(|e| PluginError::new(format!("@{}: {e}", function.symbol)))?;
         Ok(Box::new(ReferenceModule {
             executor,
-            text: function.to_text(),
+            function: function.clone(),
         }))
     }
 
     fn deserialize(&self, bytes: &[u8]) -> Result<Box<dyn CompiledModule>, PluginError> {
-        let text = std::str::from_utf8(bytes)
-            .map_err(|e| PluginError::new(format!("reference module is not UTF-8 text: {e}")))?;
-        let function = PartitionedFunction::from_text(text)
+        let (function, _) = PartitionedFunction::from_bytes(bytes)
             .map_err(|e| PluginError::new(format!("reference module: {e}")))?;
         self.compile(&function, &CompileOptions::new())
     }
 }
 
-/// A partition planned on a host sub-executor.
+/// A partition planned on a host sub-executor, and the partition (its constants shared with
+/// the executor) to serialize.
 struct ReferenceModule {
     executor: Executor,
-    text: String,
+    function: PartitionedFunction,
 }
 
 impl CompiledModule for ReferenceModule {
@@ -99,6 +100,8 @@ impl CompiledModule for ReferenceModule {
     }
 
     fn serialize(&self) -> Result<Vec<u8>, PluginError> {
-        Ok(self.text.clone().into_bytes())
+        self.function
+            .to_record()
+            .map_err(|e| PluginError::new(format!("@{}: {e}", self.function.symbol)))
     }
 }

@@ -13,8 +13,13 @@
 //! - Memory is freed by the side that allocated it: [`OwnedBuf`]s and module handles are
 //!   allocated by the plugin and given back through `release_buf` / `release_module`;
 //!   everything the host passes in ([`StrView`], [`TensorView`]) is borrowed for the call.
-//! - Functions cross as Relay text, descriptions and options as JSON, tensors as views of the
-//!   caller's memory.
+//! - Partitioned functions cross as function records ([`super::record`]) since ABI 1.1, as
+//!   Relay text with inline constants before; op calls as Relay text, descriptions and
+//!   options as JSON, tensors as views of the caller's memory.
+//! - Minor versions: a host speaks to a plugin in the plugin's minor version. A host sends
+//!   functions to an ABI 1.0 plugin as text; the slots here read either form (told apart by
+//!   the record's magic) and answer `optimize` in the form they were sent, so a plugin of this
+//!   SDK also works under an ABI 1.0 host.
 //!
 //! Vendors do not use this module directly: [`crate::export_plugin!`] builds the table.
 
@@ -34,8 +39,11 @@ use crate::tensor::{TensorMut, TensorRef};
 pub const MAGIC: u64 = u64::from_le_bytes(*b"BYOCPLUG");
 /// The ABI major version: plugins of another major are refused.
 pub const ABI_MAJOR: u32 = 1;
-/// The ABI minor version: grows when slots are appended.
-pub const ABI_MINOR: u32 = 0;
+/// The ABI minor version: grows when slots are appended or a slot learns a new argument form
+/// (1: partitioned functions cross as function records).
+pub const ABI_MINOR: u32 = 1;
+/// The first minor version whose plugins read partitioned functions as function records.
+pub const ABI_MINOR_FUNCTION_RECORD: u32 = 1;
 /// The SDK version (the byoc-core crate version) this code was built as.
 pub const SDK_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// The symbol every plugin exports.
@@ -50,7 +58,8 @@ pub const STATUS_PANIC: u32 = 2;
 /// A predicate declined the call; the buffer holds the reason.
 pub const STATUS_REJECT: u32 = 3;
 
-/// Borrowed bytes (UTF-8 text for names, functions and JSON).
+/// Borrowed bytes (UTF-8 text for names, calls and JSON; a function record or text for
+/// functions).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct StrView {
@@ -161,9 +170,10 @@ pub type DescribeFn = unsafe extern "C" fn(out: *mut OwnedBuf) -> u32;
 /// Asks predicate `index` of list `kind` (0 ops, 1 patterns) about a call text.
 pub type CheckFn =
     unsafe extern "C" fn(kind: u32, index: u32, call: StrView, out: *mut OwnedBuf) -> u32;
-/// Runs the optimize hook on a function text; the buffer gets the new text.
+/// Runs the optimize hook on a function (record or text); the buffer gets the new function in
+/// the same form.
 pub type OptimizeFn = unsafe extern "C" fn(function: StrView, out: *mut OwnedBuf) -> u32;
-/// Compiles a function text with JSON options into a module handle.
+/// Compiles a function (record or text) with JSON options into a module handle.
 pub type CompileFn = unsafe extern "C" fn(
     function: StrView,
     options: StrView,
@@ -400,10 +410,10 @@ unsafe extern "C" fn check<E: Export>(
 
 unsafe extern "C" fn optimize<E: Export>(function: StrView, out: *mut OwnedBuf) -> u32 {
     let body = || {
-        // SAFETY: the host passes the text for the duration of the call.
-        let f = PartitionedFunction::from_text(&unsafe { function.text() })?;
+        // SAFETY: the host passes the function for the duration of the call.
+        let (f, form) = PartitionedFunction::from_bytes(unsafe { function.bytes() })?;
         let f = E::instance().plugin.optimize(f)?;
-        Ok(f.to_text().into_bytes())
+        Ok(f.to_bytes(form)?)
     };
     // SAFETY: the host passes a writable buffer.
     unsafe { guard(out, body) }
@@ -416,9 +426,9 @@ unsafe extern "C" fn compile<E: Export>(
     out: *mut OwnedBuf,
 ) -> u32 {
     let body = || {
-        // SAFETY: the host passes both texts for the duration of the call.
-        let (f, opts) = unsafe { (function.text(), options.text()) };
-        let f = PartitionedFunction::from_text(&f)?;
+        // SAFETY: the host passes the function and the options for the duration of the call.
+        let (f, opts) = unsafe { (function.bytes(), options.text()) };
+        let (f, _) = PartitionedFunction::from_bytes(f)?;
         let values: BTreeMap<String, String> = serde_json::from_str(&opts)?;
         let m = E::instance()
             .plugin
