@@ -105,3 +105,41 @@ impl CompiledModule for ReferenceModule {
             .map_err(|e| PluginError::new(format!("@{}: {e}", self.function.symbol)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sdk::record::RECORD_MAGIC;
+    use crate::tensor::Tensor;
+
+    const FUNCTION: &str = "def @ref_0(%x: Tensor[(4), float32], Compiler=\"ref\", global_symbol=\"ref_0\", Primitive=1) {\n  add(%x, const((4), float32, [1f, 2f, 3f, 4f]))\n}\n";
+
+    fn run(m: &dyn CompiledModule) -> Vec<f32> {
+        let x = Tensor::from_vec(vec![4], vec![1.0f32; 4]).unwrap();
+        let mut y = Tensor::from_vec(vec![4], vec![0.0f32; 4]).unwrap();
+        m.run(&[x.view()], &mut [y.view_mut()]).unwrap();
+        y.as_slice::<f32>().unwrap().to_vec()
+    }
+
+    #[test]
+    fn modules_serialize_as_records_and_records_and_older_text_load() {
+        let f = PartitionedFunction::from_text(FUNCTION).unwrap();
+        let m = ReferenceRuntime.compile(&f, &CompileOptions::new()).unwrap();
+        let record = m.serialize().unwrap();
+        assert!(record.starts_with(RECORD_MAGIC));
+        // Hand-computed: [1, 1, 1, 1] + [1, 2, 3, 4].
+        for bytes in [record.clone(), f.to_text().into_bytes()] {
+            let back = ReferenceRuntime.deserialize(&bytes).unwrap();
+            assert_eq!(run(back.as_ref()), [2.0, 3.0, 4.0, 5.0]);
+        }
+        let err = ReferenceRuntime
+            .deserialize(&record[..record.len() - 3])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("reference module: truncated function record: constant 0 data"),
+            "{err}"
+        );
+    }
+}

@@ -589,3 +589,112 @@ macro_rules! export_plugin {
         }
     };
 }
+
+#[cfg(test)]
+mod tests {
+    //! Both forms of a partitioned function across the C table, in-process: the built-in
+    //! reference runtime exported through the SDK's slots, and a table whose `compile` slot
+    //! reads text only, as an ABI 1.0 plugin does.
+
+    use std::path::Path;
+    use std::sync::OnceLock;
+
+    use super::*;
+    use crate::plugin::{LoadedPlugin, ReferenceRuntime};
+    use crate::sdk::{FunctionForm, PluginError};
+    use crate::tensor::Tensor;
+
+    struct ReferenceExport;
+
+    impl Export for ReferenceExport {
+        type Plugin = ReferenceRuntime;
+        fn instance() -> &'static Exported<ReferenceRuntime> {
+            static CELL: OnceLock<Exported<ReferenceRuntime>> = OnceLock::new();
+            CELL.get_or_init(|| Exported::new::<ReferenceExport>(ReferenceRuntime))
+        }
+    }
+
+    const FUNCTION: &str = "def @ref_0(%x: Tensor[(4), float32], Compiler=\"ref\", global_symbol=\"ref_0\", Primitive=1) {\n  add(%x, const((4), float32, [1f, 2f, 3f, 4f]))\n}\n";
+
+    /// A compile slot as ABI 1.0 plugins have it: the function must be Relay text.
+    unsafe extern "C" fn text_only_compile(
+        function: StrView,
+        options: StrView,
+        module: *mut *mut ModuleHandle,
+        out: *mut OwnedBuf,
+    ) -> u32 {
+        // SAFETY: the host passes the function for the duration of the call.
+        let text = unsafe { function.text() };
+        if let Err(e) = PartitionedFunction::from_text(&text) {
+            // SAFETY: the host passes a writable buffer.
+            return unsafe { guard(out, || Err(Failure::Error(e.to_string()))) };
+        }
+        // SAFETY: forwarded as received.
+        unsafe { compile::<ReferenceExport>(function, options, module, out) }
+    }
+
+    /// The reference runtime's table with the given minor version and, optionally, the
+    /// text-only compile slot.
+    fn table(minor: u32, text_only: bool) -> &'static PluginVTable {
+        let t = &ReferenceExport::instance().table;
+        Box::leak(Box::new(PluginVTable {
+            header: PluginHeader {
+                magic: MAGIC,
+                abi_major: ABI_MAJOR,
+                abi_minor: minor,
+                table_size: t.header.table_size,
+                sdk_version: t.header.sdk_version,
+            },
+            compile: if text_only {
+                text_only_compile
+            } else {
+                t.compile
+            },
+            ..*t
+        }))
+    }
+
+    /// Compiles [`FUNCTION`] through `plugin` and runs it on [1, 1, 1, 1].
+    fn compile_and_run(plugin: &LoadedPlugin) -> Result<Vec<f32>, PluginError> {
+        let f = PartitionedFunction::from_text(FUNCTION).unwrap();
+        let m = plugin.compile(&f, &CompileOptions::new())?;
+        let x = Tensor::from_vec(vec![4], vec![1.0f32; 4]).unwrap();
+        let mut y = Tensor::from_vec(vec![4], vec![0.0f32; 4]).unwrap();
+        m.run(&[x.view()], &mut [y.view_mut()])?;
+        Ok(y.as_slice::<f32>().unwrap().to_vec())
+    }
+
+    #[test]
+    fn the_host_speaks_to_each_plugin_in_its_minor_version() {
+        let old = LoadedPlugin::from_table(table(0, true), Path::new("old.so")).unwrap();
+        assert_eq!(old.function_form(), FunctionForm::Text);
+        assert_eq!(compile_and_run(&old).unwrap(), [2.0, 3.0, 4.0, 5.0]);
+        let new = LoadedPlugin::from_table(table(ABI_MINOR, false), Path::new("new.so")).unwrap();
+        assert_eq!(new.function_form(), FunctionForm::Record);
+        assert_eq!(compile_and_run(&new).unwrap(), [2.0, 3.0, 4.0, 5.0]);
+        // A 1.0 plugin that claimed this minor version would get a record it cannot read.
+        let liar = LoadedPlugin::from_table(table(ABI_MINOR, true), Path::new("liar.so")).unwrap();
+        let err = compile_and_run(&liar).unwrap_err().to_string();
+        assert!(err.contains("malformed function text"), "{err}");
+    }
+
+    #[test]
+    fn optimize_answers_in_the_form_it_was_sent() {
+        let t = &ReferenceExport::instance().table;
+        let f = PartitionedFunction::from_text(FUNCTION).unwrap();
+        for form in [FunctionForm::Text, FunctionForm::Record] {
+            let sent = f.to_bytes(form).unwrap();
+            let mut buf = OwnedBuf::EMPTY;
+            // SAFETY: the bytes outlive the call; the slot fills the buffer.
+            let status = unsafe { (t.optimize)(StrView::of(&sent), &mut buf) };
+            // SAFETY: filled by the slot, released right after.
+            let answer = unsafe { buf.bytes() }.to_vec();
+            // SAFETY: the buffer came from this table and is released once.
+            unsafe { (t.release_buf)(buf) };
+            assert_eq!(status, STATUS_OK, "{}", String::from_utf8_lossy(&answer));
+            let (back, got) = PartitionedFunction::from_bytes(&answer).unwrap();
+            assert_eq!(got, form);
+            crate::ir::structural_eq_function(&f.function, &back.function).unwrap();
+        }
+    }
+}
