@@ -12,25 +12,19 @@
 //! When `BYOC_ONNX_LIGHT_DIR` is set, every model must be there and match; when it is unset
 //! the tests say so and pass, so a bare `cargo test` works without Python.
 //!
-//! Tolerance: every element `a` of byoc's output and `b` of the reference must satisfy
-//! `|a - b| <= RTOL * max(|b|, FLOOR_FRACTION * max|reference|)`: a relative error of at most
-//! 1e-4, where elements smaller than a hundredth of the output's largest magnitude (near-zero
-//! softmax probabilities, cancelled sums) are held to that absolute floor instead.
+//! Tolerance: a relative error of at most 1e-4 (see `common::compare`).
+
+mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{ensure, Context, Result};
 use byoc::cli::inputs::{output_map, resolve_inputs};
 use byoc::core::exec::{ExecOptions, Executor};
 use byoc::core::io::read_npz;
-use byoc::core::Tensor;
 use byoc::model::load_model;
-
-/// Largest relative error allowed.
-const RTOL: f64 = 1e-4;
-/// The absolute floor, as a fraction of the reference output's largest magnitude.
-const FLOOR_FRACTION: f64 = 1e-2;
+use common::compare;
 
 /// The data directory, or `None` (after saying so) when the tests are not configured.
 fn light_dir() -> Option<PathBuf> {
@@ -74,49 +68,6 @@ fn check(model: &Path, inputs: &Path, expected: &Path) -> Result<()> {
     for (name, reference) in &want {
         compare(model, name, &got[name], reference)?;
     }
-    Ok(())
-}
-
-/// Checks one output against its reference with the tolerance in the module doc.
-fn compare(model: &Path, name: &str, got: &Tensor, reference: &Tensor) -> Result<()> {
-    ensure!(
-        got.shape() == reference.shape(),
-        "{}: output '{name}' has shape {:?}, expected {:?}",
-        model.display(),
-        got.shape(),
-        reference.shape()
-    );
-    let (a, b) = (got.to_f64_vec(), reference.to_f64_vec());
-    let peak = b.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    let floor = FLOOR_FRACTION * peak;
-    let mut worst = (0.0f64, 0usize);
-    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
-        let diff = (x - y).abs();
-        // Equal values (zeros included) have no error; a NaN on either side an unbounded one.
-        let err = if diff == 0.0 {
-            0.0
-        } else if diff.is_nan() {
-            f64::INFINITY
-        } else {
-            diff / y.abs().max(floor)
-        };
-        if err > worst.0 {
-            worst = (err, i);
-        }
-    }
-    let (err, i) = worst;
-    if err > RTOL {
-        bail!(
-            "{}: output '{name}' element {i}: got {}, expected {} (relative error {err:.3e} > {RTOL:e}, floor {floor:.3e})",
-            model.display(),
-            a[i],
-            b[i]
-        );
-    }
-    eprintln!(
-        "{}: output '{name}': max relative error {err:.3e}",
-        model.display()
-    );
     Ok(())
 }
 

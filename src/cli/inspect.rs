@@ -1,8 +1,9 @@
 //! `byoc inspect`: print a model after a stage of the partitioning pipeline.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
+use byoc_core::plugin::{emit_sources, PartitionSource};
 use byoc_core::text::{print_module_with, PrintOptions};
 use clap::{Args, ValueEnum};
 
@@ -35,6 +36,10 @@ pub struct InspectArgs {
     /// Write to this file instead of standard output.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
+    /// Also write the source each partition's plugin generates (C for csource) into DIR,
+    /// one file per partition named after its global symbol (`DIR/csource_0.c`).
+    #[arg(long = "emit-source", value_name = "DIR")]
+    pub emit_source: Option<PathBuf>,
 }
 
 /// Pipeline stages `inspect` can stop after.
@@ -66,7 +71,11 @@ impl Stage {
 
 /// Runs `byoc inspect`.
 pub fn inspect(args: &InspectArgs) -> Result<()> {
-    let targets = args.targets.select()?.targets;
+    let selection = args.targets.select()?;
+    let targets = &selection.targets;
+    if args.emit_source.is_some() && args.stage != Stage::Partition {
+        bail!("--emit-source needs --stage partition (the default)");
+    }
     let module = load(&args.model, &args.input_shapes)?;
     let text = match args.stage.pipeline_stage() {
         None if args.format == Format::Text => {
@@ -82,8 +91,14 @@ pub fn inspect(args: &InspectArgs) -> Result<()> {
                 merge: !args.no_merge,
                 ..PartitionOptions::default()
             };
-            let result = partition(&module, &targets, &options)
+            let result = partition(&module, targets, &options)
                 .with_context(|| format!("{}: partitioning failed", args.model.display()))?;
+            if let Some(dir) = &args.emit_source {
+                let options = args.targets.compile_options()?;
+                let sources = emit_sources(&result.module, &selection.runtimes, &options)
+                    .with_context(|| format!("{}: codegen failed", args.model.display()))?;
+                write_sources(dir, &sources)?;
+            }
             let names: Vec<&str> = targets.iter().map(Target::name).collect();
             render(args.format, stop_after, &result, &names)?
         }
@@ -97,4 +112,37 @@ pub fn inspect(args: &InspectArgs) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// Writes each partition's source to `dir/<symbol>.<extension>`; partitions whose plugin has
+/// no source are named on standard error.
+fn write_sources(dir: &Path, sources: &[PartitionSource]) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| {
+        format!(
+            "--emit-source: cannot create the directory '{}'",
+            dir.display()
+        )
+    })?;
+    for p in sources {
+        let Some(source) = &p.source else {
+            eprintln!(
+                "no source for @{}: plugin '{}' (target {}) does not emit source",
+                p.function, p.plugin, p.target
+            );
+            continue;
+        };
+        if !source.extension.chars().all(|c| c.is_ascii_alphanumeric()) {
+            bail!(
+                "plugin '{}' gave the file extension '{}' for @{} (letters and digits only)",
+                p.plugin,
+                source.extension,
+                p.function
+            );
+        }
+        let path = dir.join(format!("{}.{}", p.function, source.extension));
+        std::fs::write(&path, &source.code)
+            .with_context(|| format!("--emit-source: cannot write '{}'", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
 }

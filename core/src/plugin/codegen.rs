@@ -4,7 +4,8 @@
 //! For each global function with a `Compiler` attribute: the target's runtime is looked up
 //! in [`Runtimes`] (missing: an error, never a host fallback); when the runtime's description
 //! asks for it, its optimize hook rewrites the partition (the signature must not change);
-//! then the runtime compiles it.
+//! then the runtime compiles it ([`compile_externals`]), or shows the source it would compile
+//! ([`emit_sources`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -14,7 +15,7 @@ use super::reference::ReferenceRuntime;
 use crate::exec::{ExternalModule, ExternalModules};
 use crate::ir::Module;
 use crate::passes::infer_types;
-use crate::sdk::{CompileOptions, PartitionedFunction, Plugin};
+use crate::sdk::{CompileOptions, EmittedSource, PartitionedFunction, Plugin, PluginError};
 
 /// The runtime that compiles each target's partitions.
 #[derive(Clone, Default)]
@@ -73,15 +74,31 @@ pub fn external_functions(module: &Module) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Compiles every external function of `module` (see the module docs).
-pub fn compile_externals(
-    module: &Module,
-    runtimes: &Runtimes,
-    options: &CompileOptions,
-) -> Result<ExternalModules, CodegenError> {
+/// One external function ready for its runtime: typed, and optimized when the runtime asks.
+struct Prepared<'r> {
+    name: String,
+    target: String,
+    plugin: &'r Arc<dyn Plugin>,
+    function: PartitionedFunction,
+}
+
+impl Prepared<'_> {
+    fn failed(&self, operation: &'static str, error: PluginError) -> CodegenError {
+        CodegenError::Plugin {
+            plugin: self.plugin.name().to_string(),
+            operation,
+            function: self.name.clone(),
+            error,
+        }
+    }
+}
+
+/// The external functions of `module` with their runtimes, typed and run through each
+/// runtime's optimize hook when its description asks for it (see the module docs).
+fn prepare<'r>(module: &Module, runtimes: &'r Runtimes) -> Result<Vec<Prepared<'r>>, CodegenError> {
     let mut typed = module.clone();
     infer_types(&mut typed)?;
-    let mut out = ExternalModules::new();
+    let mut out = Vec::new();
     for (name, target) in external_functions(&typed) {
         let plugin = runtimes
             .get(&target)
@@ -90,22 +107,23 @@ pub fn compile_externals(
                 target: target.clone(),
                 reason: "no plugin or target spec provides it".to_string(),
             })?;
-        let Some(f) = typed.get(&name) else { continue };
+        let Some(f) = typed.remove(&name) else {
+            continue;
+        };
         let mut function = PartitionedFunction {
             symbol: name.clone(),
-            function: f.clone(),
-        };
-        let failed = |operation, error| CodegenError::Plugin {
-            plugin: plugin.name().to_string(),
-            operation,
-            function: name.clone(),
-            error,
+            function: f,
         };
         if plugin.describe().optimize {
             let before = function.function.func_type();
             function = plugin
                 .optimize(function)
-                .map_err(|e| failed("optimize", e))?;
+                .map_err(|error| CodegenError::Plugin {
+                    plugin: plugin.name().to_string(),
+                    operation: "optimize",
+                    function: name.clone(),
+                    error,
+                })?;
             let after = function.function.func_type();
             if before != after {
                 let show = |t: Option<crate::ir::FuncType>| {
@@ -122,18 +140,75 @@ pub fn compile_externals(
                 });
             }
         }
-        let compiled = plugin
-            .compile(&function, options)
-            .map_err(|e| failed("compile", e))?;
-        out.insert(
+        let p = Prepared {
             name,
+            target,
+            plugin,
+            function,
+        };
+        out.push(p);
+    }
+    Ok(out)
+}
+
+/// Compiles every external function of `module` (see the module docs).
+pub fn compile_externals(
+    module: &Module,
+    runtimes: &Runtimes,
+    options: &CompileOptions,
+) -> Result<ExternalModules, CodegenError> {
+    let mut out = ExternalModules::new();
+    for p in prepare(module, runtimes)? {
+        let compiled = p
+            .plugin
+            .compile(&p.function, options)
+            .map_err(|e| p.failed("compile", e))?;
+        out.insert(
+            p.name,
             ExternalModule {
-                target,
-                plugin: plugin.name().to_string(),
-                plugin_version: plugin.version().to_string(),
+                target: p.target,
+                plugin: p.plugin.name().to_string(),
+                plugin_version: p.plugin.version().to_string(),
                 module: Arc::from(compiled),
             },
         );
     }
     Ok(out)
+}
+
+/// The source one external function's plugin generates for it ([`Plugin::emit_source`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionSource {
+    /// The external function (its `global_symbol`).
+    pub function: String,
+    /// Its target.
+    pub target: String,
+    /// The plugin that compiles it.
+    pub plugin: String,
+    /// The source, or `None` when the plugin has none to show.
+    pub source: Option<EmittedSource>,
+}
+
+/// The source of every external function of `module`, as its runtime would compile it (the
+/// same typing and optimize hook as [`compile_externals`]).
+pub fn emit_sources(
+    module: &Module,
+    runtimes: &Runtimes,
+    options: &CompileOptions,
+) -> Result<Vec<PartitionSource>, CodegenError> {
+    prepare(module, runtimes)?
+        .into_iter()
+        .map(|p| {
+            let source = p
+                .plugin
+                .emit_source(&p.function, options)
+                .map_err(|e| p.failed("emit_source", e))?;
+            Ok(PartitionSource {
+                function: p.name,
+                target: p.target,
+                plugin: p.plugin.name().to_string(),
+                source,
+            })
+        })
+        .collect()
 }

@@ -149,7 +149,7 @@ pub enum CodegenError {
     Plugin {
         /// The plugin.
         plugin: String,
-        /// `optimize` or `compile`.
+        /// `optimize`, `compile` or `emit_source`.
         operation: &'static str,
         /// The external function.
         function: String,

@@ -17,7 +17,8 @@ use crate::sdk::abi::{
     STATUS_PANIC, STATUS_REJECT,
 };
 use crate::sdk::{
-    call_to_text, CheckKind, CompileOptions, CompiledModule, FunctionForm, PartitionedFunction,
+    call_to_text, CheckKind, CompileOptions, CompiledModule, EmittedSource, FunctionForm,
+    PartitionedFunction,
     Plugin, PluginError, RejectReason, TargetDescription, TensorMut, TensorRef, TensorView,
 };
 use crate::target::OpPredicate;
@@ -170,6 +171,17 @@ impl LoadedPlugin {
             .to_bytes(self.function_form())
             .map_err(|e| PluginError::new(format!("@{}: {e}", function.symbol)))
     }
+
+    /// What `compile` and `emit_source` send: the function in the plugin's form, and the
+    /// options as JSON.
+    fn crossing(
+        &self,
+        function: &PartitionedFunction,
+        options: &CompileOptions,
+    ) -> Result<(Vec<u8>, String), PluginError> {
+        let opts = serde_json::to_string(&options.values).unwrap_or_else(|_| "{}".to_string());
+        Ok((self.function_bytes(function)?, opts))
+    }
 }
 
 /// A predicate that asks the plugin across the ABI. A plugin that fails or panics while
@@ -222,12 +234,28 @@ impl Plugin for LoadedPlugin {
         function: &PartitionedFunction,
         options: &CompileOptions,
     ) -> Result<Box<dyn CompiledModule>, PluginError> {
-        let bytes = self.function_bytes(function)?;
-        let opts = serde_json::to_string(&options.values).unwrap_or_else(|_| "{}".to_string());
+        let (bytes, opts) = self.crossing(function, options)?;
         let (f, o) = (StrView::of(&bytes), StrView::of(opts.as_bytes()));
         let table = self.table;
         // SAFETY: the function and the options outlive the call; the slot fills the handle and the buffer.
         table.module(|m, out| unsafe { (table.0.compile)(f, o, m, out) })
+    }
+
+    fn emit_source(
+        &self,
+        function: &PartitionedFunction,
+        options: &CompileOptions,
+    ) -> Result<Option<EmittedSource>, PluginError> {
+        // A plugin of ABI 1.0 has no such slot (its widened table holds `None`).
+        let Some(slot) = self.table.0.emit_source else {
+            return Ok(None);
+        };
+        let (bytes, opts) = self.crossing(function, options)?;
+        let (f, o) = (StrView::of(&bytes), StrView::of(opts.as_bytes()));
+        // SAFETY: the function and the options outlive the call; the slot fills the buffer.
+        let out = self.table.ok(|out| unsafe { slot(f, o, out) })?;
+        serde_json::from_slice(&out)
+            .map_err(|e| PluginError::new(format!("emit_source returned unreadable JSON: {e}")))
     }
 
     fn deserialize(&self, bytes: &[u8]) -> Result<Box<dyn CompiledModule>, PluginError> {
@@ -238,6 +266,7 @@ impl Plugin for LoadedPlugin {
     }
 }
 
+/// A function and compile options as they cross the ABI: Relay text and a JSON object.
 /// A compiled module that lives in a plugin.
 pub struct LoadedModule {
     table: Table,

@@ -5,8 +5,9 @@
 //! forgotten on purpose, because unloading a Rust library that used thread-locals is unsound.
 //! Checks, in order: the file exists, the system loader accepts it, it exports
 //! [`ENTRY_SYMBOL`], the entry returns a table with [`MAGIC`], the ABI major version matches
-//! and the table is at least as large as this host's. Then the plugin's custom datatypes are
-//! registered.
+//! and the table is at least an ABI 1.0 table. A table of an older minor version is widened
+//! to this host's layout (the slots it lacks are absent, see [`PluginVTable::widen`]). Then
+//! the plugin's custom datatypes are registered.
 
 use std::path::Path;
 
@@ -70,7 +71,12 @@ pub fn load_plugin(path: &Path) -> Result<LoadedPlugin, LoadError> {
             path: path.to_path_buf(),
         });
     }
-    if h.abi_major != ABI_MAJOR || h.table_size < std::mem::size_of::<PluginVTable>() {
+    // Another major version's table is never read.
+    let widened = (h.abi_major == ABI_MAJOR)
+        // SAFETY: a header of this major version heads a table of `table_size` bytes.
+        .then(|| unsafe { PluginVTable::widen(h) })
+        .flatten();
+    let Some(table) = widened else {
         return Err(LoadError::Incompatible {
             path: path.to_path_buf(),
             // SAFETY: the header's version string is static data of the library.
@@ -81,9 +87,9 @@ pub fn load_plugin(path: &Path) -> Result<LoadedPlugin, LoadError> {
             host_major: ABI_MAJOR,
             host_minor: ABI_MINOR,
         });
-    }
-    // SAFETY: the header is the first field of a table of at least this host's size.
-    let table: &'static PluginVTable = unsafe { &*header.cast::<PluginVTable>() };
+    };
+    // The copy lives as long as the library: for the rest of the process.
+    let table: &'static PluginVTable = Box::leak(Box::new(table));
     let plugin = LoadedPlugin::from_table(table, path).map_err(|(plugin, message)| {
         LoadError::Description {
             path: path.to_path_buf(),

@@ -5,7 +5,15 @@
 //! table that follows it, and the SDK (byoc-core) version the plugin was built with. The host
 //! checks the magic and the major version before it reads anything else; the header is the
 //! first field of [`PluginVTable`], whose slots are append-only within a major version (a host
-//! reads only slots that lie within `table_size`).
+//! reads only slots that lie within `table_size`). Slots appended after 1.0 are `Option`s (a
+//! null pointer when absent): the host widens a table of an older minor version with `None`
+//! for the slots it lacks ([`PluginVTable::widen`]), and a plugin may leave them `None` too.
+//!
+//! | minor | slots appended |
+//! |---|---|
+//! | 0 | `describe` .. `release_buf` |
+//! | 1 | `emit_source` |
+//! | 2 | none: partitioned functions cross as function records instead of text |
 //!
 //! Rules every slot follows:
 //! - Every slot runs the plugin's code inside `catch_unwind`; a panic becomes
@@ -13,13 +21,13 @@
 //! - Memory is freed by the side that allocated it: [`OwnedBuf`]s and module handles are
 //!   allocated by the plugin and given back through `release_buf` / `release_module`;
 //!   everything the host passes in ([`StrView`], [`TensorView`]) is borrowed for the call.
-//! - Partitioned functions cross as function records ([`super::record`]) since ABI 1.1, as
+//! - Partitioned functions cross as function records ([`super::record`]) since ABI 1.2, as
 //!   Relay text with inline constants before; op calls as Relay text, descriptions and
 //!   options as JSON, tensors as views of the caller's memory.
 //! - Minor versions: a host speaks to a plugin in the plugin's minor version. A host sends
-//!   functions to an ABI 1.0 plugin as text; the slots here read either form (told apart by
-//!   the record's magic) and answer `optimize` in the form they were sent, so a plugin of this
-//!   SDK also works under an ABI 1.0 host.
+//!   functions to a plugin of ABI 1.0 or 1.1 as text; the slots here read either form (told
+//!   apart by the record's magic) and answer `optimize` in the form they were sent, so a
+//!   plugin of this SDK also works under an older host.
 //!
 //! Vendors do not use this module directly: [`crate::export_plugin!`] builds the table.
 
@@ -30,7 +38,7 @@ use std::ptr::NonNull;
 
 use super::describe::{CheckKind, TargetDescription};
 use super::function::{OwnedCall, PartitionedFunction};
-use super::plugin::{CompileOptions, CompiledModule, Plugin};
+use super::plugin::{CompileOptions, CompiledModule, EmittedSource, Plugin};
 use super::view::TensorView;
 use crate::ir::TensorType;
 use crate::tensor::{TensorMut, TensorRef};
@@ -40,10 +48,10 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"BYOCPLUG");
 /// The ABI major version: plugins of another major are refused.
 pub const ABI_MAJOR: u32 = 1;
 /// The ABI minor version: grows when slots are appended or a slot learns a new argument form
-/// (1: partitioned functions cross as function records).
-pub const ABI_MINOR: u32 = 1;
+/// (see the table in the module docs).
+pub const ABI_MINOR: u32 = 2;
 /// The first minor version whose plugins read partitioned functions as function records.
-pub const ABI_MINOR_FUNCTION_RECORD: u32 = 1;
+pub const ABI_MINOR_FUNCTION_RECORD: u32 = 2;
 /// The SDK version (the byoc-core crate version) this code was built as.
 pub const SDK_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// The symbol every plugin exports.
@@ -198,8 +206,12 @@ pub type SerializeFn = unsafe extern "C" fn(module: *const ModuleHandle, out: *m
 pub type ReleaseModuleFn = unsafe extern "C" fn(module: *mut ModuleHandle);
 /// Frees a buffer.
 pub type ReleaseBufFn = unsafe extern "C" fn(buf: OwnedBuf);
+/// Generates the source of a function text with JSON options; the buffer gets the JSON of an
+/// `Option<`[`EmittedSource`]`>` (`null` when the plugin has no source to show). ABI 1.1.
+pub type EmitSourceFn =
+    unsafe extern "C" fn(function: StrView, options: StrView, out: *mut OwnedBuf) -> u32;
 
-/// The plugin's function table (ABI 1.0). Append-only within a major version.
+/// The plugin's function table (ABI 1.2; the slots of 1.1). Append-only within a major version.
 #[repr(C)]
 pub struct PluginVTable {
     /// The fixed header.
@@ -226,6 +238,45 @@ pub struct PluginVTable {
     pub release_module: ReleaseModuleFn,
     /// See [`ReleaseBufFn`].
     pub release_buf: ReleaseBufFn,
+    /// See [`EmitSourceFn`] (ABI 1.1; `None` in a widened 1.0 table).
+    pub emit_source: Option<EmitSourceFn>,
+}
+
+/// The size of an ABI 1.0 table: the smallest table a host of this major version reads.
+pub const TABLE_SIZE_1_0: usize = std::mem::offset_of!(PluginVTable, emit_source);
+
+impl PluginVTable {
+    /// The table behind `header`, widened to this SDK's layout: slots beyond the plugin's
+    /// `table_size` are `None`. Returns `None` when the table is smaller than
+    /// [`TABLE_SIZE_1_0`].
+    ///
+    /// # Safety
+    /// `header` must be the first field of a plugin table of `header.table_size` readable
+    /// bytes (as `export_plugin!` builds it) with a matching major version.
+    pub unsafe fn widen(header: &PluginHeader) -> Option<PluginVTable> {
+        let size = header.table_size;
+        if size < TABLE_SIZE_1_0 {
+            return None;
+        }
+        let mut table = std::mem::MaybeUninit::<PluginVTable>::uninit();
+        let dst = table.as_mut_ptr();
+        // SAFETY: the appended slots are `Option`s of function pointers, for which null is
+        // `None`; the plugin's prefix (at least the 1.0 table) then overwrites what it has.
+        // The source holds `size` readable bytes by the caller's guarantee.
+        unsafe {
+            std::ptr::write_bytes(
+                dst.cast::<u8>().add(TABLE_SIZE_1_0),
+                0,
+                std::mem::size_of::<PluginVTable>() - TABLE_SIZE_1_0,
+            );
+            std::ptr::copy_nonoverlapping(
+                (header as *const PluginHeader).cast::<u8>(),
+                dst.cast::<u8>(),
+                size.min(std::mem::size_of::<PluginVTable>()),
+            );
+            Some(table.assume_init())
+        }
+    }
 }
 
 /// The exported state of one plugin: the instance, its cached description and its table.
@@ -278,6 +329,7 @@ impl<P: Plugin> Exported<P> {
             serialize,
             release_module,
             release_buf,
+            emit_source: Some(emit_source::<E>),
         };
         Exported {
             plugin,
@@ -457,6 +509,25 @@ unsafe extern "C" fn deserialize<E: Export>(
     unsafe { guard(out, body) }
 }
 
+unsafe extern "C" fn emit_source<E: Export>(
+    function: StrView,
+    options: StrView,
+    out: *mut OwnedBuf,
+) -> u32 {
+    let body = || {
+        // SAFETY: the host passes the function and the options for the duration of the call.
+        let (f, opts) = unsafe { (function.bytes(), options.text()) };
+        let (f, _) = PartitionedFunction::from_bytes(f)?;
+        let values: BTreeMap<String, String> = serde_json::from_str(&opts)?;
+        let source: Option<EmittedSource> = E::instance()
+            .plugin
+            .emit_source(&f, &CompileOptions { values })?;
+        Ok(serde_json::to_vec(&source)?)
+    };
+    // SAFETY: the host passes a writable buffer.
+    unsafe { guard(out, body) }
+}
+
 /// The tensor types of `n` views.
 ///
 /// # Safety
@@ -594,7 +665,7 @@ macro_rules! export_plugin {
 mod tests {
     //! Both forms of a partitioned function across the C table, in-process: the built-in
     //! reference runtime exported through the SDK's slots, and a table whose `compile` slot
-    //! reads text only, as an ABI 1.0 plugin does.
+    //! reads text only, as plugins of ABI 1.0 and 1.1 do.
 
     use std::path::Path;
     use std::sync::OnceLock;
@@ -603,6 +674,58 @@ mod tests {
     use crate::plugin::{LoadedPlugin, ReferenceRuntime};
     use crate::sdk::{FunctionForm, PluginError};
     use crate::tensor::Tensor;
+
+    struct Reference;
+
+    impl Export for Reference {
+        type Plugin = ReferenceRuntime;
+        fn instance() -> &'static Exported<ReferenceRuntime> {
+            static CELL: std::sync::OnceLock<Exported<ReferenceRuntime>> =
+                std::sync::OnceLock::new();
+            CELL.get_or_init(|| Exported::new::<Reference>(ReferenceRuntime))
+        }
+    }
+
+    #[test]
+    fn tables_of_an_older_minor_are_widened_with_absent_slots() {
+        let full = &Reference::instance().table;
+        assert_eq!(full.header.table_size, std::mem::size_of::<PluginVTable>());
+        // SAFETY: the header heads a whole table.
+        let same = unsafe { PluginVTable::widen(&full.header) }.expect("a full table");
+        assert!(same.emit_source.is_some());
+        assert_eq!(same.describe as usize, full.describe as usize);
+
+        // A 1.0 table: the same slots up to `release_buf`, and whatever lies after it (here
+        // all ones) must not be read.
+        let mut old = std::mem::MaybeUninit::<PluginVTable>::uninit();
+        let size = std::mem::size_of::<PluginVTable>();
+        // SAFETY: both buffers hold `size` bytes; the header's size field is then patched.
+        let old = unsafe {
+            let dst = old.as_mut_ptr().cast::<u8>();
+            std::ptr::copy_nonoverlapping((full as *const PluginVTable).cast::<u8>(), dst, size);
+            std::ptr::write_bytes(dst.add(TABLE_SIZE_1_0), 0xFF, size - TABLE_SIZE_1_0);
+            (*old.as_mut_ptr()).header.table_size = TABLE_SIZE_1_0;
+            &*old.as_ptr()
+        };
+        // SAFETY: the header heads a table of `TABLE_SIZE_1_0` bytes.
+        let widened = unsafe { PluginVTable::widen(&old.header) }.expect("a 1.0 table");
+        assert!(widened.emit_source.is_none());
+        assert_eq!(widened.release_buf as usize, full.release_buf as usize);
+
+        let mut short = std::mem::MaybeUninit::<PluginHeader>::uninit();
+        // SAFETY: only the header is read when the size is below 1.0's.
+        let short = unsafe {
+            std::ptr::copy_nonoverlapping(
+                (full as *const PluginVTable).cast::<PluginHeader>(),
+                short.as_mut_ptr(),
+                1,
+            );
+            (*short.as_mut_ptr()).table_size = TABLE_SIZE_1_0 - 8;
+            short.assume_init()
+        };
+        // SAFETY: as above.
+        assert!(unsafe { PluginVTable::widen(&short) }.is_none());
+    }
 
     struct ReferenceExport;
 
@@ -616,7 +739,7 @@ mod tests {
 
     const FUNCTION: &str = "def @ref_0(%x: Tensor[(4), float32], Compiler=\"ref\", global_symbol=\"ref_0\", Primitive=1) {\n  add(%x, const((4), float32, [1f, 2f, 3f, 4f]))\n}\n";
 
-    /// A compile slot as ABI 1.0 plugins have it: the function must be Relay text.
+    /// A compile slot as plugins of ABI 1.0 and 1.1 have it: the function must be Relay text.
     unsafe extern "C" fn text_only_compile(
         function: StrView,
         options: StrView,
@@ -666,13 +789,15 @@ mod tests {
 
     #[test]
     fn the_host_speaks_to_each_plugin_in_its_minor_version() {
-        let old = LoadedPlugin::from_table(table(0, true), Path::new("old.so")).unwrap();
-        assert_eq!(old.function_form(), FunctionForm::Text);
-        assert_eq!(compile_and_run(&old).unwrap(), [2.0, 3.0, 4.0, 5.0]);
+        for minor in [0, ABI_MINOR_FUNCTION_RECORD - 1] {
+            let old = LoadedPlugin::from_table(table(minor, true), Path::new("old.so")).unwrap();
+            assert_eq!(old.function_form(), FunctionForm::Text);
+            assert_eq!(compile_and_run(&old).unwrap(), [2.0, 3.0, 4.0, 5.0]);
+        }
         let new = LoadedPlugin::from_table(table(ABI_MINOR, false), Path::new("new.so")).unwrap();
         assert_eq!(new.function_form(), FunctionForm::Record);
         assert_eq!(compile_and_run(&new).unwrap(), [2.0, 3.0, 4.0, 5.0]);
-        // A 1.0 plugin that claimed this minor version would get a record it cannot read.
+        // An older plugin that claimed this minor version would get a record it cannot read.
         let liar = LoadedPlugin::from_table(table(ABI_MINOR, true), Path::new("liar.so")).unwrap();
         let err = compile_and_run(&liar).unwrap_err().to_string();
         assert!(err.contains("malformed function text"), "{err}");

@@ -2,9 +2,9 @@
 //!
 //! A [`PartitionedFunction`] is one external function (`Compiler="<target>"`) of a
 //! partitioned module, with its symbol. It crosses the ABI in one of two [`FunctionForm`]s and
-//! is parsed and type-checked on the receiving side: the function record (ABI 1.1: the Relay
+//! is parsed and type-checked on the receiving side: the function record (ABI 1.2: the Relay
 //! text of a module holding just that function with its constants as placeholders, and the
-//! constants as raw bytes, see [`super::record`]) or, for plugins built against ABI 1.0, the
+//! constants as raw bytes, see [`super::record`]) or, for plugins built against ABI 1.0 or 1.1, the
 //! Relay text with every constant printed inline. [`PartitionedFunction::from_bytes`] tells
 //! the two apart by the record's magic, so a reader accepts both.
 //! An op call that a predicate or pattern check is asked about crosses the same way, as a
@@ -57,9 +57,9 @@ pub enum CrossingError {
 /// The form a [`PartitionedFunction`] crosses the boundary in (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FunctionForm {
-    /// Relay text with every constant inline: what ABI 1.0 plugins read and write.
+    /// Relay text with every constant inline: what plugins of ABI 1.0 and 1.1 read and write.
     Text,
-    /// The binary function record: what ABI 1.1 and later plugins read and write.
+    /// The binary function record: what plugins of ABI 1.2 and later read and write.
     Record,
 }
 

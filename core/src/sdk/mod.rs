@@ -2,9 +2,10 @@
 //!
 //! A vendor crate implements [`Plugin`] (name, version, a [`TargetDescription`] of the ops
 //! and patterns it takes, `compile` of a [`PartitionedFunction`] into a [`CompiledModule`],
-//! `deserialize`) and [`CompiledModule`] (`run` on views of the host's buffers, `serialize`),
-//! then exports it with [`crate::export_plugin!`] from a `cdylib`. The host loads the `.so`
-//! ([`crate::plugin`]) and checks the ABI version before using it.
+//! `deserialize`, optionally `emit_source`) and [`CompiledModule`] (`run` on views of the
+//! host's buffers, `serialize`), then exports it with [`crate::export_plugin!`] from a
+//! `cdylib`. The host loads the `.so` ([`crate::plugin`]) and checks the ABI version before
+//! using it.
 //!
 //! This module is the stable surface: [`abi`] is the C boundary (versioned, append-only), and
 //! everything that crosses it is a function record ([`record`]) or text (functions, op calls),
@@ -26,8 +27,8 @@ pub use describe::{
 };
 pub use function::{call_to_text, CrossingError, FunctionForm, OwnedCall, PartitionedFunction};
 pub use placeholders::PlaceholderError;
+pub use plugin::{CompileOptions, CompiledModule, EmittedSource, Plugin, PluginError};
 pub use record::RecordError;
-pub use plugin::{CompileOptions, CompiledModule, Plugin, PluginError};
 pub use view::{DataType, TensorView, ViewError};
 
 // Vendors name these in their descriptions and predicates.

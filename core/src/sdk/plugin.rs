@@ -1,5 +1,6 @@
-//! The traits a vendor implements: [`Plugin`] (capabilities, compile, deserialize) and
-//! [`CompiledModule`] (run, serialize).
+//! The traits a vendor implements: [`Plugin`] (capabilities, compile, deserialize, and
+//! optionally the source it generates, [`EmittedSource`]) and [`CompiledModule`] (run,
+//! serialize).
 //!
 //! The same traits are what the host sees of every backend: a plugin linked into the process,
 //! a plugin loaded from a `.so` (the loader implements [`Plugin`] over the C ABI), and the
@@ -8,6 +9,7 @@
 
 use std::collections::BTreeMap;
 
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use super::describe::TargetDescription;
@@ -64,6 +66,16 @@ impl CompileOptions {
     }
 }
 
+/// The source code a plugin generates for one partition, for inspection (`byoc inspect
+/// --emit-source DIR` writes it to `DIR/<symbol>.<extension>`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmittedSource {
+    /// The file name extension, without the dot (`c`, `cpp`, `s`).
+    pub extension: String,
+    /// The source text, exactly what the plugin's compile builds.
+    pub code: String,
+}
+
 /// A codegen backend: what it offloads, and how it turns a partitioned function into a
 /// [`CompiledModule`].
 pub trait Plugin: Send + Sync {
@@ -92,6 +104,17 @@ pub trait Plugin: Send + Sync {
 
     /// Rebuilds a compiled module from the bytes of [`CompiledModule::serialize`].
     fn deserialize(&self, bytes: &[u8]) -> Result<Box<dyn CompiledModule>, PluginError>;
+
+    /// The source code [`Plugin::compile`] would build for `function` with `options`, for
+    /// inspection. Plugins that generate source (C, assembly) answer it; the default, `None`,
+    /// says the plugin has no source to show.
+    fn emit_source(
+        &self,
+        _function: &PartitionedFunction,
+        _options: &CompileOptions,
+    ) -> Result<Option<EmittedSource>, PluginError> {
+        Ok(None)
+    }
 }
 
 /// One compiled partition, ready to run. `run` takes `&self` and may be called from several

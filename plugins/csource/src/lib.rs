@@ -16,14 +16,24 @@
 //!   intermediate arena, constants embedded or passed in).
 //! - [`compile`](mod@compile): the system C compiler driver.
 //! - [`runtime`]: loading the shared object and running it on tensor views.
+//! - [`module`]: the compiled module of the SDK and its serialized form (the `.so` bytes and
+//!   the entry's signature, for artifacts).
+//! - [`plugin`]: [`CSource`], the SDK `Plugin`, exported from the `cdylib` below, with its
+//!   compile options.
 //!
 //! `docs/csource.md` describes the generated C and the options.
 
 pub mod codegen;
 pub mod compile;
+pub mod module;
+pub mod plugin;
 pub mod runtime;
 pub mod support;
 
-pub use codegen::{CSourceCodegen, CodegenError, CodegenOptions, GeneratedSource};
+pub use codegen::{check_call, CSourceCodegen, CodegenError, CodegenOptions, GeneratedSource};
 pub use compile::{compile, CompileError, CompilerOptions, SharedObject};
+pub use module::{CSourceModule, ModuleFormatError};
+pub use plugin::{CSource, OptionError, Settings};
 pub use runtime::{LoadError, LoadedPartition, RunError};
+
+byoc_core::export_plugin!(CSource, CSource::new());

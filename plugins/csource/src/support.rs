@@ -128,16 +128,21 @@ pub const SUPPORTED_OPS: &[OpSupport] = &[
 
 /// The composite pattern table, in priority order: `(name, pattern)` in the pattern syntax.
 /// Each composite is generated as one fused loop nest that writes every output element once.
+/// The conv2d patterns pin the layouts the generator handles (a pattern check sees only the
+/// root call of a match, so the inner conv2d is constrained here).
 pub const PATTERNS: &[(&str, &str)] = &[
     (
         "csource.conv2d_bias_relu",
-        "nn.relu(nn.bias_add(nn.conv2d(*, const), const))",
+        r#"nn.relu(nn.bias_add(nn.conv2d(*, const){data_layout="NCHW", kernel_layout="OIHW"}, const))"#,
     ),
     (
         "csource.conv2d_bias",
-        "nn.bias_add(nn.conv2d(*, const), const)",
+        r#"nn.bias_add(nn.conv2d(*, const){data_layout="NCHW", kernel_layout="OIHW"}, const)"#,
     ),
-    ("csource.conv2d_relu", "nn.relu(nn.conv2d(*, const))"),
+    (
+        "csource.conv2d_relu",
+        r#"nn.relu(nn.conv2d(*, const){data_layout="NCHW", kernel_layout="OIHW"})"#,
+    ),
     (
         "csource.dense_bias_relu",
         "nn.relu(nn.bias_add(nn.dense(*, const), const))",
@@ -162,19 +167,23 @@ pub fn pattern_table_text() -> String {
         .collect()
 }
 
+/// The rule of one supported op: its required attribute values and `float32`.
+pub fn op_rule(s: &OpSupport) -> OpRule {
+    s.required_attrs
+        .iter()
+        .fold(OpRule::new(s.op), |rule, (name, value)| {
+            rule.with_attr(name, AttrValue::from(*value))
+        })
+        .with_dtypes([DTYPE])
+}
+
 /// The target as the core partitioning passes see it: one rule per supported op, restricted to
-/// its required attribute values and to `float32`.
+/// its required attribute values and to `float32` (without the plugin's predicates, see
+/// [`crate::plugin::CSource`]).
 pub fn target_support() -> TargetSupport {
     SUPPORTED_OPS
         .iter()
         .fold(TargetSupport::new(TARGET), |target, s| {
-            let rule = s
-                .required_attrs
-                .iter()
-                .fold(OpRule::new(s.op), |rule, (name, value)| {
-                    rule.with_attr(name, AttrValue::from(*value))
-                })
-                .with_dtypes([DTYPE]);
-            target.with_rule(rule)
+            target.with_rule(op_rule(s))
         })
 }

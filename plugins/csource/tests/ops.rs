@@ -32,6 +32,24 @@ fn conv2d_strides_asymmetric_padding_dilation() -> Result<()> {
 }
 
 #[test]
+fn conv2d_column_stride_dilation_and_one_sided_padding() -> Result<()> {
+    // Stride 2 across with dilation 2 across, padding on the right only, 3 groups, widths
+    // that are not multiples of the vector length.
+    check(&format!(
+        "def @main(%x: {}, %w: {}) {{ nn.conv2d(%x, %w, strides=[1, 2], padding=[0, 0, 0, 2], dilation=[1, 2], groups=3) }}",
+        t("2, 6, 5, 19"),
+        t("9, 2, 2, 3")
+    ))?;
+    // Padding on the bottom only, stride 2 both ways, an output width of 1.
+    check(&format!(
+        "def @main(%x: {}, %w: {}) {{ nn.conv2d(%x, %w, strides=[2, 2], padding=[0, 0, 1, 0]) }}",
+        t("1, 3, 6, 3"),
+        t("5, 3, 3, 3")
+    ))?;
+    Ok(())
+}
+
+#[test]
 fn conv2d_groups_and_depthwise() -> Result<()> {
     check(&format!(
         "def @main(%x: {}, %w: {}) {{ nn.conv2d(%x, %w, padding=[1], groups=2) }}",

@@ -33,7 +33,9 @@ fn pattern_table_parses_in_order() -> Result<()> {
     assert!(names.iter().all(|n| n.starts_with("csource.")));
     assert_eq!(
         pattern_table_text().lines().next(),
-        Some("csource.conv2d_bias_relu = nn.relu(nn.bias_add(nn.conv2d(*, const), const))")
+        Some(
+            r#"csource.conv2d_bias_relu = nn.relu(nn.bias_add(nn.conv2d(*, const){data_layout="NCHW", kernel_layout="OIHW"}, const))"#
+        )
     );
     Ok(())
 }

@@ -56,15 +56,23 @@ pub(crate) enum EpilogueOp {
 pub(crate) struct Epilogue(pub Vec<EpilogueOp>);
 
 impl Epilogue {
-    /// Emits the statements transforming `v`; `channel` is the C expression of the output
-    /// channel, `args` the C names of the step's operands.
-    fn emit(&self, w: &mut CWriter, v: &str, channel: &str, args: &[String]) {
+    /// Emits the statements transforming `v`; `bias(i)` is the C expression of the bias
+    /// value of operand `i` for the element's channel.
+    fn emit(&self, w: &mut CWriter, v: &str, bias: &dyn Fn(usize) -> String) {
         for op in &self.0 {
             match *op {
-                EpilogueOp::Bias(i) => w.line(format!("{v} += {}[{channel}];", args[i])),
+                EpilogueOp::Bias(i) => w.line(format!("{v} += {};", bias(i))),
                 EpilogueOp::Act(a) => w.line(a.apply(v)),
             }
         }
+    }
+
+    /// The operands whose bias values the epilogue reads.
+    fn bias_operands(&self) -> impl Iterator<Item = usize> + '_ {
+        self.0.iter().filter_map(|op| match op {
+            EpilogueOp::Bias(i) => Some(*i),
+            EpilogueOp::Act(_) => None,
+        })
     }
 }
 
@@ -105,6 +113,50 @@ pub(crate) struct PoolGeom {
     /// Padding top, left, bottom, right.
     pub pad: [usize; 4],
 }
+
+impl Conv2dGeom {
+    /// The output row length the accumulation loops run over: the output width rounded up to
+    /// [`VECTOR_FLOATS`], so their trip counts are multiples of the vector length (what gcc's
+    /// `-O2` cost model asks before it vectorizes) and need no scalar remainder.
+    fn row_len(&self) -> usize {
+        self.out[2].div_ceil(VECTOR_FLOATS) * VECTOR_FLOATS
+    }
+
+    /// Height and row length of the zero-padded input copy, or `None` when the kernel reads
+    /// the input directly (no padding, stride 1 across, and the rounded rows end inside the
+    /// input rows). With a column stride `s > 1` each copied row is split into `s` phases
+    /// (columns `p, p + s, p + 2s, ...` for phase `p`, [`Conv2dGeom::phase_len`] each), so
+    /// every tap reads a contiguous run of its phase.
+    fn padded(&self) -> Option<[usize; 2]> {
+        let [_, _, h, _] = self.input;
+        let [pt, _, pb, _] = self.pad;
+        let direct = self.pad == [0; 4] && self.strides[1] == 1 && self.row_len() == self.out[2];
+        (!direct).then(|| [h + pt + pb, self.strides[1] * self.phase_len()])
+    }
+
+    /// Columns of one stride phase of a padded row: the padded row's, and enough for the
+    /// rounded output row of the last tap.
+    fn phase_len(&self) -> usize {
+        let [_, _, _, w] = self.input;
+        let [_, pl, _, pr] = self.pad;
+        let s = self.strides[1];
+        (w + pl + pr)
+            .div_ceil(s)
+            .max(self.row_len() + (self.kernel[1] - 1) * self.dilation[1] / s)
+    }
+}
+
+/// Floats in the vectors the conv2d row loops are laid out for: 8 (AVX; a multiple of SSE's 4).
+pub(crate) const VECTOR_FLOATS: usize = 8;
+
+/// Output channels a conv2d block computes together: each input row segment is loaded once for
+/// all of them; their weights, the input vector and the accumulator vectors of one step fit
+/// SSE's 16 registers. The accumulator rows are local arrays: 16 bytes of stack per column of
+/// the rounded output row.
+pub(crate) const OC_BLOCK: usize = 4;
+
+/// Floats of the partial sums of a dense dot product (one SSE or AVX vector's worth of lanes).
+const DOT_LANES: usize = 8;
 
 /// Max or average pooling.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -189,10 +241,11 @@ pub(crate) enum Kernel {
 }
 
 impl Kernel {
-    /// Floats of per-call scratch the kernel needs (a row accumulator for convolution).
+    /// Floats of per-call scratch the kernel needs (the zero-padded input image of a
+    /// convolution that reads one).
     pub fn scratch_floats(&self) -> usize {
         match self {
-            Kernel::Conv2d(g, _) => g.out[2],
+            Kernel::Conv2d(g, _) => g.padded().map_or(0, |[hp, wp]| g.input[1] * hp * wp),
             _ => 0,
         }
     }
@@ -202,21 +255,7 @@ impl Kernel {
     pub fn emit(&self, w: &mut CWriter, args: &[String], out: &str, scratch: &str) {
         match self {
             Kernel::Conv2d(g, epi) => emit_conv2d(w, g, epi, args, out, scratch),
-            Kernel::Dense { m, k, n, epilogue } => {
-                let (x, wt) = (&args[0], &args[1]);
-                w.open_for("m", *m);
-                w.open_for("n", *n);
-                w.line(format!("const float *xr = {x} + m * {k};"));
-                w.line(format!("const float *wr = {wt} + n * {k};"));
-                w.line("float v = 0.0f;");
-                w.line(format!(
-                    "for (long k = 0; k < {k}; ++k) v += xr[k] * wr[k];"
-                ));
-                epilogue.emit(w, "v", "n", args);
-                w.line(format!("{out}[m * {n} + n] = v;"));
-                w.close();
-                w.close();
-            }
+            Kernel::Dense { m, k, n, epilogue } => emit_dense(w, [*m, *k, *n], epilogue, args, out),
             Kernel::BiasAdd {
                 outer,
                 channels,
@@ -267,92 +306,236 @@ impl Kernel {
     }
 }
 
-/// The output columns `[lo, hi)` whose input column `ox * stride + off` lies in `[0, size)`.
-fn valid_range(off: isize, stride: usize, size: usize, out: usize) -> (usize, usize) {
-    let s = stride as isize;
-    let ceil_div = |a: isize| if a >= 0 { (a + s - 1) / s } else { -((-a) / s) };
-    let lo = ceil_div(-off).clamp(0, out as isize);
-    let hi = ceil_div(size as isize - off).clamp(lo, out as isize);
-    (lo as usize, hi as usize)
+/// Dense: one dot product per output element, summed in [`DOT_LANES`] interleaved partial
+/// sums (a fixed order the C compiler can vectorize without `-ffast-math`), then the
+/// remainder, then the epilogue.
+fn emit_dense(w: &mut CWriter, [m, k, n]: [usize; 3], epi: &Epilogue, args: &[String], out: &str) {
+    let (x, wt) = (&args[0], &args[1]);
+    let body = k - k % DOT_LANES;
+    w.open_for("m", m);
+    w.open_for("n", n);
+    w.line(format!("const float *xr = {x} + m * {k};"));
+    w.line(format!("const float *wr = {wt} + n * {k};"));
+    w.line(format!("float s[{DOT_LANES}] = {{0.0f}};"));
+    w.open(format!("for (long k = 0; k < {body}; k += {DOT_LANES})"));
+    w.line(format!(
+        "for (long j = 0; j < {DOT_LANES}; ++j) s[j] += xr[k + j] * wr[k + j];"
+    ));
+    w.close();
+    let lanes: Vec<String> = (0..DOT_LANES).map(|j| format!("s[{j}]")).collect();
+    w.line(format!("float v = {};", pairwise_sum(&lanes)));
+    if body < k {
+        w.line(format!(
+            "for (long k = {body}; k < {k}; ++k) v += xr[k] * wr[k];"
+        ));
+    }
+    epi.emit(w, "v", &|i| format!("{}[n]", args[i]));
+    w.line(format!("{out}[m * {n} + n] = v;"));
+    w.close();
+    w.close();
 }
 
-fn list(values: impl IntoIterator<Item = usize>) -> String {
-    values
-        .into_iter()
-        .map(|v| v.to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
+/// `terms` added as a balanced tree: `(a + b) + (c + d)`.
+fn pairwise_sum(terms: &[String]) -> String {
+    match terms {
+        [] => "0.0f".to_string(),
+        [t] => t.clone(),
+        _ => {
+            let (l, r) = terms.split_at(terms.len() / 2);
+            let wrap = |t: &[String]| {
+                let s = pairwise_sum(t);
+                if t.len() > 1 {
+                    format!("({s})")
+                } else {
+                    s
+                }
+            };
+            format!("{} + {}", wrap(l), wrap(r))
+        }
+    }
 }
 
-/// Convolution: for each output row, accumulate every (input channel, ky, kx) tap into a row
-/// of `scratch` over the valid output columns (an inner loop the C compiler can vectorize
-/// when the stride is 1), then run the epilogue and store each output element once.
+/// `a * b` as C text, leaving out factors of 1.
+fn times(var: &str, factor: usize) -> String {
+    if factor == 1 {
+        var.to_string()
+    } else {
+        format!("{var} * {factor}")
+    }
+}
+
+/// Convolution, direct: per image, the input is copied into a zero-padded buffer when it has
+/// padding (so no tap needs a bounds check; with a column stride above 1 the copy splits each
+/// row into stride phases, see [`Conv2dGeom::padded`]), then output channels are computed in
+/// blocks of
+/// [`OC_BLOCK`]: for each output row, every (input channel, ky, kx) tap multiplies one input
+/// row segment into the block's row accumulators (local arrays, contiguous over the output
+/// width with a trip count rounded up to the vector length, so gcc vectorizes it at `-O2`);
+/// then the epilogue runs and each output element is stored once.
 fn emit_conv2d(
     w: &mut CWriter,
     g: &Conv2dGeom,
     epi: &Epilogue,
     args: &[String],
     out: &str,
-    acc: &str,
+    scratch: &str,
 ) {
-    let [n, c, h, wd] = g.input;
+    let [_, c, h, wd] = g.input;
+    let x = &args[0];
+    let [hp, wp] = g.padded().unwrap_or([h, wd]);
+    w.open_for("n", g.input[0]);
+    match g.padded() {
+        Some(_) => {
+            let [pt, pl, ..] = g.pad;
+            w.line(format!("float *xp = {scratch};"));
+            w.line(format!("memset(xp, 0, sizeof(float) * {});", c * hp * wp));
+            w.open_for("c", c);
+            let (src, dst) = (
+                format!("{x} + ((n * {c} + c) * {h} + iy) * {wd}"),
+                format!("xp + (c * {hp} + iy + {pt}) * {wp}"),
+            );
+            match g.strides[1] {
+                1 => w.line(format!(
+                    "for (long iy = 0; iy < {h}; ++iy) memcpy({dst} + {pl}, {src}, sizeof(float) * {wd});"
+                )),
+                s => {
+                    let len = g.phase_len();
+                    w.open_for("iy", h);
+                    w.line(format!("const float *src = {src};"));
+                    w.line(format!("float *dst = {dst};"));
+                    w.open_for("ix", wd);
+                    w.line(format!("const long col = ix + {pl};"));
+                    w.line(format!("dst[(col % {s}) * {len} + col / {s}] = src[ix];"));
+                    w.close();
+                    w.close();
+                }
+            }
+            w.close();
+        }
+        None => w.line(format!("const float *xp = {x} + n * {};", c * h * wd)),
+    }
+    let ocg = g.out[0] / g.groups;
+    let (full, rest) = (ocg / OC_BLOCK, ocg % OC_BLOCK);
+    let group = if g.groups > 1 {
+        w.open_for("g", g.groups);
+        "g"
+    } else {
+        "0"
+    };
+    let first = |block: &str| match (g.groups > 1, block) {
+        (true, "0") => format!("g * {ocg}"),
+        (true, b) => format!("g * {ocg} + {b}"),
+        (false, b) => b.to_string(),
+    };
+    if full > 0 {
+        w.open_for("ob", full);
+        let oc0 = first(&format!("ob * {OC_BLOCK}"));
+        emit_conv2d_block(w, g, epi, args, out, [hp, wp], (group, &oc0), OC_BLOCK);
+        w.close();
+    }
+    if rest > 0 {
+        w.open("");
+        let oc0 = first(&(full * OC_BLOCK).to_string());
+        emit_conv2d_block(w, g, epi, args, out, [hp, wp], (group, &oc0), rest);
+        w.close();
+    }
+    if g.groups > 1 {
+        w.close();
+    }
+    w.close();
+}
+
+/// The loop nest of `nb` output channels starting at `oc0` (a C expression) of group
+/// `group`, reading the image `xp` of `[hp, wp]` planes.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one loop nest's geometry and names"
+)]
+fn emit_conv2d_block(
+    w: &mut CWriter,
+    g: &Conv2dGeom,
+    epi: &Epilogue,
+    args: &[String],
+    out: &str,
+    [hp, wp]: [usize; 2],
+    (group, oc0): (&str, &str),
+    nb: usize,
+) {
     let [oc, oh, ow] = g.out;
     let [kh, kw] = g.kernel;
-    let (icg, ocg) = (c / g.groups, oc / g.groups);
-    let (x, wt) = (&args[0], &args[1]);
-    let (lo, hi): (Vec<usize>, Vec<usize>) = (0..kw)
-        .map(|kx| {
-            let off = (kx * g.dilation[1]) as isize - g.pad[1] as isize;
-            valid_range(off, g.strides[1], wd, ow)
-        })
-        .unzip();
-    w.line(format!("static const long ox_lo[{kw}] = {{{}}};", list(lo)));
-    w.line(format!("static const long ox_hi[{kw}] = {{{}}};", list(hi)));
-    w.open_for("n", n);
-    w.open_for("oc", oc);
-    w.line(format!(
-        "const float *xg = {x} + (n * {c} + (oc / {ocg}) * {icg}) * {};",
-        h * wd
-    ));
-    w.line(format!("const float *wo = {wt} + oc * {};", icg * kh * kw));
-    w.line(format!(
-        "float *yo = {out} + (n * {oc} + oc) * {};",
-        oh * ow
-    ));
+    let icg = g.input[1] / g.groups;
+    let row = g.row_len();
+    let blocks: Vec<usize> = (0..nb).collect();
+    let wt = &args[1];
+    w.line(format!("const long oc0 = {oc0};"));
+    match group {
+        "0" => w.line("const float *xg = xp;"),
+        g => w.line(format!("const float *xg = xp + {g} * {};", icg * hp * wp)),
+    }
+    for &b in &blocks {
+        w.line(format!(
+            "const float *w{b} = {wt} + (oc0 + {b}) * {};",
+            icg * kh * kw
+        ));
+    }
     w.open_for("oy", oh);
+    let accs: Vec<String> = blocks.iter().map(|b| format!("a{b}[{row}]")).collect();
+    w.line(format!("float {};", accs.join(", ")));
+    let zero: Vec<String> = blocks.iter().map(|b| format!("a{b}[ox] = 0.0f;")).collect();
     w.line(format!(
-        "for (long ox = 0; ox < {ow}; ++ox) {acc}[ox] = 0.0f;"
+        "for (long ox = 0; ox < {row}; ++ox) {{ {} }}",
+        zero.join(" ")
     ));
     w.open_for("ic", icg);
     w.open_for("ky", kh);
     w.line(format!(
-        "const long iy = oy * {} - {} + ky * {};",
-        g.strides[0], g.pad[0], g.dilation[0]
+        "const float *xr = xg + (ic * {hp} + {} + {}) * {wp};",
+        times("oy", g.strides[0]),
+        times("ky", g.dilation[0])
     ));
-    w.line(format!("if (iy < 0 || iy >= {h}) continue;"));
-    w.line(format!("const float *xr = xg + (ic * {h} + iy) * {wd};"));
     w.open_for("kx", kw);
-    w.line(format!(
-        "const float wv = wo[(ic * {kh} + ky) * {kw} + kx];"
-    ));
-    w.line(format!(
-        "const float *xs = xr + kx * {} - {};",
-        g.dilation[1], g.pad[1]
-    ));
-    w.line(format!(
-        "for (long ox = ox_lo[kx]; ox < ox_hi[kx]; ++ox) {acc}[ox] += wv * xs[ox * {}];",
-        g.strides[1]
-    ));
+    match g.strides[1] {
+        1 => w.line(format!(
+            "const float *xs = xr + {};",
+            times("kx", g.dilation[1])
+        )),
+        s => {
+            w.line(format!("const long q = {};", times("kx", g.dilation[1])));
+            w.line(format!(
+                "const float *xs = xr + (q % {s}) * {} + q / {s};",
+                g.phase_len()
+            ));
+        }
+    }
+    w.line(format!("const long k = (ic * {kh} + ky) * {kw} + kx;"));
+    let weights: Vec<String> = blocks.iter().map(|b| format!("c{b} = w{b}[k]")).collect();
+    w.line(format!("const float {};", weights.join(", ")));
+    w.open(format!("for (long ox = 0; ox < {row}; ++ox)"));
+    w.line("const float v = xs[ox];");
+    let updates: Vec<String> = blocks
+        .iter()
+        .map(|b| format!("a{b}[ox] += c{b} * v;"))
+        .collect();
+    w.line(updates.join(" "));
     w.close();
     w.close();
     w.close();
-    w.open_for("ox", ow);
-    w.line(format!("float v = {acc}[ox];"));
-    epi.emit(w, "v", "oc", args);
-    w.line(format!("yo[oy * {ow} + ox] = v;"));
     w.close();
-    w.close();
-    w.close();
+    for &b in &blocks {
+        w.open("");
+        for i in epi.bias_operands() {
+            w.line(format!("const float bias{i} = {}[oc0 + {b}];", args[i]));
+        }
+        w.line(format!(
+            "float *yr = {out} + ((n * {oc} + oc0 + {b}) * {oh} + oy) * {ow};"
+        ));
+        w.open_for("ox", ow);
+        w.line(format!("float v = a{b}[ox];"));
+        epi.emit(w, "v", &|i| format!("bias{i}"));
+        w.line("yr[ox] = v;");
+        w.close();
+        w.close();
+    }
     w.close();
 }
 
@@ -468,18 +651,36 @@ mod tests {
     use super::*;
 
     #[test]
-    fn valid_columns_match_brute_force() {
-        for (off, stride, size, out) in [(-1, 1, 5, 5), (2, 2, 7, 3), (-3, 2, 8, 6), (0, 3, 4, 2)] {
-            let (lo, hi) = valid_range(off, stride, size, out);
-            let want: Vec<usize> = (0..out)
-                .filter(|&o| {
-                    let i = (o * stride) as isize + off;
-                    i >= 0 && i < size as isize
-                })
-                .collect();
-            let got: Vec<usize> = (lo..hi).collect();
-            assert_eq!(got, want, "off {off} stride {stride} size {size} out {out}");
-        }
+    fn sums_are_balanced() {
+        let t: Vec<String> = ["a", "b", "c", "d"].map(String::from).to_vec();
+        assert_eq!(pairwise_sum(&t), "(a + b) + (c + d)");
+        assert_eq!(pairwise_sum(&t[..3]), "a + (b + c)");
+    }
+
+    #[test]
+    fn padded_copy_only_where_rows_overrun_or_pad() {
+        let geom = |w: usize, pad: usize| Conv2dGeom {
+            input: [1, 2, 5, w],
+            out: [3, 5 + 2 * pad - 2, w + 2 * pad - 2],
+            kernel: [3, 3],
+            strides: [1, 1],
+            dilation: [1, 1],
+            pad: [pad; 4],
+            groups: 1,
+        };
+        assert_eq!(geom(10, 0).padded(), None);
+        assert_eq!(geom(10, 0).row_len(), 8);
+        assert_eq!(geom(9, 0).padded(), Some([5, 10]));
+        assert_eq!(geom(8, 1).padded(), Some([7, 10]));
+        // Stride 2 across: phases of 5 columns (the 10 padded ones), or of 8 + 1 for the
+        // rounded row of the last tap.
+        let strided = Conv2dGeom {
+            strides: [1, 2],
+            out: [3, 5, 4],
+            ..geom(8, 1)
+        };
+        assert_eq!(strided.phase_len(), 9);
+        assert_eq!(strided.padded(), Some([7, 18]));
     }
 
     #[test]

@@ -24,8 +24,9 @@ mod writer;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use byoc_core::ir::{Function, TensorType};
+use byoc_core::ir::{Function, TensorType, Type};
 use byoc_core::passes::infer_function;
+use byoc_core::target::{CallView, RejectReason};
 use byoc_core::Tensor;
 
 pub use error::CodegenError;
@@ -78,7 +79,7 @@ pub struct CSourceCodegen {
 }
 
 /// True when `s` is a C identifier.
-fn is_c_identifier(s: &str) -> bool {
+pub(crate) fn is_c_identifier(s: &str) -> bool {
     let mut chars = s.chars();
     chars
         .next()
@@ -147,5 +148,42 @@ impl CSourceCodegen {
             constants,
             arena_bytes: plan.arena_bytes,
         })
+    }
+}
+
+/// Whether the generator lowers this op call, by the same checks as generation (attributes,
+/// layouts, ranks, float32 tensors); `Err` gives the reason, which AnnotateTarget reports.
+/// The plugin's support predicates are this function, so partitioning never hands the
+/// generator a call it refuses.
+pub fn check_call(call: &CallView<'_>) -> Result<(), RejectReason> {
+    fn tensor<'t>(t: &'t Type, what: &dyn Fn() -> String) -> Result<&'t TensorType, RejectReason> {
+        match t {
+            Type::Tensor(t) if t.dtype == crate::support::DTYPE => Ok(t),
+            Type::Tensor(t) => Err(RejectReason(format!(
+                "{} has dtype {}; csource generates float32 code only",
+                what(),
+                t.dtype
+            ))),
+            other => Err(RejectReason(format!("{} is {other}, not a tensor", what()))),
+        }
+    }
+    let op = call.op.name();
+    let args = call
+        .arg_types
+        .iter()
+        .enumerate()
+        .map(|(i, t)| tensor(t, &|| format!("argument {i}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let cx = ops::OpCtx {
+        partition: "",
+        op,
+        attrs: call.attrs,
+        args,
+        out: tensor(call.result_type, &|| "the result".to_string())?,
+    };
+    match ops::lower_op(&cx) {
+        Ok(_) => Ok(()),
+        Err(CodegenError::UnsupportedOp { reason, .. }) => Err(RejectReason(reason)),
+        Err(e) => Err(RejectReason(e.to_string())),
     }
 }
