@@ -80,10 +80,10 @@ fn constants_keep_their_exact_bits() {
     let halves = [0x7e01u16, 0x8000, 0x0001, 0x7c00];
     let brains = [0x7fc1u16, 0x8000, 0x0001, 0xff80];
     let bytes16 = |v: &[u16]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
-    let f16 = Tensor::from_bytes(TensorType::new(vec![4], DType::Float16), &bytes16(&halves))
-        .unwrap();
-    let bf16 = Tensor::from_bytes(TensorType::new(vec![4], DType::BFloat16), &bytes16(&brains))
-        .unwrap();
+    let f16 =
+        Tensor::from_bytes(TensorType::new(vec![4], DType::Float16), &bytes16(&halves)).unwrap();
+    let bf16 =
+        Tensor::from_bytes(TensorType::new(vec![4], DType::BFloat16), &bytes16(&brains)).unwrap();
     let f32 = Tensor::from_bytes(
         TensorType::new(vec![1], DType::Float32),
         &0x7fc0_0123u32.to_le_bytes(),
@@ -135,7 +135,10 @@ fn every_truncation_is_an_error_that_names_the_part() {
         let err = PartitionedFunction::from_record(&record[..end]).unwrap_err();
         let message = err.to_string();
         if end < RECORD_MAGIC.len() {
-            assert!(message.contains("not a function record"), "{end}: {message}");
+            assert!(
+                message.contains("not a function record"),
+                "{end}: {message}"
+            );
         } else {
             assert!(
                 matches!(err, CrossingError::Record(RecordError::Truncated { .. })),
@@ -178,7 +181,8 @@ fn damaged_headers_are_refused_without_huge_allocations() {
     // A dtype that does not exist ("float16" -> "floxt16").
     let err = record_error(&patch(at + 4 + 3, b"x"));
     assert!(
-        matches!(err, RecordError::Constant { index: 0, .. }) && err.to_string().contains("floxt16"),
+        matches!(err, RecordError::Constant { index: 0, .. })
+            && err.to_string().contains("floxt16"),
         "{err}"
     );
     // A rank of u32::MAX.

@@ -18,8 +18,8 @@ use crate::sdk::abi::{
 };
 use crate::sdk::{
     call_to_text, CheckKind, CompileOptions, CompiledModule, EmittedSource, FunctionForm,
-    PartitionedFunction,
-    Plugin, PluginError, RejectReason, TargetDescription, TensorMut, TensorRef, TensorView,
+    PartitionedFunction, Plugin, PluginError, RejectReason, TargetDescription, TensorMut,
+    TensorRef, TensorView,
 };
 use crate::target::OpPredicate;
 

@@ -124,7 +124,9 @@ mod tests {
     #[test]
     fn modules_serialize_as_records_and_records_and_older_text_load() {
         let f = PartitionedFunction::from_text(FUNCTION).unwrap();
-        let m = ReferenceRuntime.compile(&f, &CompileOptions::new()).unwrap();
+        let m = ReferenceRuntime
+            .compile(&f, &CompileOptions::new())
+            .unwrap();
         let record = m.serialize().unwrap();
         assert!(record.starts_with(RECORD_MAGIC));
         // Hand-computed: [1, 1, 1, 1] + [1, 2, 3, 4].

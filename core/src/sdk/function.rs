@@ -130,7 +130,10 @@ impl PartitionedFunction {
 
     /// The single function of `m`, typed; for a record, its placeholders replaced by
     /// `constants`.
-    fn from_module(mut m: Module, constants: Option<&[Arc<Tensor>]>) -> Result<Self, CrossingError> {
+    fn from_module(
+        mut m: Module,
+        constants: Option<&[Arc<Tensor>]>,
+    ) -> Result<Self, CrossingError> {
         if m.len() != 1 {
             return Err(CrossingError::FunctionCount(m.len()));
         }

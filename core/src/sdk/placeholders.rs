@@ -20,7 +20,9 @@ use crate::tensor::Tensor;
 #[non_exhaustive]
 pub enum PlaceholderError {
     /// A constant that is not an `int64` scalar stands where a placeholder should.
-    #[error("a constant of type {ty} stands where a constant placeholder (an int64 scalar) should")]
+    #[error(
+        "a constant of type {ty} stands where a constant placeholder (an int64 scalar) should"
+    )]
     NotAPlaceholder {
         /// The constant's type.
         ty: String,

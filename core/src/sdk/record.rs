@@ -45,7 +45,9 @@ pub enum RecordError {
     #[error("not a function record (the bytes do not start with the function record magic)")]
     NotARecord,
     /// Another record version.
-    #[error("function record version {found} is not supported (this SDK reads version {supported})")]
+    #[error(
+        "function record version {found} is not supported (this SDK reads version {supported})"
+    )]
     Version {
         /// The record's version.
         found: u32,
@@ -176,7 +178,11 @@ impl<'a> Reader<'a> {
         let expected = shape
             .iter()
             .try_fold(dtype.size_bytes(), |n, &d| n.checked_mul(d))
-            .ok_or_else(|| bad(format!("shape {shape:?} of {dtype} overflows the address space")))?;
+            .ok_or_else(|| {
+                bad(format!(
+                    "shape {shape:?} of {dtype} overflows the address space"
+                ))
+            })?;
         let data_len = self.u64(&part("data length"))?;
         if data_len != expected as u64 {
             return Err(bad(format!(
