@@ -1,7 +1,8 @@
 //! A plugin loaded from a shared library: [`Plugin`] and [`CompiledModule`] over the C table.
 //!
-//! Every call goes through one slot of the plugin's [`PluginVTable`]: functions are printed
-//! as Relay text, options and descriptions are JSON, tensors are [`TensorView`]s of the
+//! Every call goes through one slot of the plugin's [`PluginVTable`]: functions are written
+//! in the form the plugin's ABI minor version reads ([`LoadedPlugin::function_form`]), op
+//! calls as Relay text, options and descriptions as JSON, tensors are [`TensorView`]s of the
 //! caller's buffers. Buffers the plugin returns are copied and given back to the plugin
 //! (`release_buf`); module handles are released by the plugin when the [`LoadedModule`]
 //! drops. A panic inside the plugin comes back as an error whose message starts with
@@ -12,11 +13,13 @@ use std::sync::Arc;
 
 use crate::ir::TensorType;
 use crate::sdk::abi::{
-    ModuleHandle, OwnedBuf, PluginVTable, StrView, STATUS_OK, STATUS_PANIC, STATUS_REJECT,
+    ModuleHandle, OwnedBuf, PluginVTable, StrView, ABI_MINOR_FUNCTION_RECORD, STATUS_OK,
+    STATUS_PANIC, STATUS_REJECT,
 };
 use crate::sdk::{
-    call_to_text, CheckKind, CompileOptions, CompiledModule, EmittedSource, PartitionedFunction,
-    Plugin, PluginError, RejectReason, TargetDescription, TensorMut, TensorRef, TensorView,
+    call_to_text, CheckKind, CompileOptions, CompiledModule, EmittedSource, FunctionForm,
+    PartitionedFunction, Plugin, PluginError, RejectReason, TargetDescription, TensorMut,
+    TensorRef, TensorView,
 };
 use crate::target::OpPredicate;
 
@@ -151,6 +154,34 @@ impl LoadedPlugin {
     pub fn abi_version(&self) -> (u32, u32) {
         self.abi
     }
+
+    /// The form the plugin reads partitioned functions in: function records from ABI minor
+    /// version [`ABI_MINOR_FUNCTION_RECORD`] on, Relay text before.
+    pub fn function_form(&self) -> FunctionForm {
+        if self.abi.1 >= ABI_MINOR_FUNCTION_RECORD {
+            FunctionForm::Record
+        } else {
+            FunctionForm::Text
+        }
+    }
+
+    /// `function` in the plugin's form.
+    fn function_bytes(&self, function: &PartitionedFunction) -> Result<Vec<u8>, PluginError> {
+        function
+            .to_bytes(self.function_form())
+            .map_err(|e| PluginError::new(format!("@{}: {e}", function.symbol)))
+    }
+
+    /// What `compile` and `emit_source` send: the function in the plugin's form, and the
+    /// options as JSON.
+    fn crossing(
+        &self,
+        function: &PartitionedFunction,
+        options: &CompileOptions,
+    ) -> Result<(Vec<u8>, String), PluginError> {
+        let opts = serde_json::to_string(&options.values).unwrap_or_else(|_| "{}".to_string());
+        Ok((self.function_bytes(function)?, opts))
+    }
 }
 
 /// A predicate that asks the plugin across the ABI. A plugin that fails or panics while
@@ -188,12 +219,13 @@ impl Plugin for LoadedPlugin {
     }
 
     fn optimize(&self, function: PartitionedFunction) -> Result<PartitionedFunction, PluginError> {
-        let text = function.to_text();
-        let view = StrView::of(text.as_bytes());
+        let bytes = self.function_bytes(&function)?;
+        let view = StrView::of(&bytes);
         let table = self.table;
-        // SAFETY: the text outlives the call; the slot fills the buffer.
+        // SAFETY: the bytes outlive the call; the slot fills the buffer.
         let out = table.ok(|out| unsafe { (table.0.optimize)(view, out) })?;
-        PartitionedFunction::from_text(&String::from_utf8_lossy(&out))
+        PartitionedFunction::from_bytes(&out)
+            .map(|(f, _)| f)
             .map_err(|e| PluginError::new(format!("optimize returned an unreadable function: {e}")))
     }
 
@@ -202,10 +234,10 @@ impl Plugin for LoadedPlugin {
         function: &PartitionedFunction,
         options: &CompileOptions,
     ) -> Result<Box<dyn CompiledModule>, PluginError> {
-        let (text, opts) = crossing_texts(function, options);
-        let (f, o) = (StrView::of(text.as_bytes()), StrView::of(opts.as_bytes()));
+        let (bytes, opts) = self.crossing(function, options)?;
+        let (f, o) = (StrView::of(&bytes), StrView::of(opts.as_bytes()));
         let table = self.table;
-        // SAFETY: both texts outlive the call; the slot fills the handle and the buffer.
+        // SAFETY: the function and the options outlive the call; the slot fills the handle and the buffer.
         table.module(|m, out| unsafe { (table.0.compile)(f, o, m, out) })
     }
 
@@ -218,9 +250,9 @@ impl Plugin for LoadedPlugin {
         let Some(slot) = self.table.0.emit_source else {
             return Ok(None);
         };
-        let (text, opts) = crossing_texts(function, options);
-        let (f, o) = (StrView::of(text.as_bytes()), StrView::of(opts.as_bytes()));
-        // SAFETY: both texts outlive the call; the slot fills the buffer.
+        let (bytes, opts) = self.crossing(function, options)?;
+        let (f, o) = (StrView::of(&bytes), StrView::of(opts.as_bytes()));
+        // SAFETY: the function and the options outlive the call; the slot fills the buffer.
         let out = self.table.ok(|out| unsafe { slot(f, o, out) })?;
         serde_json::from_slice(&out)
             .map_err(|e| PluginError::new(format!("emit_source returned unreadable JSON: {e}")))
@@ -235,11 +267,6 @@ impl Plugin for LoadedPlugin {
 }
 
 /// A function and compile options as they cross the ABI: Relay text and a JSON object.
-fn crossing_texts(function: &PartitionedFunction, options: &CompileOptions) -> (String, String) {
-    let opts = serde_json::to_string(&options.values).unwrap_or_else(|_| "{}".to_string());
-    (function.to_text(), opts)
-}
-
 /// A compiled module that lives in a plugin.
 pub struct LoadedModule {
     table: Table,

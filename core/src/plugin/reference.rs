@@ -3,7 +3,9 @@
 //! It is a reference and test target, not an accelerator: it runs the partition with the host
 //! kernels, so partitioned modules of declarative targets (target-spec files) and tests run
 //! end to end, and the results of real plugins can be compared against it. Its serialized
-//! form is the partition's Relay text.
+//! form is the partition's function record ([`crate::sdk::record`]: Relay text with the
+//! constants as raw bytes beside it); it also reads the Relay text that byoc versions before
+//! the record wrote.
 
 use crate::exec::{ExecOptions, Executor};
 use crate::ir::Module;
@@ -49,23 +51,22 @@ impl Plugin for ReferenceRuntime {
         .map_err(|e| PluginError::new(format!("@{}: {e}", function.symbol)))?;
         Ok(Box::new(ReferenceModule {
             executor,
-            text: function.to_text(),
+            function: function.clone(),
         }))
     }
 
     fn deserialize(&self, bytes: &[u8]) -> Result<Box<dyn CompiledModule>, PluginError> {
-        let text = std::str::from_utf8(bytes)
-            .map_err(|e| PluginError::new(format!("reference module is not UTF-8 text: {e}")))?;
-        let function = PartitionedFunction::from_text(text)
+        let (function, _) = PartitionedFunction::from_bytes(bytes)
             .map_err(|e| PluginError::new(format!("reference module: {e}")))?;
         self.compile(&function, &CompileOptions::new())
     }
 }
 
-/// A partition planned on a host sub-executor.
+/// A partition planned on a host sub-executor, and the partition (its constants shared with
+/// the executor) to serialize.
 struct ReferenceModule {
     executor: Executor,
-    text: String,
+    function: PartitionedFunction,
 }
 
 impl CompiledModule for ReferenceModule {
@@ -99,6 +100,48 @@ impl CompiledModule for ReferenceModule {
     }
 
     fn serialize(&self) -> Result<Vec<u8>, PluginError> {
-        Ok(self.text.clone().into_bytes())
+        self.function
+            .to_record()
+            .map_err(|e| PluginError::new(format!("@{}: {e}", self.function.symbol)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sdk::record::RECORD_MAGIC;
+    use crate::tensor::Tensor;
+
+    const FUNCTION: &str = "def @ref_0(%x: Tensor[(4), float32], Compiler=\"ref\", global_symbol=\"ref_0\", Primitive=1) {\n  add(%x, const((4), float32, [1f, 2f, 3f, 4f]))\n}\n";
+
+    fn run(m: &dyn CompiledModule) -> Vec<f32> {
+        let x = Tensor::from_vec(vec![4], vec![1.0f32; 4]).unwrap();
+        let mut y = Tensor::from_vec(vec![4], vec![0.0f32; 4]).unwrap();
+        m.run(&[x.view()], &mut [y.view_mut()]).unwrap();
+        y.as_slice::<f32>().unwrap().to_vec()
+    }
+
+    #[test]
+    fn modules_serialize_as_records_and_records_and_older_text_load() {
+        let f = PartitionedFunction::from_text(FUNCTION).unwrap();
+        let m = ReferenceRuntime
+            .compile(&f, &CompileOptions::new())
+            .unwrap();
+        let record = m.serialize().unwrap();
+        assert!(record.starts_with(RECORD_MAGIC));
+        // Hand-computed: [1, 1, 1, 1] + [1, 2, 3, 4].
+        for bytes in [record.clone(), f.to_text().into_bytes()] {
+            let back = ReferenceRuntime.deserialize(&bytes).unwrap();
+            assert_eq!(run(back.as_ref()), [2.0, 3.0, 4.0, 5.0]);
+        }
+        let err = ReferenceRuntime
+            .deserialize(&record[..record.len() - 3])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("reference module: truncated function record: constant 0 data"),
+            "{err}"
+        );
     }
 }

@@ -13,6 +13,7 @@
 //! |---|---|
 //! | 0 | `describe` .. `release_buf` |
 //! | 1 | `emit_source` |
+//! | 2 | none: partitioned functions cross as function records instead of text |
 //!
 //! Rules every slot follows:
 //! - Every slot runs the plugin's code inside `catch_unwind`; a panic becomes
@@ -20,8 +21,13 @@
 //! - Memory is freed by the side that allocated it: [`OwnedBuf`]s and module handles are
 //!   allocated by the plugin and given back through `release_buf` / `release_module`;
 //!   everything the host passes in ([`StrView`], [`TensorView`]) is borrowed for the call.
-//! - Functions cross as Relay text, descriptions and options as JSON, tensors as views of the
-//!   caller's memory.
+//! - Partitioned functions cross as function records ([`super::record`]) since ABI 1.2, as
+//!   Relay text with inline constants before; op calls as Relay text, descriptions and
+//!   options as JSON, tensors as views of the caller's memory.
+//! - Minor versions: a host speaks to a plugin in the plugin's minor version. A host sends
+//!   functions to a plugin of ABI 1.0 or 1.1 as text; the slots here read either form (told
+//!   apart by the record's magic) and answer `optimize` in the form they were sent, so a
+//!   plugin of this SDK also works under an older host.
 //!
 //! Vendors do not use this module directly: [`crate::export_plugin!`] builds the table.
 
@@ -41,8 +47,11 @@ use crate::tensor::{TensorMut, TensorRef};
 pub const MAGIC: u64 = u64::from_le_bytes(*b"BYOCPLUG");
 /// The ABI major version: plugins of another major are refused.
 pub const ABI_MAJOR: u32 = 1;
-/// The ABI minor version: grows when slots are appended.
-pub const ABI_MINOR: u32 = 1;
+/// The ABI minor version: grows when slots are appended or a slot learns a new argument form
+/// (see the table in the module docs).
+pub const ABI_MINOR: u32 = 2;
+/// The first minor version whose plugins read partitioned functions as function records.
+pub const ABI_MINOR_FUNCTION_RECORD: u32 = 2;
 /// The SDK version (the byoc-core crate version) this code was built as.
 pub const SDK_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// The symbol every plugin exports.
@@ -57,7 +66,8 @@ pub const STATUS_PANIC: u32 = 2;
 /// A predicate declined the call; the buffer holds the reason.
 pub const STATUS_REJECT: u32 = 3;
 
-/// Borrowed bytes (UTF-8 text for names, functions and JSON).
+/// Borrowed bytes (UTF-8 text for names, calls and JSON; a function record or text for
+/// functions).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct StrView {
@@ -168,9 +178,10 @@ pub type DescribeFn = unsafe extern "C" fn(out: *mut OwnedBuf) -> u32;
 /// Asks predicate `index` of list `kind` (0 ops, 1 patterns) about a call text.
 pub type CheckFn =
     unsafe extern "C" fn(kind: u32, index: u32, call: StrView, out: *mut OwnedBuf) -> u32;
-/// Runs the optimize hook on a function text; the buffer gets the new text.
+/// Runs the optimize hook on a function (record or text); the buffer gets the new function in
+/// the same form.
 pub type OptimizeFn = unsafe extern "C" fn(function: StrView, out: *mut OwnedBuf) -> u32;
-/// Compiles a function text with JSON options into a module handle.
+/// Compiles a function (record or text) with JSON options into a module handle.
 pub type CompileFn = unsafe extern "C" fn(
     function: StrView,
     options: StrView,
@@ -200,7 +211,7 @@ pub type ReleaseBufFn = unsafe extern "C" fn(buf: OwnedBuf);
 pub type EmitSourceFn =
     unsafe extern "C" fn(function: StrView, options: StrView, out: *mut OwnedBuf) -> u32;
 
-/// The plugin's function table (ABI 1.1). Append-only within a major version.
+/// The plugin's function table (ABI 1.2; the slots of 1.1). Append-only within a major version.
 #[repr(C)]
 pub struct PluginVTable {
     /// The fixed header.
@@ -451,10 +462,10 @@ unsafe extern "C" fn check<E: Export>(
 
 unsafe extern "C" fn optimize<E: Export>(function: StrView, out: *mut OwnedBuf) -> u32 {
     let body = || {
-        // SAFETY: the host passes the text for the duration of the call.
-        let f = PartitionedFunction::from_text(&unsafe { function.text() })?;
+        // SAFETY: the host passes the function for the duration of the call.
+        let (f, form) = PartitionedFunction::from_bytes(unsafe { function.bytes() })?;
         let f = E::instance().plugin.optimize(f)?;
-        Ok(f.to_text().into_bytes())
+        Ok(f.to_bytes(form)?)
     };
     // SAFETY: the host passes a writable buffer.
     unsafe { guard(out, body) }
@@ -467,9 +478,9 @@ unsafe extern "C" fn compile<E: Export>(
     out: *mut OwnedBuf,
 ) -> u32 {
     let body = || {
-        // SAFETY: the host passes both texts for the duration of the call.
-        let (f, opts) = unsafe { (function.text(), options.text()) };
-        let f = PartitionedFunction::from_text(&f)?;
+        // SAFETY: the host passes the function and the options for the duration of the call.
+        let (f, opts) = unsafe { (function.bytes(), options.text()) };
+        let (f, _) = PartitionedFunction::from_bytes(f)?;
         let values: BTreeMap<String, String> = serde_json::from_str(&opts)?;
         let m = E::instance()
             .plugin
@@ -504,9 +515,9 @@ unsafe extern "C" fn emit_source<E: Export>(
     out: *mut OwnedBuf,
 ) -> u32 {
     let body = || {
-        // SAFETY: the host passes both texts for the duration of the call.
-        let (f, opts) = unsafe { (function.text(), options.text()) };
-        let f = PartitionedFunction::from_text(&f)?;
+        // SAFETY: the host passes the function and the options for the duration of the call.
+        let (f, opts) = unsafe { (function.bytes(), options.text()) };
+        let (f, _) = PartitionedFunction::from_bytes(f)?;
         let values: BTreeMap<String, String> = serde_json::from_str(&opts)?;
         let source: Option<EmittedSource> = E::instance()
             .plugin
@@ -652,8 +663,17 @@ macro_rules! export_plugin {
 
 #[cfg(test)]
 mod tests {
+    //! Both forms of a partitioned function across the C table, in-process: the built-in
+    //! reference runtime exported through the SDK's slots, and a table whose `compile` slot
+    //! reads text only, as plugins of ABI 1.0 and 1.1 do.
+
+    use std::path::Path;
+    use std::sync::OnceLock;
+
     use super::*;
-    use crate::plugin::ReferenceRuntime;
+    use crate::plugin::{LoadedPlugin, ReferenceRuntime};
+    use crate::sdk::{FunctionForm, PluginError};
+    use crate::tensor::Tensor;
 
     struct Reference;
 
@@ -705,5 +725,101 @@ mod tests {
         };
         // SAFETY: as above.
         assert!(unsafe { PluginVTable::widen(&short) }.is_none());
+    }
+
+    struct ReferenceExport;
+
+    impl Export for ReferenceExport {
+        type Plugin = ReferenceRuntime;
+        fn instance() -> &'static Exported<ReferenceRuntime> {
+            static CELL: OnceLock<Exported<ReferenceRuntime>> = OnceLock::new();
+            CELL.get_or_init(|| Exported::new::<ReferenceExport>(ReferenceRuntime))
+        }
+    }
+
+    const FUNCTION: &str = "def @ref_0(%x: Tensor[(4), float32], Compiler=\"ref\", global_symbol=\"ref_0\", Primitive=1) {\n  add(%x, const((4), float32, [1f, 2f, 3f, 4f]))\n}\n";
+
+    /// A compile slot as plugins of ABI 1.0 and 1.1 have it: the function must be Relay text.
+    unsafe extern "C" fn text_only_compile(
+        function: StrView,
+        options: StrView,
+        module: *mut *mut ModuleHandle,
+        out: *mut OwnedBuf,
+    ) -> u32 {
+        // SAFETY: the host passes the function for the duration of the call.
+        let text = unsafe { function.text() };
+        if let Err(e) = PartitionedFunction::from_text(&text) {
+            // SAFETY: the host passes a writable buffer.
+            return unsafe { guard(out, || Err(Failure::Error(e.to_string()))) };
+        }
+        // SAFETY: forwarded as received.
+        unsafe { compile::<ReferenceExport>(function, options, module, out) }
+    }
+
+    /// The reference runtime's table with the given minor version and, optionally, the
+    /// text-only compile slot.
+    fn table(minor: u32, text_only: bool) -> &'static PluginVTable {
+        let t = &ReferenceExport::instance().table;
+        Box::leak(Box::new(PluginVTable {
+            header: PluginHeader {
+                magic: MAGIC,
+                abi_major: ABI_MAJOR,
+                abi_minor: minor,
+                table_size: t.header.table_size,
+                sdk_version: t.header.sdk_version,
+            },
+            compile: if text_only {
+                text_only_compile
+            } else {
+                t.compile
+            },
+            ..*t
+        }))
+    }
+
+    /// Compiles [`FUNCTION`] through `plugin` and runs it on [1, 1, 1, 1].
+    fn compile_and_run(plugin: &LoadedPlugin) -> Result<Vec<f32>, PluginError> {
+        let f = PartitionedFunction::from_text(FUNCTION).unwrap();
+        let m = plugin.compile(&f, &CompileOptions::new())?;
+        let x = Tensor::from_vec(vec![4], vec![1.0f32; 4]).unwrap();
+        let mut y = Tensor::from_vec(vec![4], vec![0.0f32; 4]).unwrap();
+        m.run(&[x.view()], &mut [y.view_mut()])?;
+        Ok(y.as_slice::<f32>().unwrap().to_vec())
+    }
+
+    #[test]
+    fn the_host_speaks_to_each_plugin_in_its_minor_version() {
+        for minor in [0, ABI_MINOR_FUNCTION_RECORD - 1] {
+            let old = LoadedPlugin::from_table(table(minor, true), Path::new("old.so")).unwrap();
+            assert_eq!(old.function_form(), FunctionForm::Text);
+            assert_eq!(compile_and_run(&old).unwrap(), [2.0, 3.0, 4.0, 5.0]);
+        }
+        let new = LoadedPlugin::from_table(table(ABI_MINOR, false), Path::new("new.so")).unwrap();
+        assert_eq!(new.function_form(), FunctionForm::Record);
+        assert_eq!(compile_and_run(&new).unwrap(), [2.0, 3.0, 4.0, 5.0]);
+        // An older plugin that claimed this minor version would get a record it cannot read.
+        let liar = LoadedPlugin::from_table(table(ABI_MINOR, true), Path::new("liar.so")).unwrap();
+        let err = compile_and_run(&liar).unwrap_err().to_string();
+        assert!(err.contains("malformed function text"), "{err}");
+    }
+
+    #[test]
+    fn optimize_answers_in_the_form_it_was_sent() {
+        let t = &ReferenceExport::instance().table;
+        let f = PartitionedFunction::from_text(FUNCTION).unwrap();
+        for form in [FunctionForm::Text, FunctionForm::Record] {
+            let sent = f.to_bytes(form).unwrap();
+            let mut buf = OwnedBuf::EMPTY;
+            // SAFETY: the bytes outlive the call; the slot fills the buffer.
+            let status = unsafe { (t.optimize)(StrView::of(&sent), &mut buf) };
+            // SAFETY: filled by the slot, released right after.
+            let answer = unsafe { buf.bytes() }.to_vec();
+            // SAFETY: the buffer came from this table and is released once.
+            unsafe { (t.release_buf)(buf) };
+            assert_eq!(status, STATUS_OK, "{}", String::from_utf8_lossy(&answer));
+            let (back, got) = PartitionedFunction::from_bytes(&answer).unwrap();
+            assert_eq!(got, form);
+            crate::ir::structural_eq_function(&f.function, &back.function).unwrap();
+        }
     }
 }

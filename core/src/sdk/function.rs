@@ -1,18 +1,27 @@
-//! What crosses the plugin boundary as text: partitioned functions and single op calls.
+//! What crosses the plugin boundary: partitioned functions and single op calls.
 //!
 //! A [`PartitionedFunction`] is one external function (`Compiler="<target>"`) of a
-//! partitioned module, with its symbol. It crosses the ABI as Relay text (a module holding
-//! just that function, constants inline) and is parsed and type-checked on the receiving side.
+//! partitioned module, with its symbol. It crosses the ABI in one of two [`FunctionForm`]s and
+//! is parsed and type-checked on the receiving side: the function record (ABI 1.2: the Relay
+//! text of a module holding just that function with its constants as placeholders, and the
+//! constants as raw bytes, see [`super::record`]) or, for plugins built against ABI 1.0 or 1.1, the
+//! Relay text with every constant printed inline. [`PartitionedFunction::from_bytes`] tells
+//! the two apart by the record's magic, so a reader accepts both.
 //! An op call that a predicate or pattern check is asked about crosses the same way, as a
 //! one-call function `def @main(%a0: T0, ...) { op(%a0, ..., attrs) }` ([`call_to_text`],
 //! [`OwnedCall::parse`]).
 
+use std::sync::Arc;
+
 use thiserror::Error;
 
+use super::placeholders::{lift_constants, restore_constants, PlaceholderError};
+use super::record::{is_record, read_record, write_record, RecordError};
 use crate::ir::{Attrs, Callee, Expr, Function, FunctionBuilder, IrError, Module, Type};
 use crate::op::Op;
 use crate::passes::{infer_types, TypeInferError};
 use crate::target::CallView;
+use crate::tensor::Tensor;
 use crate::text::{parse_module, print_module, ParseError};
 
 /// Errors of reading a function or call that crossed the boundary as text.
@@ -34,6 +43,24 @@ pub enum CrossingError {
     /// The function could not be built.
     #[error(transparent)]
     Ir(#[from] IrError),
+    /// The function record is malformed.
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    /// The record's constants do not fit its placeholders.
+    #[error("function record: {0}")]
+    Placeholder(#[from] PlaceholderError),
+    /// Function text that is not UTF-8.
+    #[error("function text is not UTF-8 ({0})")]
+    NotUtf8(String),
+}
+
+/// The form a [`PartitionedFunction`] crosses the boundary in (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FunctionForm {
+    /// Relay text with every constant inline: what plugins of ABI 1.0 and 1.1 read and write.
+    Text,
+    /// The binary function record: what plugins of ABI 1.2 and later read and write.
+    Record,
 }
 
 /// One partition: the external function and its symbol (`global_symbol`, e.g. `vendor_0`).
@@ -51,21 +78,74 @@ impl PartitionedFunction {
         self.function.attrs.get_str("Compiler")
     }
 
+    /// The module holding just this function.
+    fn module(&self, function: Function) -> Module {
+        let mut m = Module::new();
+        m.insert(self.symbol.clone(), function);
+        m
+    }
+
     /// The Relay text of a module holding just this function.
     pub fn to_text(&self) -> String {
-        let mut m = Module::new();
-        m.insert(self.symbol.clone(), self.function.clone());
-        print_module(&m)
+        print_module(&self.module(self.function.clone()))
     }
 
     /// Reads the text of [`PartitionedFunction::to_text`] and infers its types.
     pub fn from_text(text: &str) -> Result<Self, CrossingError> {
-        let mut m = parse_module(text)?;
+        Self::from_module(parse_module(text)?, None)
+    }
+
+    /// The function record of this function (see [`super::record`]).
+    pub fn to_record(&self) -> Result<Vec<u8>, CrossingError> {
+        let mut constants = Vec::new();
+        let lifted = lift_constants(&self.function, &mut constants)?;
+        Ok(write_record(
+            &print_module(&self.module(lifted)),
+            &constants,
+        ))
+    }
+
+    /// Reads a function record of [`PartitionedFunction::to_record`] and infers its types.
+    pub fn from_record(bytes: &[u8]) -> Result<Self, CrossingError> {
+        let (text, constants) = read_record(bytes)?;
+        Self::from_module(parse_module(text)?, Some(&constants))
+    }
+
+    /// The function in `form`.
+    pub fn to_bytes(&self, form: FunctionForm) -> Result<Vec<u8>, CrossingError> {
+        match form {
+            FunctionForm::Text => Ok(self.to_text().into_bytes()),
+            FunctionForm::Record => self.to_record(),
+        }
+    }
+
+    /// Reads a function in either form, and says which one it was.
+    pub fn from_bytes(bytes: &[u8]) -> Result<(Self, FunctionForm), CrossingError> {
+        if is_record(bytes) {
+            return Ok((Self::from_record(bytes)?, FunctionForm::Record));
+        }
+        let text = std::str::from_utf8(bytes).map_err(|e| CrossingError::NotUtf8(e.to_string()))?;
+        Ok((Self::from_text(text)?, FunctionForm::Text))
+    }
+
+    /// The single function of `m`, typed; for a record, its placeholders replaced by
+    /// `constants`.
+    fn from_module(
+        mut m: Module,
+        constants: Option<&[Arc<Tensor>]>,
+    ) -> Result<Self, CrossingError> {
         if m.len() != 1 {
             return Err(CrossingError::FunctionCount(m.len()));
         }
-        infer_types(&mut m)?;
         let symbol = m.names().remove(0);
+        let function = m.remove(&symbol).ok_or(CrossingError::FunctionCount(0))?;
+        let restored = match constants {
+            Some(constants) => restore_constants(&function, constants)?,
+            None => function,
+        };
+        let mut m = Module::new();
+        m.insert(symbol.clone(), restored);
+        infer_types(&mut m)?;
         let function = m.remove(&symbol).ok_or(CrossingError::FunctionCount(0))?;
         Ok(PartitionedFunction { symbol, function })
     }

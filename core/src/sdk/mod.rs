@@ -8,22 +8,27 @@
 //! using it.
 //!
 //! This module is the stable surface: [`abi`] is the C boundary (versioned, append-only), and
-//! everything that crosses it is text (functions, op calls), JSON (descriptions, options) or
-//! `#[repr(C)]` tensor views ([`TensorView`]), so the vendor-facing types can grow without
-//! breaking plugins built against an older SDK of the same ABI major version.
+//! everything that crosses it is a function record ([`record`]) or text (functions, op calls),
+//! JSON (descriptions, options) or `#[repr(C)]` tensor views ([`TensorView`]), so the
+//! vendor-facing types can grow without breaking plugins built against an older SDK of the
+//! same ABI major version.
 
 pub mod abi;
 mod describe;
 mod function;
+pub(crate) mod placeholders;
 mod plugin;
+pub mod record;
 mod view;
 
 pub use describe::{
     CheckKind, CustomDatatype, DatatypeLowering, DescriptionError, OpSupport, PatternSpec,
     TargetDescription,
 };
-pub use function::{call_to_text, CrossingError, OwnedCall, PartitionedFunction};
+pub use function::{call_to_text, CrossingError, FunctionForm, OwnedCall, PartitionedFunction};
+pub use placeholders::PlaceholderError;
 pub use plugin::{CompileOptions, CompiledModule, EmittedSource, Plugin, PluginError};
+pub use record::RecordError;
 pub use view::{DataType, TensorView, ViewError};
 
 // Vendors name these in their descriptions and predicates.
