@@ -148,7 +148,8 @@ pub fn run_bench(args: &BenchArgs) -> Result<BenchReport> {
     if args.iters == 0 {
         bail!("--iters must be at least 1");
     }
-    let (module, externals) = load_runnable(&args.model, &args.targets, &args.input_shapes)?;
+    let targets = args.targets.with_executor_threads(args.threads);
+    let (module, externals) = load_runnable(&args.model, &targets, &args.input_shapes)?;
     let executor = Executor::with_externals(
         &module,
         ExecOptions {

@@ -86,7 +86,8 @@ pub fn load_runnable(
 /// Runs `byoc run`.
 pub fn run(args: &RunArgs) -> Result<()> {
     let name = args.model.display().to_string();
-    let (module, externals) = load_runnable(&args.model, &args.targets, &args.input_shapes)?;
+    let targets = args.targets.with_executor_threads(args.threads);
+    let (module, externals) = load_runnable(&args.model, &targets, &args.input_shapes)?;
     let executor = Executor::with_externals(
         &module,
         ExecOptions {

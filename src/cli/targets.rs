@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use byoc_core::exec::ExternalModules;
 use byoc_core::plugin::{compile_externals, external_functions};
-use byoc_core::sdk::CompileOptions;
+use byoc_core::sdk::{CompileOptions, THREADS_OPTION};
 use byoc_core::Module;
 use clap::Args;
 
@@ -17,7 +17,7 @@ use crate::pipeline::{partition, PartitionOptions};
 use crate::plugins::{select_targets, Selection};
 
 /// Which targets to use and where their plugins are.
-#[derive(Debug, Default, Args)]
+#[derive(Clone, Debug, Default, Args)]
 pub struct TargetArgs {
     /// A target: the name of a plugin, or a target-spec .json file (repeatable, in priority
     /// order, before the --target-spec targets).
@@ -49,6 +49,22 @@ impl TargetArgs {
             &self.target_specs,
             &self.plugin_paths,
         )?)
+    }
+
+    /// These arguments with `threads=N` among the plugin options when the executor runs on
+    /// `threads` workers (0: all cores, nothing added) and no `--plugin-option threads=...`
+    /// was given: plugins with their own thread pools (dnnl's OpenMP team) follow `--threads`.
+    pub fn with_executor_threads(&self, threads: usize) -> TargetArgs {
+        let mut args = self.clone();
+        let explicit = args.plugin_options.iter().any(|kv| {
+            kv.split_once('=')
+                .is_some_and(|(k, _)| k.trim() == THREADS_OPTION)
+        });
+        if threads > 0 && !explicit {
+            args.plugin_options
+                .push(format!("{THREADS_OPTION}={threads}"));
+        }
+        args
     }
 
     /// The `--plugin-option` values.
@@ -104,4 +120,30 @@ pub fn partition_and_compile(
     }
     bar.finish_and_clear();
     Ok((result.module, externals))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(options: &[&str]) -> TargetArgs {
+        TargetArgs {
+            plugin_options: options.iter().map(|s| s.to_string()).collect(),
+            ..TargetArgs::default()
+        }
+    }
+
+    #[test]
+    fn executor_threads_reach_the_plugins_unless_given() {
+        let options = args(&[]).with_executor_threads(3).compile_options().unwrap();
+        assert_eq!(options.get(THREADS_OPTION), Some("3"));
+        let all_cores = args(&[]).with_executor_threads(0).compile_options().unwrap();
+        assert_eq!(all_cores.get(THREADS_OPTION), None);
+        let explicit = args(&["threads = 1", "csource.cc=gcc"])
+            .with_executor_threads(2)
+            .compile_options()
+            .unwrap();
+        assert_eq!(explicit.get(THREADS_OPTION), Some("1"));
+        assert_eq!(explicit.get("csource.cc"), Some("gcc"));
+    }
 }

@@ -159,7 +159,8 @@ pub fn verify(args: &VerifyArgs) -> Result<()> {
     }
     let name = args.model.display().to_string();
     let host = load(&args.model, &args.input_shapes)?;
-    let (partitioned, externals) = partition_and_compile(&host, &args.targets, &name)?;
+    let targets = args.targets.with_executor_threads(args.threads);
+    let (partitioned, externals) = partition_and_compile(&host, &targets, &name)?;
     let inputs = resolve_inputs(&host, args.inputs.as_deref(), Some(args.random_inputs))?;
     let options = ExecOptions {
         threads: args.threads,

@@ -27,7 +27,9 @@ pub use describe::{
 };
 pub use function::{call_to_text, CrossingError, FunctionForm, OwnedCall, PartitionedFunction};
 pub use placeholders::PlaceholderError;
-pub use plugin::{CompileOptions, CompiledModule, EmittedSource, Plugin, PluginError};
+pub use plugin::{
+    CompileOptions, CompiledModule, EmittedSource, Plugin, PluginError, THREADS_OPTION,
+};
 pub use record::RecordError;
 pub use view::{DataType, TensorView, ViewError};
 

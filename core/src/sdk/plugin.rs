@@ -40,6 +40,11 @@ impl From<crate::tensor::TensorError> for PluginError {
     }
 }
 
+/// The compile option the host sets to its executor's worker-thread count (`--threads N` of
+/// `byoc run|bench|verify`, unless `--plugin-option threads=...` gives one): plugins that run
+/// their own thread pools use it so both sides share the cores as the user asked.
+pub const THREADS_OPTION: &str = "threads";
+
 /// Options of one compilation: key/value strings (`--plugin-option KEY=VALUE` on the command
 /// line, artifact build settings), passed through to the plugin unchanged.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -28,8 +28,9 @@ use byoc_json_runtime::serialize::{external_symbol, serialize};
 pub use module::DnnlModule;
 pub use runtime::{DnnlRuntime, RuntimeError};
 
-/// The compile option naming the OpenMP thread count of runs (`--plugin-option threads=N`).
-pub const THREADS_OPTION: &str = "threads";
+/// The compile option naming the OpenMP thread count of runs: the host's `--threads`, or
+/// `--plugin-option threads=N`.
+pub use byoc_core::sdk::THREADS_OPTION;
 
 /// The dnnl plugin.
 #[derive(Clone, Copy, Debug, Default)]
