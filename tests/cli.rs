@@ -324,3 +324,51 @@ fn bad_onnx_and_input_shapes_are_reported() {
     ]);
     assert_bad_input(&out, &["--input-shape applies to .onnx models"]);
 }
+
+#[test]
+fn strict_refuses_host_fallback_and_names_the_ops() {
+    let model = "examples/models/small_cnn.relay";
+    let spec = "examples/targets/myacc.json";
+    // myacc takes conv2d/bias_add/relu/add: the pools, flatten and dense stay on the host.
+    let out = byoc(&[
+        "run",
+        model,
+        "--target-spec",
+        spec,
+        "--random-inputs",
+        "1",
+        "--strict",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "stderr: {err}");
+    assert!(err.contains("--strict"), "{err}");
+    assert!(err.contains("would fall back to the host"), "{err}");
+    assert!(err.contains("nn.max_pool2d x"), "{err}");
+    assert!(err.contains("nn.global_avg_pool2d x1"), "{err}");
+    assert!(
+        !err.contains("nn.conv2d x"),
+        "offloaded ops are not listed: {err}"
+    );
+
+    // A target that takes every op of the model leaves nothing behind: --strict runs it.
+    let spec = write(
+        "all_ops.json",
+        r#"{"target": "allacc", "ops": ["add", "nn.relu"], "prune": {"min_ops": 1}}"#,
+    );
+    let spec = spec.to_str().expect("utf-8 path");
+    let all = write(
+        "all_ops.relay",
+        "def @main(%x: Tensor[(1, 4), float32]) {\n  %0 = add(%x, %x);\n  nn.relu(%0)\n}\n",
+    );
+    let all = all.to_str().expect("utf-8 path");
+    let ok = byoc(&[
+        "run",
+        all,
+        "--target-spec",
+        spec,
+        "--random-inputs",
+        "1",
+        "--strict",
+    ]);
+    assert!(ok.status.success(), "stderr: {}", stderr(&ok));
+}

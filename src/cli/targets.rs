@@ -11,10 +11,11 @@ use byoc_core::sdk::{CompileOptions, THREADS_OPTION};
 use byoc_core::Module;
 use clap::Args;
 
-use super::progress;
+use super::{progress, CheckFailed};
 use crate::model::{load_model, parse_input_shapes};
 use crate::pipeline::{partition, PartitionOptions};
 use crate::plugins::{select_targets, Selection};
+use crate::report::summary::Summary;
 
 /// Which targets to use and where their plugins are.
 #[derive(Clone, Debug, Default, Args)]
@@ -34,6 +35,10 @@ pub struct TargetArgs {
     /// An option passed to the plugins' compile: KEY=VALUE (repeatable).
     #[arg(long = "plugin-option", value_name = "KEY=VALUE")]
     pub plugin_options: Vec<String>,
+    /// No host fallback: refuse (exit code 1) when any op of the model would stay on the host,
+    /// listing those ops with the reasons the targets gave.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 impl TargetArgs {
@@ -102,6 +107,9 @@ pub fn partition_and_compile(
         partition(module, &selection.targets, &PartitionOptions::default())
     })
     .with_context(|| format!("{model}: partitioning failed"))?;
+    if args.strict {
+        check_no_fallback(&Summary::of(&result), model)?;
+    }
     let partitions = external_functions(&result.module);
     let bar = progress::bar(partitions.len() as u64, "compiling partitions");
     let mut externals = ExternalModules::new();
@@ -122,6 +130,46 @@ pub fn partition_and_compile(
     Ok((result.module, externals))
 }
 
+/// `--strict`: fails when `summary` leaves any op on the host, naming each op with its count
+/// and the reasons the targets declined it.
+fn check_no_fallback(summary: &Summary, model: &str) -> Result<()> {
+    if summary.host_ops.is_empty() {
+        return Ok(());
+    }
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for op in &summary.host_ops {
+        match counts.last_mut() {
+            Some((last, n)) if *last == op.as_str() => *n += 1,
+            _ => counts.push((op, 1)),
+        }
+    }
+    let lines: Vec<String> = counts
+        .iter()
+        .map(|(op, n)| {
+            let reasons: Vec<String> = summary
+                .rejected
+                .iter()
+                .filter(|r| r.op == *op)
+                .map(|r| format!("{}: {}", r.target, r.reason))
+                .collect();
+            let why = if !reasons.is_empty() {
+                reasons.join("; ")
+            } else if summary.pruned.is_empty() {
+                "no selected target took it".to_string()
+            } else {
+                "supported, but Prune inlined its partition back".to_string()
+            };
+            format!("  {op} x{n} ({why})")
+        })
+        .collect();
+    Err(CheckFailed(format!(
+        "{model}: --strict: {} op call(s) would fall back to the host:\n{}",
+        summary.host_ops.len(),
+        lines.join("\n")
+    ))
+    .into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,9 +183,15 @@ mod tests {
 
     #[test]
     fn executor_threads_reach_the_plugins_unless_given() {
-        let options = args(&[]).with_executor_threads(3).compile_options().unwrap();
+        let options = args(&[])
+            .with_executor_threads(3)
+            .compile_options()
+            .unwrap();
         assert_eq!(options.get(THREADS_OPTION), Some("3"));
-        let all_cores = args(&[]).with_executor_threads(0).compile_options().unwrap();
+        let all_cores = args(&[])
+            .with_executor_threads(0)
+            .compile_options()
+            .unwrap();
         assert_eq!(all_cores.get(THREADS_OPTION), None);
         let explicit = args(&["threads = 1", "csource.cc=gcc"])
             .with_executor_threads(2)
