@@ -39,23 +39,4 @@ fn light_model(name: &str) -> Result<()> {
     Ok(())
 }
 
-macro_rules! light_tests {
-    ($($test:ident => $name:literal,)*) => {$(
-        #[test]
-        fn $test() -> Result<()> {
-            light_model($name)
-        }
-    )*};
-}
-
-light_tests! {
-    bvlc_alexnet => "bvlc_alexnet",
-    densenet121 => "densenet121",
-    inception_v1 => "inception_v1",
-    inception_v2 => "inception_v2",
-    resnet50 => "resnet50",
-    shufflenet => "shufflenet",
-    squeezenet => "squeezenet",
-    vgg19 => "vgg19",
-    zfnet512 => "zfnet512",
-}
+light::light_model_tests!();

@@ -77,3 +77,28 @@ pub fn check(
     }
     Ok(())
 }
+
+/// Declares one `#[test]` per light model, named after it, each calling the including file's
+/// `light_model(name: &str) -> anyhow::Result<()>`.
+macro_rules! light_model_tests {
+    () => {
+        light::light_model_tests!(
+            bvlc_alexnet,
+            densenet121,
+            inception_v1,
+            inception_v2,
+            resnet50,
+            shufflenet,
+            squeezenet,
+            vgg19,
+            zfnet512
+        );
+    };
+    ($($model:ident),*) => {$(
+        #[test]
+        fn $model() -> anyhow::Result<()> {
+            light_model(stringify!($model))
+        }
+    )*};
+}
+pub(crate) use light_model_tests;
