@@ -6,6 +6,7 @@
 //! csource matches onnxruntime (when `BYOC_ONNX_LIGHT_DIR` is set, see tests/onnx_light.rs).
 
 mod common;
+mod plugin_build;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,6 +24,7 @@ use byoc_core::passes::prune::op_names;
 use byoc_core::plugin::{compile_externals, PluginRegistry, PluginSearch, Runtimes};
 use byoc_core::sdk::{CompileOptions, Plugin};
 use byoc_core::Tensor;
+use plugin_build::build_next_to_byoc;
 
 const MODEL: &str = "examples/models/small_cnn.relay";
 
@@ -34,23 +36,7 @@ fn root() -> PathBuf {
 /// here with the same profile), which byoc searches by default.
 fn plugin_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = PathBuf::from(env!("CARGO_BIN_EXE_byoc"))
-            .parent()
-            .expect("the binary has a directory")
-            .to_path_buf();
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.current_dir(root())
-            .args(["build", "-p", "byoc-plugin-csource"]);
-        if dir.file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
-        }
-        assert!(
-            cmd.status().expect("cargo runs").success(),
-            "building csource failed"
-        );
-        dir
-    })
+    DIR.get_or_init(|| build_next_to_byoc(&root(), &["byoc-plugin-csource"]))
 }
 
 /// A fresh scratch directory for one test.

@@ -4,6 +4,8 @@
 //! plugins (panics, errors, wrong output sizes, a future ABI, no entry point) are refused or
 //! reported with the plugin's name, and the host keeps working.
 
+mod plugin_build;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Arc, OnceLock};
@@ -19,6 +21,7 @@ use byoc_core::plugin::{
 use byoc_core::sdk::{CompileOptions, Plugin};
 use byoc_core::text::parse_module;
 use byoc_core::{Module, Tensor};
+use plugin_build::build_next_to_byoc;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -29,27 +32,15 @@ fn root() -> PathBuf {
 fn plugin_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = PathBuf::from(env!("CARGO_BIN_EXE_byoc"))
-            .parent()
-            .expect("the binary has a directory")
-            .to_path_buf();
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.current_dir(root()).arg("build").args([
-            "-p",
-            "byoc-plugin-tinyacc",
-            "-p",
-            "byoc-testplugin-faulty",
-            "-p",
-            "byoc-testplugin-bad-abi",
-            "-p",
-            "byoc-testplugin-no-entry",
-        ]);
-        if dir.file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
-        }
-        let status = cmd.status().expect("cargo runs");
-        assert!(status.success(), "building the plugins failed");
-        dir
+        build_next_to_byoc(
+            &root(),
+            &[
+                "byoc-plugin-tinyacc",
+                "byoc-testplugin-faulty",
+                "byoc-testplugin-bad-abi",
+                "byoc-testplugin-no-entry",
+            ],
+        )
     })
 }
 
