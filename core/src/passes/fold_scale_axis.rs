@@ -36,7 +36,8 @@ use crate::ir::{rewrite::Rebuild, Attrs, Call, ExprId, Function, IrError, Module
 use crate::tensor::Tensor;
 
 use super::fold_constant::frozen_nodes;
-use super::{eliminate_dead_code, infer_types, is_external, Pass, PassContext, PassError};
+use super::pass::rewrite_host_functions;
+use super::{eliminate_dead_code, Pass, PassContext, PassError};
 
 /// The `fold-scale-axis` pass.
 #[derive(Clone, Copy, Debug, Default)]
@@ -48,14 +49,7 @@ impl Pass for FoldScaleAxis {
     }
 
     fn run(&self, module: &mut Module, _cx: &mut PassContext) -> Result<(), PassError> {
-        infer_types(module)?;
-        for (_, f) in module.functions_mut() {
-            if !is_external(f) {
-                *f = fold_function(f)?;
-            }
-        }
-        infer_types(module)?;
-        Ok(())
+        rewrite_host_functions(module, fold_function)
     }
 }
 

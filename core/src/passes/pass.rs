@@ -166,6 +166,23 @@ impl PassError {
     }
 }
 
+/// Runs `rewrite` on every function of `module` that is not [`is_external`], with types
+/// inferred before and after: the body of function-at-a-time rewrites such as
+/// SimplifyInference and FoldScaleAxis.
+pub(crate) fn rewrite_host_functions(
+    module: &mut Module,
+    rewrite: impl Fn(&Function) -> Result<Function, PassError>,
+) -> Result<(), PassError> {
+    super::infer_types(module)?;
+    for (_, f) in module.functions_mut() {
+        if !is_external(f) {
+            *f = rewrite(f)?;
+        }
+    }
+    super::infer_types(module)?;
+    Ok(())
+}
+
 /// True for a global function the optimizing passes leave alone, as TVM's function passes do:
 /// one with a `Compiler` attribute (already handed to an external codegen), or a non-zero
 /// `Extern` or `SkipOptimization` attribute.

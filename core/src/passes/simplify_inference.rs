@@ -30,7 +30,8 @@ use crate::ir::{
 };
 use crate::tensor::Tensor;
 
-use super::{eliminate_dead_code, infer_types, is_external, Pass, PassContext, PassError};
+use super::pass::rewrite_host_functions;
+use super::{eliminate_dead_code, Pass, PassContext, PassError};
 
 /// The `simplify-inference` pass.
 #[derive(Clone, Copy, Debug, Default)]
@@ -42,14 +43,7 @@ impl Pass for SimplifyInference {
     }
 
     fn run(&self, module: &mut Module, _cx: &mut PassContext) -> Result<(), PassError> {
-        infer_types(module)?;
-        for (_, f) in module.functions_mut() {
-            if !is_external(f) {
-                *f = simplify_function(f)?;
-            }
-        }
-        infer_types(module)?;
-        Ok(())
+        rewrite_host_functions(module, |f| Ok(simplify_function(f)?))
     }
 }
 

@@ -14,6 +14,8 @@ use byoc_core::Tensor;
 use byoc_plugin_csource::{
     compile, CSourceCodegen, CodegenOptions, CompilerOptions, LoadedPartition,
 };
+use rand::rngs::StdRng;
+use rand::SeedableRng;
 
 /// One benchmarked layer: data shape, weight shape, stride, padding.
 struct Layer {
@@ -54,18 +56,6 @@ const LAYERS: [Layer; 4] = [
         pad: 1,
     },
 ];
-
-fn pseudo_random(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed;
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32) - 0.5
-        })
-        .collect()
-}
 
 /// conv2d + bias_add + relu with data, weight and bias as parameters, typed; `@main` is also
 /// the csource partition.
@@ -141,10 +131,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .enumerate()
             .map(|(i, ty)| {
                 let ty = ty.as_tensor().ok_or("tensor parameter")?;
-                Ok(Tensor::from_vec(
-                    ty.shape.clone(),
-                    pseudo_random(ty.num_elements(), i as u64 + 1),
-                )?)
+                let mut rng = StdRng::seed_from_u64(i as u64 + 1);
+                Ok(Tensor::random_uniform(ty.clone(), &mut rng)?)
             })
             .collect::<Result<_, Box<dyn std::error::Error>>>()?;
         let out_ty: TensorType = part.outputs()[0].clone();
