@@ -7,12 +7,14 @@
 //! only where a consumer wants another layout and at the partition's outputs ([`plan`]).
 //! Intermediates live in one arena laid out by liveness; every primitive uses a user
 //! scratchpad. [`DnnlRuntime::run`] takes `&self`: each run borrows an execution state from a
-//! pool ([`exec`]), so several threads may run one runtime at once.
+//! pool ([`exec`]), so several threads may run one runtime at once. All oneDNN work runs on
+//! one driver thread ([`team`]), so the process keeps a single OpenMP team.
 
 mod attrs;
 mod exec;
 mod ops;
 mod plan;
+mod team;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -25,7 +27,7 @@ use byoc_core::TensorType;
 use byoc_json_runtime::{ConstantMap, FormatError, JsonGraph, NodeKind};
 use thiserror::Error;
 
-use crate::dnnl::{self, DnnlError, Engine, MemoryDesc};
+use crate::dnnl::{DnnlError, Engine, MemoryDesc};
 use exec::{ExecState, StatePool};
 use plan::{Builder, Plan, ValueId};
 
@@ -163,6 +165,14 @@ impl DnnlRuntime {
 
     /// [`DnnlRuntime::new`] on a parsed graph.
     pub fn from_graph(
+        graph: &JsonGraph,
+        constants: &ConstantMap,
+        threads: Option<usize>,
+    ) -> Result<Self, RuntimeError> {
+        team::on_team(threads, || Self::build(graph, constants, threads))
+    }
+
+    fn build(
         graph: &JsonGraph,
         constants: &ConstantMap,
         threads: Option<usize>,
@@ -365,6 +375,15 @@ impl DnnlRuntime {
         &self,
         inputs: &[TensorRef<'_>],
         outputs: &mut [TensorMut<'_>],
+        times: Option<&mut Vec<Duration>>,
+    ) -> Result<(), RuntimeError> {
+        team::on_team(self.threads, || self.execute_here(inputs, outputs, times))
+    }
+
+    fn execute_here(
+        &self,
+        inputs: &[TensorRef<'_>],
+        outputs: &mut [TensorMut<'_>],
         mut times: Option<&mut Vec<Duration>>,
     ) -> Result<(), RuntimeError> {
         self.check_views(
@@ -381,9 +400,6 @@ impl DnnlRuntime {
             symbol: self.symbol.clone(),
             source,
         };
-        if let Some(n) = self.threads {
-            dnnl::set_num_threads(n);
-        }
         let mut state = match self.pool.take() {
             Some(s) => s,
             None => ExecState::new(&self.engine, &self.plan).map_err(dnnl_err)?,
