@@ -1,8 +1,11 @@
-//! Composite kernel-node names: `<target>.<root>[_bias][_sum][_<eltwise>]` (TVM's DNNL
-//! convention), parsed generically into a [`Composite`].
+//! Composite kernel-node names, parsed into a [`CompositeKind`]:
 //!
-//! `root` is `conv2d`, `deconv2d` or `dense`; `eltwise` one of [`Eltwise::NAMES`]. The kernel
-//! node's inputs are, in order: data, weight, `[bias]`, `[sum operand]`.
+//! - `<target>.<root>[_bias][_sum][_<eltwise>]` (TVM's DNNL convention), parsed generically
+//!   into a [`Composite`]: `root` is `conv2d`, `deconv2d` or `dense`; `eltwise` one of
+//!   [`Eltwise::NAMES`]. The kernel node's inputs are, in order: data, weight, `[bias]`,
+//!   `[sum operand]`.
+//! - `<target>.channel_shuffle` ([`CHANNEL_SHUFFLE`]): ShuffleNet's channel shuffle
+//!   `reshape -> transpose -> reshape`; one input, the data.
 
 use std::fmt;
 
@@ -58,7 +61,29 @@ impl Eltwise {
     ];
 }
 
-/// A parsed composite name.
+/// The composite name (after `<target>.`) of a channel shuffle.
+pub const CHANNEL_SHUFFLE: &str = "channel_shuffle";
+
+/// What a composite kernel node computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompositeKind {
+    /// A compute op with fused bias, sum and activation.
+    Fused(Composite),
+    /// A channel shuffle (`<target>.channel_shuffle`).
+    ChannelShuffle,
+}
+
+impl CompositeKind {
+    /// Parses a composite name (op names are told apart first, see [`is_composite`]).
+    pub fn parse(name: &str) -> Result<CompositeKind, UnknownComposite> {
+        match name.split_once('.') {
+            Some((_, body)) if body == CHANNEL_SHUFFLE => Ok(CompositeKind::ChannelShuffle),
+            _ => Composite::parse(name).map(CompositeKind::Fused),
+        }
+    }
+}
+
+/// A parsed fused-composite name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Composite {
     /// The root op.
@@ -84,7 +109,8 @@ impl fmt::Display for UnknownComposite {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "unknown composite '{}': {} (expected <target>.<conv2d|deconv2d|dense>[_bias][_sum][_<{}>])",
+            "unknown composite '{}': {} (expected <target>.<conv2d|deconv2d|dense>[_bias][_sum][_<{}>] \
+             or <target>.{CHANNEL_SHUFFLE})",
             self.name,
             self.reason,
             Eltwise::NAMES.map(|(n, _)| n).join("|")
@@ -191,6 +217,16 @@ mod tests {
             let e = Composite::parse(bad).unwrap_err();
             assert!(e.to_string().contains(bad), "{e}");
         }
+        assert_eq!(
+            CompositeKind::parse("dnnl.channel_shuffle").unwrap(),
+            CompositeKind::ChannelShuffle
+        );
+        assert_eq!(
+            CompositeKind::parse("dnnl.conv2d_relu").unwrap(),
+            CompositeKind::Fused(Composite::parse("dnnl.conv2d_relu").unwrap())
+        );
+        let e = CompositeKind::parse("dnnl.channel_shuffle_relu").unwrap_err();
+        assert!(e.to_string().contains("or <target>.channel_shuffle"), "{e}");
         assert!(is_composite("dnnl.dense_bias"));
         assert!(!is_composite("nn.conv2d"));
         assert!(!is_composite("add"));

@@ -32,6 +32,8 @@ use byoc_core::ir::{AttrValue, DType, Type};
 use byoc_core::sdk::{CallView, TargetDescription};
 use byoc_core::target::{OpRule, PruneConfig, RejectReason};
 
+use crate::composite::CHANNEL_SHUFFLE;
+
 /// The target name, the `Compiler` attribute of dnnl partitions.
 pub const TARGET: &str = "dnnl";
 
@@ -297,7 +299,39 @@ pub fn description() -> TargetDescription {
     for entry in fused_entries() {
         d = d.with_pattern_checked(entry.name(), entry.pattern(), move |c| entry.check(c));
     }
-    d
+    d.with_pattern_checked(
+        format!("{TARGET}.{CHANNEL_SHUFFLE}"),
+        CHANNEL_SHUFFLE_PATTERN,
+        channel_shuffle_check,
+    )
+}
+
+/// ShuffleNet's channel shuffle as the ONNX importer writes it (caffe2/PyTorch):
+/// `reshape(x, (N, g, C/g, H, W))`, swap the two channel axes, `reshape((N, C, H, W))`.
+const CHANNEL_SHUFFLE_PATTERN: &str =
+    "reshape(transpose(reshape(?data : float32)){axes=[0, 2, 1, 3, 4]})";
+
+/// The check on a channel shuffle's root, the last reshape: `(N, C/g, g, H, W)` (the
+/// transposed `(N, g, C/g, H, W)`) back to `(N, C, H, W)`. The data's own shape is out of
+/// the check's sight; the runtime reads it (docs/dnnl.md).
+fn channel_shuffle_check(call: &CallView<'_>) -> Result<(), RejectReason> {
+    let out = shape(call.result_type)?;
+    let [arg] = call.arg_types else {
+        return Err("reshape with other than one operand".into());
+    };
+    let x = shape(arg)?;
+    match (x, out) {
+        (&[n, cg, g, h, w], &[n2, c, h2, w2])
+            if (n, h, w) == (n2, h2, w2) && cg.checked_mul(g) == Some(c) =>
+        {
+            Ok(())
+        }
+        _ => Err(format!(
+            "{TARGET}.{CHANNEL_SHUFFLE}: reshape of {x:?} to {out:?} is not \
+             (N, C/g, g, H, W) to (N, C, H, W)"
+        )
+        .into()),
+    }
 }
 
 fn show(v: Option<i64>) -> String {

@@ -213,3 +213,79 @@ fn deconv2d_and_dense_composites() {
         &[tensor(&[2, 3, 20], 68), tensor(&[2, 3, 9], 69)],
     );
 }
+
+/// `dnnl.channel_shuffle` on `%{tag}0` of shape `data`: reshape to `(N, g, C/g, H, W)`, swap
+/// the channel axes, reshape to `(N, C, H, W)`.
+fn shuffle(tag: &str, src: &str, data: &[usize], out: [usize; 4], groups: usize) -> String {
+    let [n, c, h, w] = out;
+    composite(
+        "dnnl.channel_shuffle",
+        tag,
+        &[&t(data)],
+        &format!(
+            "    %{tag}r = reshape(%{tag}0, newshape=[{n}, {groups}, {cg}, {h}, {w}]);\n    \
+             %{tag}t = transpose(%{tag}r, axes=[0, 2, 1, 3, 4]);\n    \
+             reshape(%{tag}t, newshape=[{n}, {c}, {h}, {w}])",
+            cg = c / groups
+        ),
+        &[src.to_string()],
+    )
+}
+
+#[test]
+fn channel_shuffle_on_plain_data() {
+    // (N, C, H, W, groups); groups != C / groups except in the last case.
+    for (n, c, h, w, g) in [
+        (1, 12, 5, 6, 3),
+        (2, 12, 4, 3, 4),
+        (1, 10, 3, 7, 2),
+        (1, 28, 2, 2, 4),
+        (1, 16, 3, 3, 4),
+    ] {
+        let body = shuffle("s", "%x", &[n, c, h, w], [n, c, h, w], g) + "  %s";
+        check(
+            &partition(&format!("%x: {}", t(&[n, c, h, w])), &body),
+            &[tensor(&[n, c, h, w], 90 + c as u64)],
+        );
+    }
+}
+
+#[test]
+fn channel_shuffle_between_convolutions_keeps_blocked_layouts() {
+    // conv (blocked result) → shuffle → conv and a residual-free relu tail, as in ShuffleNet.
+    for (c, g) in [(32, 4), (48, 3), (24, 8)] {
+        let body = composite(
+            "dnnl.conv2d_bias_relu",
+            "a",
+            &[&t(&[1, 8, 6, 6]), &t(&[c, 8, 1, 1]), &t(&[c])],
+            &format!(
+                "    nn.relu(nn.bias_add(nn.conv2d(%a0, %a1, channels={c}, kernel_size=[1, 1]), %a2))"
+            ),
+            &["%x".to_string(), konst(&[c, 8, 1, 1], 100), konst(&[c], 101)],
+        ) + &shuffle("s", "%a", &[1, c, 6, 6], [1, c, 6, 6], g)
+            + &composite(
+                "dnnl.conv2d_relu",
+                "b",
+                &[&t(&[1, c, 6, 6]), &t(&[c, 1, 3, 3])],
+                &format!(
+                    "    nn.relu(nn.conv2d(%b0, %b1, padding=[1, 1, 1, 1], groups={c}, channels={c}, kernel_size=[3, 3]))"
+                ),
+                &["%s".to_string(), konst(&[c, 1, 3, 3], 102)],
+            )
+            + "  (%b, %s)";
+        check(
+            &partition("%x: Tensor[(1, 8, 6, 6), float32]", &body),
+            &[tensor(&[1, 8, 6, 6], 103)],
+        );
+    }
+}
+
+#[test]
+fn channel_shuffle_of_data_with_another_shape_reads_it_as_the_reshapes_do() {
+    // (1, 2, 12, 5) has the 120 elements of (1, 3, 4, 5, 2) → (1, 12, 5, 2).
+    let body = shuffle("s", "%x", &[1, 2, 12, 5], [1, 12, 5, 2], 3) + "  %s";
+    check(
+        &partition("%x: Tensor[(1, 2, 12, 5), float32]", &body),
+        &[tensor(&[1, 2, 12, 5], 104)],
+    );
+}

@@ -381,6 +381,13 @@ extern "C" {
         padding_l: *const dnnl_dim_t,
         padding_r: *const dnnl_dim_t,
     ) -> dnnl_status_t;
+    pub fn dnnl_shuffle_forward_desc_init(
+        desc: *mut OpDesc,
+        prop: dnnl_prop_kind_t,
+        data: *const dnnl_memory_desc_t,
+        axis: c_int,
+        group_size: dnnl_dim_t,
+    ) -> dnnl_status_t;
     pub fn dnnl_softmax_forward_desc_init(
         desc: *mut OpDesc,
         prop: dnnl_prop_kind_t,

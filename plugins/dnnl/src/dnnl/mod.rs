@@ -583,6 +583,20 @@ impl OpDesc {
         ))
     }
 
+    /// A shuffle along `axis` with oneDNN's `group_size`: the axis, of size `C`, is read as a
+    /// `(C / group_size, group_size)` row-major matrix and transposed (checked against the host
+    /// executor's reshape/transpose in the plugin's tests). So a channel shuffle with `g` groups
+    /// (`(g, C/g)` transposed) has `group_size = C / g`. Source and destination share `data`'s
+    /// layout.
+    pub fn shuffle(data: &MemoryDesc, axis: usize, group_size: i64) -> Result<Self, DnnlError> {
+        op_desc!(dnnl_shuffle_forward_desc_init(
+            ffi::dnnl_forward_inference,
+            data.raw(),
+            axis as c_int,
+            group_size
+        ))
+    }
+
     /// Softmax along `axis`.
     pub fn softmax(data: &MemoryDesc, axis: usize) -> Result<Self, DnnlError> {
         op_desc!(dnnl_softmax_forward_desc_init(

@@ -1,5 +1,5 @@
 //! One kernel node → oneDNN primitives: op kernel nodes (`nn.conv2d`, `add`, ...) and
-//! composites (`dnnl.conv2d_bias_sum_relu`, see [`crate::composite`]).
+//! composites (`dnnl.conv2d_bias_sum_relu`, `dnnl.channel_shuffle`, see [`crate::composite`]).
 //!
 //! Every builder validates the node's types and attributes against what it can execute and
 //! returns the values of the node's outputs.
@@ -10,7 +10,7 @@ use byoc_json_runtime::NodeAttrs;
 use super::attrs::{pad_before, per_axis, Attrs};
 use super::plan::{Builder, ValueId};
 use super::{check_f32, dims_of, OpError};
-use crate::composite::{is_composite, Composite, Eltwise, Root};
+use crate::composite::{is_composite, Composite, CompositeKind, Eltwise, Root};
 use crate::dnnl::{ffi, Attr, MemoryDesc, OpDesc, PostOp, PrimitiveDesc, Query, Window};
 
 /// A kernel node being built.
@@ -68,8 +68,12 @@ pub(crate) fn build(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<Vec<ValueId>
         }
     }
     if is_composite(cx.name) {
-        let c = Composite::parse(cx.name).map_err(|e| OpError::msg(e.to_string()))?;
-        return composite(b, cx, &c).map(|v| vec![v]);
+        let kind = CompositeKind::parse(cx.name).map_err(|e| OpError::msg(e.to_string()))?;
+        return match kind {
+            CompositeKind::Fused(c) => composite(b, cx, &c),
+            CompositeKind::ChannelShuffle => channel_shuffle(b, cx),
+        }
+        .map(|v| vec![v]);
     }
     let one = |r: Result<ValueId, OpError>| r.map(|v| vec![v]);
     match cx.name {
@@ -166,6 +170,92 @@ fn composite(b: &mut Builder<'_>, cx: &NodeCx<'_>, c: &Composite) -> Result<Valu
         Root::Deconv2d => conv_with(b, cx, true, &fused),
         Root::Dense => dense_with(b, cx, &fused),
     }
+}
+
+/// `dnnl.channel_shuffle`: `reshape(x, (N, g, C/g, H, W))`, `transpose(axes=[0, 2, 1, 3, 4])`,
+/// `reshape((N, C, H, W))` as one oneDNN shuffle over axis 1.
+///
+/// The kernel node carries the first reshape's `newshape` (the composite's root op); the
+/// pattern fixed the transpose's axes and its check the last reshape's shapes. Here the
+/// `newshape` must be `(N, g, C/g, H, W)` for the result `(N, C, H, W)` (`0` and `-1` resolved
+/// as Relay does). Data of the result's shape is shuffled in the producer's layout (blocked
+/// ones included); data of another shape with as many elements is first made plain and read
+/// as `(N, C, H, W)`, which is what the two reshapes do with it.
+fn channel_shuffle(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<ValueId, OpError> {
+    cx.expect_inputs(1)?;
+    let y = cx.out_dims(0)?;
+    let x = cx.in_dims(0);
+    let newshape = cx.attrs().ints_or("newshape", &[])?;
+    let not_a_shuffle = |why: String| {
+        OpError::msg(format!(
+            "not a channel shuffle: data {}, newshape {newshape:?}, result {}: {why}",
+            cx.in_types[0], cx.out_types[0]
+        ))
+    };
+    if y.len() != 4 {
+        return Err(not_a_shuffle("the result is not 4-D (N, C, H, W)".into()));
+    }
+    if cx.in_types[0].num_elements() != cx.out_types[0].num_elements() {
+        return Err(not_a_shuffle("data and result differ in size".into()));
+    }
+    let inner = resolve_newshape(&newshape, &x).map_err(not_a_shuffle)?;
+    let groups = inner[1];
+    if [inner[0], inner[3], inner[4]] != [y[0], y[2], y[3]]
+        || groups.checked_mul(inner[2]) != Some(y[1])
+    {
+        return Err(not_a_shuffle(
+            "the first reshape is not (N, groups, C / groups, H, W) of the result (N, C, H, W)"
+                .into(),
+        ));
+    }
+    let src = if b.desc(cx.args[0]).dims() == y.as_slice() {
+        cx.args[0]
+    } else {
+        b.view(cx.args[0], MemoryDesc::plain(&y)?)?
+    };
+    // oneDNN's group_size is the length of a row of the transposed matrix: C / groups.
+    let op = OpDesc::shuffle(&b.desc(src), 1, inner[2])?;
+    let pd = PrimitiveDesc::new(b.engine, &op, &Attr::new(&[])?)?;
+    let dst = b.temp(pd.query(Query::Dst(0)));
+    b.step(
+        &pd,
+        vec![(ffi::DNNL_ARG_SRC, src), (ffi::DNNL_ARG_DST, dst)],
+        format!("shuffle {}", cx.name),
+    )?;
+    Ok(dst)
+}
+
+/// A reshape's `newshape` of data with dims `data` as plain dims: `0` copies the data's
+/// dimension at the same position, one `-1` takes what is left; positive values stand.
+fn resolve_newshape(newshape: &[i64], data: &[i64]) -> Result<Vec<i64>, String> {
+    let mut dims = Vec::with_capacity(newshape.len());
+    let mut infer = None;
+    for (i, &d) in newshape.iter().enumerate() {
+        dims.push(match d {
+            d if d > 0 => d,
+            0 => *data
+                .get(i)
+                .ok_or_else(|| format!("newshape[{i}] = 0 but the data has rank {}", data.len()))?,
+            -1 if infer.is_none() => {
+                infer = Some(i);
+                1
+            }
+            d => return Err(format!("newshape[{i}] = {d} is not supported here")),
+        });
+    }
+    if dims.len() != 5 {
+        return Err(format!("newshape has {} dimensions, not 5", dims.len()));
+    }
+    if let Some(i) = infer {
+        let product = |d: &[i64]| d.iter().try_fold(1i64, |p, &d| p.checked_mul(d));
+        match (product(&dims), product(data)) {
+            (Some(known), Some(total)) if known > 0 && total % known == 0 => {
+                dims[i] = total / known;
+            }
+            _ => return Err(format!("newshape[{i}] = -1 cannot be inferred")),
+        }
+    }
+    Ok(dims)
 }
 
 /// What a compute primitive fuses: bias input index, sum operand index, post-ops.
