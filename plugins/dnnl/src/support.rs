@@ -506,6 +506,37 @@ mod tests {
     }
 
     #[test]
+    fn a_channel_shuffle_root_goes_back_to_the_data_shape() {
+        let check = |x: &[usize], out: &[usize]| {
+            let op = byoc_core::op::OpRegistry::lookup("reshape").unwrap();
+            let arg_types = [Type::tensor(x.to_vec(), DType::Float32)];
+            channel_shuffle_check(&CallView {
+                op: &op,
+                attrs: &Attrs::new(),
+                arg_types: &arg_types,
+                result_type: &Type::tensor(out.to_vec(), DType::Float32),
+            })
+        };
+        assert_eq!(check(&[1, 28, 4, 56, 56], &[1, 112, 56, 56]), Ok(()));
+        assert_eq!(check(&[2, 3, 4, 5, 6], &[2, 12, 5, 6]), Ok(()));
+        for (x, out) in [
+            (&[1, 28, 4, 56, 56][..], &[1, 112, 3136, 1][..]),
+            (&[1, 28, 4, 56, 56], &[1, 351232]),
+            (&[1, 28, 4, 56, 56], &[2, 56, 56, 56]),
+            (&[1, 112, 56, 56], &[1, 112, 56, 56]),
+        ] {
+            let err = check(x, out).unwrap_err();
+            assert_eq!(
+                err.0,
+                format!(
+                    "dnnl.channel_shuffle: reshape of {x:?} to {out:?} is not \
+                     (N, C/g, g, H, W) to (N, C, H, W)"
+                )
+            );
+        }
+    }
+
+    #[test]
     fn a_sum_operand_has_the_output_shape_and_dense_is_rank_2() {
         let out: &[usize] = &[1, 8, 5, 5];
         assert_eq!(

@@ -214,19 +214,30 @@ fn deconv2d_and_dense_composites() {
     );
 }
 
-/// `dnnl.channel_shuffle` on `%{tag}0` of shape `data`: reshape to `(N, g, C/g, H, W)`, swap
+/// `dnnl.channel_shuffle` on `src` of shape `data`: reshape to `(N, g, C/g, H, W)`, swap
 /// the channel axes, reshape to `(N, C, H, W)`.
 fn shuffle(tag: &str, src: &str, data: &[usize], out: [usize; 4], groups: usize) -> String {
+    let [n, c, h, w] = out;
+    shuffle_with(
+        tag,
+        src,
+        data,
+        &format!("[{n}, {groups}, {}, {h}, {w}]", c / groups),
+        out,
+    )
+}
+
+/// [`shuffle`] with the first reshape's `newshape` as written.
+fn shuffle_with(tag: &str, src: &str, data: &[usize], first: &str, out: [usize; 4]) -> String {
     let [n, c, h, w] = out;
     composite(
         "dnnl.channel_shuffle",
         tag,
         &[&t(data)],
         &format!(
-            "    %{tag}r = reshape(%{tag}0, newshape=[{n}, {groups}, {cg}, {h}, {w}]);\n    \
+            "    %{tag}r = reshape(%{tag}0, newshape={first});\n    \
              %{tag}t = transpose(%{tag}r, axes=[0, 2, 1, 3, 4]);\n    \
-             reshape(%{tag}t, newshape=[{n}, {c}, {h}, {w}])",
-            cg = c / groups
+             reshape(%{tag}t, newshape=[{n}, {c}, {h}, {w}])"
         ),
         &[src.to_string()],
     )
@@ -248,6 +259,12 @@ fn channel_shuffle_on_plain_data() {
             &[tensor(&[n, c, h, w], 90 + c as u64)],
         );
     }
+    // Relay's 0 (copy) and -1 (infer) in the first reshape: 3 groups of 4.
+    let body = shuffle_with("s", "%x", &[1, 12, 5, 6], "[0, -1, 4, 5, 6]", [1, 12, 5, 6]) + "  %s";
+    check(
+        &partition("%x: Tensor[(1, 12, 5, 6), float32]", &body),
+        &[tensor(&[1, 12, 5, 6], 89)],
+    );
 }
 
 #[test]

@@ -232,3 +232,41 @@ fn residual_sum_accumulates_in_place_when_last_read() {
     let rt2 = DnnlRuntime::new(&json2, &constants, None).unwrap();
     assert!(rt2.steps().len() > steps.len(), "{:?}", rt2.steps());
 }
+
+#[test]
+fn a_channel_shuffle_node_that_is_not_one_is_refused() {
+    let text = partition(
+        "%x: Tensor[(1, 12, 5, 6), float32]",
+        "  %f = fn (%p0: Tensor[(1, 12, 5, 6), float32], Composite=\"dnnl.channel_shuffle\") {\n    \
+         %r = reshape(%p0, newshape=[1, 3, 4, 5, 6]);\n    \
+         %t = transpose(%r, axes=[0, 2, 1, 3, 4]);\n    \
+         reshape(%t, newshape=[1, 12, 5, 6])\n  };\n  %f(%x)",
+    );
+    let newshape = "\"newshape\": [[\"1\", \"3\", \"4\", \"5\", \"6\"]]";
+    assert!(edited(&text, newshape, newshape).is_ok());
+    for (to, message) in [
+        (
+            "[\"1\", \"5\", \"4\", \"5\", \"6\"]",
+            "the first reshape is not (N, groups, C / groups, H, W) of the result (N, C, H, W)",
+        ),
+        ("[\"1\", \"3\", \"4\", \"30\"]", "newshape has 4 dimensions, not 5"),
+        (
+            "[\"1\", \"-2\", \"4\", \"5\", \"6\"]",
+            "newshape[1] = -2 is not supported here",
+        ),
+        ("[\"x\"]", "attribute newshape: 'x' is not an integer"),
+    ] {
+        let e = edited(&text, newshape, &format!("\"newshape\": [{to}]")).unwrap_err();
+        assert!(
+            e.contains("node 1 ('dnnl.channel_shuffle')") && e.contains(message),
+            "{e}"
+        );
+    }
+    let e = edited(
+        &text,
+        "\"dnnl.channel_shuffle\"",
+        "\"dnnl.channel_shuffle_relu\"",
+    )
+    .unwrap_err();
+    assert!(e.contains("unknown composite"), "{e}");
+}

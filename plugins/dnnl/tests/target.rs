@@ -335,3 +335,70 @@ fn partitions_without_a_compute_heavy_op_go_back_to_the_host() {
          nn.layer_norm, nn.global_avg_pool2d]"
     );
 }
+
+/// conv 1x1 (8 -> 12 channels) + relu, then `reshape(newshape1)`, `transpose(axes)`,
+/// `reshape(newshape2)`, then (when `dw`) a depthwise 3x3 conv on the result, as in a
+/// ShuffleNet unit.
+fn shuffle_chain(newshape1: &str, axes: &str, newshape2: &str, dw: bool) -> Module {
+    let tail = if dw {
+        format!(
+            "nn.conv2d(%4, {}, padding=[1, 1, 1, 1], groups=12, channels=12, kernel_size=[3, 3])",
+            weights("(12, 1, 3, 3)", 0.2)
+        )
+    } else {
+        "%4".to_string()
+    };
+    module(&format!(
+        r#"def @main(%x: Tensor[(1, 8, 5, 5), float32]) {{
+          %0 = nn.conv2d(%x, {w}, channels=12, kernel_size=[1, 1]);
+          %1 = nn.relu(%0);
+          %2 = reshape(%1, newshape={newshape1});
+          %3 = transpose(%2, axes={axes});
+          %4 = reshape(%3, newshape={newshape2});
+          {tail}
+        }}"#,
+        w = weights("(12, 8, 1, 1)", 0.1),
+    ))
+}
+
+#[test]
+fn a_channel_shuffle_is_one_composite_inside_the_partition() {
+    // groups 4, 3 channels per group (and the other way round).
+    for first in ["[1, 4, 3, 5, 5]", "[1, 3, 4, 5, 5]", "[0, -1, 3, 5, 5]"] {
+        let m = shuffle_chain(first, "[0, 2, 1, 3, 4]", "[1, 12, 5, 5]", true);
+        let got = fused(&m);
+        let names: Vec<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["dnnl.channel_shuffle", "dnnl.conv2d_relu"], "{first}");
+        assert_eq!(got[0].1, [[1, 12, 5, 5]]);
+        let summary = Summary::of(&run(&m, Stage::Partition));
+        assert_eq!(summary.functions.len(), 1, "{first}");
+        assert!(summary.host_ops.is_empty(), "{:?}", summary.host_ops);
+        assert_fusion_keeps_semantics(&m);
+    }
+}
+
+#[test]
+fn reshape_transpose_chains_that_are_not_channel_shuffles_stay_on_the_host() {
+    for (first, axes, last) in [
+        // H and W swapped, not the channel axes.
+        ("[1, 4, 3, 5, 5]", "[0, 1, 2, 4, 3]", "[1, 12, 5, 5]"),
+        // The last reshape does not give back (N, C, H, W).
+        ("[1, 4, 3, 5, 5]", "[0, 2, 1, 3, 4]", "[1, 12, 25, 1]"),
+        ("[1, 4, 3, 5, 5]", "[0, 2, 1, 3, 4]", "[1, 300]"),
+        // 4-D: no group axis.
+        ("[1, 12, 25, 1]", "[0, 2, 1, 3]", "[1, 12, 5, 5]"),
+    ] {
+        let m = shuffle_chain(first, axes, last, false);
+        let summary = Summary::of(&run(&m, Stage::Partition));
+        assert_eq!(
+            fused(&m),
+            [(
+                "dnnl.conv2d_relu".to_string(),
+                vec![vec![1, 8, 5, 5], vec![12, 8, 1, 1]]
+            )],
+            "{first} {axes} {last}"
+        );
+        assert_eq!(summary.host_ops, ["reshape", "reshape", "transpose"]);
+        assert_fusion_keeps_semantics(&m);
+    }
+}
