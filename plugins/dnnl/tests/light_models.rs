@@ -46,19 +46,27 @@ fn dnnl_executor(module: &Module) -> Result<Executor> {
     )?)
 }
 
-#[test]
-fn resnet50_fuses_conv_batch_norm_relu_and_residual_adds() -> Result<()> {
+/// What partitioning the random-weight variant of `name` for dnnl gives; `None` without the
+/// models.
+fn summary(name: &str) -> Result<Option<Summary>> {
     let Some(root) = light_dir() else {
-        return Ok(());
+        return Ok(None);
     };
-    let model = root.join("resnet50").join("random.onnx");
+    let model = root.join(name).join("random.onnx");
     let module = load_model(&model, &BTreeMap::new())
         .with_context(|| format!("loading {}", model.display()))?;
-    let summary = Summary::of(&partition(
+    Ok(Some(Summary::of(&partition(
         &module,
         &[dnnl()?],
         &PartitionOptions::default(),
-    )?);
+    )?)))
+}
+
+#[test]
+fn resnet50_fuses_conv_batch_norm_relu_and_residual_adds() -> Result<()> {
+    let Some(summary) = summary("resnet50")? else {
+        return Ok(());
+    };
     let composites: Vec<&str> = summary
         .functions
         .iter()
@@ -80,6 +88,36 @@ fn resnet50_fuses_conv_batch_norm_relu_and_residual_adds() -> Result<()> {
             summary.host_ops
         );
     }
+    Ok(())
+}
+
+#[test]
+fn shufflenet_keeps_its_channel_shuffles_in_the_main_partition() -> Result<()> {
+    let Some(summary) = summary("shufflenet")? else {
+        return Ok(());
+    };
+    let shuffles: usize = summary
+        .functions
+        .iter()
+        .map(|f| {
+            f.composites
+                .iter()
+                .filter(|c| *c == "dnnl.channel_shuffle")
+                .count()
+        })
+        .sum();
+    // Three stages of 4, 8 and 4 units, one channel shuffle each.
+    assert_eq!(shuffles, 16);
+    // Everything but the flatten before the classifier (a reshape, which dnnl does not take)
+    // is in the first partition; the classifier is the second.
+    let composites: Vec<Vec<&str>> = summary
+        .functions
+        .iter()
+        .map(|f| f.composites.iter().map(String::as_str).collect())
+        .collect();
+    assert_eq!(composites.len(), 2, "{composites:?}");
+    assert_eq!(composites[1], ["dnnl.dense_bias"]);
+    assert_eq!(summary.host_ops, ["reshape"]);
     Ok(())
 }
 
