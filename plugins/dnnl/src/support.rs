@@ -38,7 +38,7 @@ use crate::composite::CHANNEL_SHUFFLE;
 pub const TARGET: &str = "dnnl";
 
 /// Ops that run as single kernels with no condition beyond float32.
-const PLAIN_OPS: [&str; 15] = [
+const PLAIN_OPS: [&str; 17] = [
     "nn.relu",
     "nn.leaky_relu",
     "tanh",
@@ -54,6 +54,8 @@ const PLAIN_OPS: [&str; 15] = [
     "nn.softmax",
     "concatenate",
     "nn.batch_matmul",
+    "reshape",
+    "nn.batch_flatten",
 ];
 
 /// The compute-heavy ops one of which a partition needs to stay on dnnl.

@@ -193,3 +193,52 @@ fn tuple_results_and_passthrough_heads() {
     );
     check(&text, &[tensor(&[1, 3, 4, 4], 37)]);
 }
+
+#[test]
+fn reshape_and_batch_flatten() {
+    // Of a convolution's (blocked) result, into a dense layer, as a classifier's flatten.
+    let w = konst(&[16, 3, 3, 3], 37);
+    let d = konst(&[10, 16 * 36], 38);
+    for flatten in [
+        "reshape(%0, newshape=[1, -1])",
+        "nn.batch_flatten(%0)",
+        "reshape(%0, newshape=[1, 576])",
+    ] {
+        let text = partition(
+            &format!("%x: {}", t4(1, 3, 6, 6)),
+            &format!(
+                "  %0 = nn.conv2d(%x, {w}, padding=[1, 1, 1, 1], channels=16, kernel_size=[3, 3]);\n  \
+                 %1 = {flatten};\n  \
+                 (nn.dense(%1, {d}, units=10), %1)"
+            ),
+        );
+        check(&text, &[tensor(&[1, 3, 6, 6], 39)]);
+    }
+    // Of an input, and to the same shape.
+    let text = partition(
+        "%x: Tensor[(2, 3, 4), float32]",
+        "  (reshape(%x, newshape=[4, 6]), reshape(%x, newshape=[2, 3, 4]))",
+    );
+    check(&text, &[tensor(&[2, 3, 4], 40)]);
+}
+
+#[test]
+fn a_reshaped_buffer_is_not_overwritten_by_an_in_place_sum() {
+    // %0 is plain; %1 views its buffer; the dense's sum post-op is %0's last reader (nodes
+    // are in visit order: %1 before %2), which would accumulate into %0's buffer in place
+    // if nothing else read it.
+    let w = konst(&[8, 8], 41);
+    let b = konst(&[8], 42);
+    let text = partition(
+        "%x: Tensor[(4, 8), float32]",
+        &format!(
+            "  %0 = nn.relu(%x);\n  \
+             %1 = reshape(%0, newshape=[8, 4]);\n  \
+             %f = fn (%p0: Tensor[(4, 8), float32], %p1: Tensor[(8, 8), float32], %p2: Tensor[(8,), float32], %p3: Tensor[(4, 8), float32], Composite=\"dnnl.dense_bias_sum\") {{\n    \
+             add(add(nn.dense(%p0, %p1, units=8), %p2), %p3)\n  }};\n  \
+             %2 = %f(%x, {w}, {b}, %0);\n  \
+             (%1, %2)"
+        ),
+    );
+    check(&text, &[tensor(&[4, 8], 43)]);
+}

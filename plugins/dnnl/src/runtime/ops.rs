@@ -100,6 +100,7 @@ pub(crate) fn build(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<Vec<ValueId>
         "add" => one(binary(b, cx, ffi::dnnl_binary_add)),
         "multiply" => one(binary(b, cx, ffi::dnnl_binary_mul)),
         "concatenate" => one(concatenate(b, cx)),
+        "reshape" | "nn.batch_flatten" => one(reshape(b, cx)),
         name => match eltwise_op(name, &cx.attrs())? {
             Some((alg, alpha, beta)) => one(eltwise(b, cx, alg, alpha, beta)),
             None => Err(OpError::msg(format!(
@@ -794,6 +795,22 @@ fn binary(b: &mut Builder<'_>, cx: &NodeCx<'_>, alg: i32) -> Result<ValueId, OpE
         format!("binary {}", cx.name),
     )?;
     Ok(dst)
+}
+
+/// `reshape` and `nn.batch_flatten`: the data, made plain, read with the result's dims (no
+/// copy when the data is plain already). The buffer is then read through two graph entries,
+/// so it is marked shared: no `sum` post-op overwrites it in place.
+fn reshape(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<ValueId, OpError> {
+    cx.expect_inputs(1)?;
+    if cx.in_types[0].num_elements() != cx.out_types[0].num_elements() {
+        return Err(OpError::msg(format!(
+            "data {} and result {} differ in size",
+            cx.in_types[0], cx.out_types[0]
+        )));
+    }
+    let v = b.view(cx.args[0], MemoryDesc::plain(&cx.out_dims(0)?)?)?;
+    b.share(v);
+    Ok(v)
 }
 
 fn concatenate(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<ValueId, OpError> {

@@ -64,6 +64,9 @@ pub(crate) struct Buffer {
     /// The graph entry whose producer made this buffer (in-place sums may reuse it only when
     /// nothing else reads that entry).
     pub owner: Option<usize>,
+    /// Read through the values of several graph entries (a reshape's view): never
+    /// overwritten in place.
+    pub shared: bool,
 }
 
 /// A tensor as oneDNN sees it: a layout over a buffer. Views share buffers.
@@ -129,6 +132,7 @@ impl<'e> Builder<'e> {
             storage,
             bytes,
             owner: None,
+            shared: false,
         });
         self.buffers.len() - 1
     }
@@ -176,7 +180,14 @@ impl<'e> Builder<'e> {
     /// only reader may overwrite it).
     pub fn owned_temp(&self, v: ValueId, entry: usize) -> bool {
         let b = &self.buffers[self.values[v].buffer];
-        matches!(b.storage, Storage::Temp) && b.owner == Some(entry)
+        matches!(b.storage, Storage::Temp) && b.owner == Some(entry) && !b.shared
+    }
+
+    /// Marks `v`'s buffer as read through more than one graph entry, so that no consumer
+    /// overwrites it in place ([`Builder::owned_temp`] is false from now on).
+    pub fn share(&mut self, v: ValueId) {
+        let b = self.values[v].buffer;
+        self.buffers[b].shared = true;
     }
 
     /// A value with `desc` over `v`'s buffer (in-place results).
