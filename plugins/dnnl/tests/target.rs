@@ -378,7 +378,7 @@ fn a_channel_shuffle_is_one_composite_inside_the_partition() {
 }
 
 #[test]
-fn reshape_transpose_chains_that_are_not_channel_shuffles_stay_on_the_host() {
+fn reshape_transpose_chains_that_are_not_channel_shuffles_are_not_fused() {
     for (first, axes, last) in [
         // H and W swapped, not the channel axes.
         ("[1, 4, 3, 5, 5]", "[0, 1, 2, 4, 3]", "[1, 12, 5, 5]"),
@@ -398,7 +398,10 @@ fn reshape_transpose_chains_that_are_not_channel_shuffles_stay_on_the_host() {
             )],
             "{first} {axes} {last}"
         );
-        assert_eq!(summary.host_ops, ["reshape", "reshape", "transpose"]);
+        // The first reshape joins the conv's partition (dnnl takes single reshapes); the
+        // transpose stays on the host, and the last reshape with it (alone it has no
+        // compute-heavy op, so its partition is pruned).
+        assert_eq!(summary.host_ops, ["reshape", "transpose"]);
         assert_fusion_keeps_semantics(&m);
     }
 }
