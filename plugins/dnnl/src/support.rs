@@ -24,6 +24,13 @@
 //!   that form.
 //! - **Sum**: the second operand of the residual `add` must have the output's shape (checked
 //!   where the `add` is the match's root).
+//! - **Channel shuffle** (last entry): `dnnl.channel_shuffle` =
+//!   `reshape(transpose(reshape(?data : float32)){axes=[0, 2, 1, 3, 4]})`, ShuffleNet's
+//!   `(N, C, H, W)` → `(N, g, C/g, H, W)` → swap → `(N, C, H, W)`. The check sees the last
+//!   reshape: `(N, C/g, g, H, W)` back to `(N, C, H, W)`. The data's shape is beyond its
+//!   sight; the runtime reads any data of that many elements as the reshape does and refuses
+//!   a first `newshape` that does not fit (docs/dnnl.md). `reshape` and `nn.batch_flatten`
+//!   are also single ops (views), so flattening before a classifier stays in the partition.
 //! - **Prune**: partitions without `nn.conv2d`, `nn.conv2d_transpose`, `nn.dense`,
 //!   `nn.batch_matmul`, `nn.layer_norm` or `nn.global_avg_pool2d` go back to the host (TVM's
 //!   `prune_dnnl_subgraphs`).
