@@ -95,10 +95,18 @@ fn input(shape: &[usize], seed: u64) -> Tensor {
     Tensor::from_slice(shape.to_vec(), &v).unwrap()
 }
 
-/// Runs both modules on the host with the same input `%x` and compares every element to a
-/// relative 1e-5 (floor 1e-5).
+/// Runs both modules on the host with the same inputs (`%x` of `x_shape`, other parameters
+/// from their declared types) and compares every element to a relative 1e-5 (floor 1e-5).
 fn assert_computes_the_same(original: &Module, folded: &Module, x_shape: &[usize]) {
-    let feeds = BTreeMap::from([("x".to_string(), input(x_shape, 7))]);
+    let main = original.main().unwrap();
+    let mut feeds = BTreeMap::from([("x".to_string(), input(x_shape, 7))]);
+    for (seed, &p) in main.params.iter().enumerate() {
+        let v = main.var(p).unwrap();
+        if v.name != "x" {
+            let shape = &v.ty.as_tensor().unwrap().shape;
+            feeds.insert(v.name.clone(), input(shape, 8 + seed as u64));
+        }
+    }
     let eval = |m: &Module| {
         Executor::new(m, ExecOptions::default())
             .unwrap()
@@ -232,6 +240,58 @@ fn a_per_channel_add_alone_becomes_a_bias_add() {
         }"#,
     );
     assert_same(&fold(&m), &expected);
+}
+
+#[test]
+fn scales_and_shifts_on_any_value_merge_into_one_multiply_and_one_add() {
+    // DenseNet's pre-activation block after SimplifyInference: max_pool -> (x * s1 + t1) * s2 + t2
+    // -> relu. Per channel: scale s1 * s2 = [2 * 3, -1 * 0.5] = [6, -0.5], shift
+    // t1 * s2 + t2 = [1 * 3 + 0.25, 2 * 0.5 - 1] = [3.25, 0].
+    let m = parse(
+        r#"def @main(%x: Tensor[(1, 2, 4, 4), float32]) {
+          %0 = nn.max_pool2d(%x, pool_size=[2, 2], strides=[2, 2]);
+          %1 = multiply(%0, const((2, 1, 1), float32, [2f, -1f]));
+          %2 = add(%1, const((1, 2, 1, 1), float32, [1f, 2f]));
+          %3 = multiply(const((2, 1, 1), float32, [3f, 0.5f]), %2);
+          %4 = add(%3, const((2, 1, 1), float32, [0.25f, -1f]));
+          nn.relu(%4)
+        }"#,
+    );
+    let expected = parse(
+        r#"def @main(%x: Tensor[(1, 2, 4, 4), float32]) {
+          %0 = nn.max_pool2d(%x, pool_size=[2, 2], strides=[2, 2]);
+          %1 = multiply(%0, const((2, 1, 1), float32, [6f, -0.5f]));
+          %2 = add(%1, const((2, 1, 1), float32, [3.25f, 0f]));
+          nn.relu(%2)
+        }"#,
+    );
+    let folded = fold(&m);
+    assert_same(&folded, &expected);
+    assert_computes_the_same(&m, &folded, &[1, 2, 4, 4]);
+    assert_same(&fold(&folded), &folded);
+    // A scale then a shift after a conv with parameter weights is already in the free form
+    // (the conv's own per-channel add still becomes its bias); two shifts merge.
+    let m = parse(
+        r#"def @main(%x: Tensor[(1, 2, 3, 3), float32], %w: Tensor[(2, 2, 1, 1), float32]) {
+          %0 = nn.conv2d(%x, %w, channels=2, kernel_size=[1, 1]);
+          %1 = add(%0, const((2, 1, 1), float32, [1f, 2f]));
+          %2 = multiply(%1, const((2, 1, 1), float32, [2f, 3f]));
+          %3 = add(%2, 0.5f);
+          (%3, add(add(%x, 1f), const((2, 1, 1), float32, [1f, 2f])))
+        }"#,
+    );
+    let expected = parse(
+        r#"def @main(%x: Tensor[(1, 2, 3, 3), float32], %w: Tensor[(2, 2, 1, 1), float32]) {
+          %0 = nn.conv2d(%x, %w, channels=2, kernel_size=[1, 1]);
+          %1 = nn.bias_add(%0, const((2), float32, [1f, 2f]), axis=1);
+          %2 = multiply(%1, const((2, 1, 1), float32, [2f, 3f]));
+          %3 = add(%2, 0.5f);
+          (%3, add(%x, const((2, 1, 1), float32, [2f, 3f])))
+        }"#,
+    );
+    let folded = fold(&m);
+    assert_same(&folded, &expected);
+    assert_computes_the_same(&m, &folded, &[1, 2, 3, 3]);
 }
 
 #[test]

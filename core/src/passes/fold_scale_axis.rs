@@ -19,6 +19,13 @@
 //! `nn.bias_add(op(x, w'), shift, axis=<channel axis>)` with `w'[k, ...] = scale[k] * w[k, ...]`
 //! (the weight stays as it is when the chain has no multiply; no bias_add when it has no add or
 //! bias_add). A chain that already has that form (nothing, or one `nn.bias_add`) is left alone.
+//!
+//! A *free* chain is the same run of per-channel calls on any other float value `x` (a pooling
+//! result, a concatenation, a conv whose weights are not constant), along the axis its first
+//! constant varies on: it becomes `add(multiply(x, scale), shift)` with `(C, 1, ..., 1)`
+//! constants, so the two batch norms and the scale layer of a pre-activation block
+//! (DenseNet's `multiply, add, multiply, add`) cost one multiply and one add. A free chain
+//! already in that form (one call, or a multiply then an add) is left alone.
 //! Folded values are computed in f64 and rounded once to the dtype.
 //!
 //! Left alone: weights that are not constants (multiplies then stay), intermediate values with
@@ -27,7 +34,8 @@
 //!
 //! Needs: a verified module (types are inferred here); run it after SimplifyInference and
 //! FoldConstant, so batch-norm scales are constants. Holds after: no chain with a multiply on
-//! a constant weight or with two shifts is left; every live expression is typed. Idempotent.
+//! a constant weight or with two shifts is left, no free chain longer than a multiply and an
+//! add; every live expression is typed. Idempotent.
 //! Cost: linear in the module size plus the size of the rewritten weights.
 
 use std::sync::Arc;
@@ -53,11 +61,17 @@ impl Pass for FoldScaleAxis {
     }
 }
 
-/// A conv2d or dense call with per-channel scales and shifts applied on top.
+/// A conv2d or dense call, or any other value (a *free* chain), with per-channel scales and
+/// shifts applied on top.
 #[derive(Clone, Debug)]
 struct Chain {
-    /// The conv2d or dense call.
+    /// The conv2d or dense call, or the value a free chain scales and shifts.
     root: ExprId,
+    /// A free chain: nothing folds into the root; the top becomes
+    /// `add(multiply(root, scale), shift)`.
+    free: bool,
+    /// Calls in the chain.
+    len: usize,
     /// The output channel axis of the root's result.
     axis: usize,
     /// `scale[k]`, when a multiply took part.
@@ -77,12 +91,28 @@ impl Chain {
             .unwrap_or(0)
     }
 
+    /// A free chain of no calls yet over `root`, along `axis`.
+    fn free(root: ExprId, axis: usize) -> Chain {
+        Chain {
+            root,
+            free: true,
+            len: 0,
+            axis,
+            scale: None,
+            shift: None,
+            shifts: 0,
+            canonical: true,
+        }
+    }
+
     fn multiplied(&self, s: &[f64]) -> Chain {
         let mul = |v: &Vec<f64>| v.iter().zip(s).map(|(a, b)| a * b).collect::<Vec<_>>();
         Chain {
             scale: Some(self.scale.as_ref().map_or_else(|| s.to_vec(), mul)),
             shift: self.shift.as_ref().map(mul),
-            canonical: false,
+            len: self.len + 1,
+            // A free chain's first call may be its multiply.
+            canonical: self.free && self.len == 0,
             ..self.clone()
         }
     }
@@ -92,10 +122,17 @@ impl Chain {
             Some(v) => v.iter().zip(t).map(|(a, b)| a + b).collect(),
             None => t.to_vec(),
         };
+        let canonical = if self.free {
+            // `multiply` then `add`, or one shift alone.
+            self.shifts == 0 && (self.len == 0 || (self.len == 1 && self.scale.is_some()))
+        } else {
+            bias_add_on_root && self.shifts == 0 && self.scale.is_none()
+        };
         Chain {
             shift: Some(shift),
             shifts: self.shifts + 1,
-            canonical: bias_add_on_root && self.shifts == 0 && self.scale.is_none(),
+            len: self.len + 1,
+            canonical,
             ..self.clone()
         }
     }
@@ -122,8 +159,9 @@ fn fold_function(f: &Function) -> Result<Function, PassError> {
             "nn.conv2d" | "nn.dense" => start(f, id, call),
             "multiply" | "add" | "nn.bias_add" => {
                 let grown = grow(f, id, op.name(), call, &chains, &uses);
-                if let Some((inner, _)) = &grown {
-                    extended[inner.index()] = true;
+                if let Some((inner, chain)) = &grown {
+                    // A free chain that starts here leaves its root's own chain a top.
+                    extended[inner.index()] = chain.len > 1 || !chain.free;
                 }
                 grown.map(|(_, c)| c)
             }
@@ -161,6 +199,8 @@ fn start(f: &Function, id: ExprId, call: &Call) -> Option<Chain> {
     };
     Some(Chain {
         root: id,
+        free: false,
+        len: 0,
         axis,
         scale: None,
         shift: None,
@@ -170,7 +210,8 @@ fn start(f: &Function, id: ExprId, call: &Call) -> Option<Chain> {
 }
 
 /// The chain `id` continues, when it is a per-channel multiply, add or bias_add on a chain
-/// used only here: the inner node and the grown chain.
+/// used only here, or the free chain it starts on a float value with no chain to grow: the
+/// inner node and the grown chain.
 fn grow(
     f: &Function,
     id: ExprId,
@@ -189,14 +230,25 @@ fn grow(
         &[(a, b), (b, a)]
     };
     for &(inner, constant) in orders {
-        let Some(chain) = &chains[inner.index()] else {
-            continue;
-        };
-        if uses[inner.index()] != 1 || tensor_type(f, inner) != Some(out) {
-            continue;
-        }
         let Some(c) = f.expr(constant).as_constant() else {
             continue;
+        };
+        if tensor_type(f, inner) != Some(out) || !out.dtype.is_float() {
+            continue;
+        }
+        let owned = chains[inner.index()]
+            .as_ref()
+            .filter(|chain| uses[inner.index()] == 1 && absorbs(f, chain, op));
+        let fresh;
+        let chain = match owned {
+            Some(chain) => chain,
+            None => match free_axis(call, op, c, out) {
+                Some(axis) => {
+                    fresh = Chain::free(inner, axis);
+                    &fresh
+                }
+                None => continue,
+            },
         };
         let channels = chain.channels(f);
         let values = if op == "nn.bias_add" {
@@ -212,13 +264,42 @@ fn grow(
             continue;
         };
         let grown = match op {
-            "multiply" if weight_constant(f, chain).is_some() => chain.multiplied(&values),
-            "multiply" => continue,
+            "multiply" => chain.multiplied(&values),
             _ => chain.shifted(&values, op == "nn.bias_add"),
         };
         return Some((inner, grown));
     }
     None
+}
+
+/// Whether `chain` can take a call of `op`: a multiply folds into a root's weights only when
+/// they are a constant.
+fn absorbs(f: &Function, chain: &Chain, op: &str) -> bool {
+    chain.free || op != "multiply" || weight_constant(f, chain).is_some()
+}
+
+/// The axis of a free chain started by a per-channel call with constant `c` on a value of
+/// type `out`: `nn.bias_add`'s axis, else the one dimension of `c` that is not 1 (axis 1, or 0
+/// for vectors, when every dimension is 1).
+fn free_axis(call: &Call, op: &str, c: &Tensor, out: &TensorType) -> Option<usize> {
+    let rank = out.rank();
+    if op == "nn.bias_add" {
+        let a = call.attrs.get("axis").and_then(|v| v.as_int()).unwrap_or(1);
+        let a = if a < 0 { a + rank as i64 } else { a };
+        return usize::try_from(a).ok().filter(|&a| a < rank);
+    }
+    let offset = rank.checked_sub(c.shape().len())?;
+    let mut wide = c
+        .shape()
+        .iter()
+        .enumerate()
+        .filter(|(_, &d)| d != 1)
+        .map(|(i, _)| offset + i);
+    match (wide.next(), wide.next()) {
+        (Some(axis), None) => Some(axis),
+        (None, None) => Some(usize::from(rank > 1)).filter(|&a| a < rank),
+        _ => None,
+    }
 }
 
 /// Whether a bias_add's `axis` attribute names `axis` of a rank-`rank` tensor.
@@ -257,9 +338,13 @@ fn weight_constant<'f>(f: &'f Function, chain: &Chain) -> Option<&'f Arc<Tensor>
     f.expr(*call.args.get(1)?).as_constant()
 }
 
-/// Emits `nn.bias_add(op(x, w'), shift)` for a chain; `None` (copy as is) when a folded
-/// constant cannot be built (a dtype without f64 conversion).
+/// Emits `nn.bias_add(op(x, w'), shift)` for a chain on a conv2d or dense, and
+/// `add(multiply(x, scale), shift)` for a free one; `None` (copy as is) when a folded constant
+/// cannot be built (a dtype without f64 conversion).
 fn rewrite(rb: &mut Rebuild<'_>, chain: &Chain) -> Result<Option<ExprId>, IrError> {
+    if chain.free {
+        return rewrite_free(rb, chain);
+    }
     let f = rb.src;
     let (op, call) = f
         .expr(chain.root)
@@ -305,6 +390,33 @@ fn rewrite(rb: &mut Rebuild<'_>, chain: &Chain) -> Result<Option<ExprId>, IrErro
         let bias = rb.builder.constant(bias);
         let attrs = Attrs::new().with("axis", chain.axis as i64);
         top = rb.builder.call("nn.bias_add", &[top, bias], attrs)?;
+        rb.builder.set_ty(top, out.clone().into());
+    }
+    Ok(Some(top))
+}
+
+/// Emits `add(multiply(x, scale), shift)` (either call only when the chain has it) with
+/// constants of shape `(C, 1, ..., 1)` that broadcast along the chain's axis.
+fn rewrite_free(rb: &mut Rebuild<'_>, chain: &Chain) -> Result<Option<ExprId>, IrError> {
+    let out = tensor_type(rb.src, chain.root)
+        .ok_or(IrError::BadId(chain.root))?
+        .clone();
+    let channels = chain.channels(rb.src);
+    let mut shape = vec![channels];
+    shape.resize(out.rank() - chain.axis, 1);
+    let mut constants = Vec::new();
+    for (op, values) in [("multiply", &chain.scale), ("add", &chain.shift)] {
+        if let Some(values) = values {
+            match Tensor::from_f64(TensorType::new(shape.clone(), out.dtype), values) {
+                Ok(t) => constants.push((op, t)),
+                Err(_) => return Ok(None),
+            }
+        }
+    }
+    let mut top = rb.get(chain.root)?;
+    for (op, t) in constants {
+        let c = rb.builder.constant(t);
+        top = rb.builder.call(op, &[top, c], Attrs::new())?;
         rb.builder.set_ty(top, out.clone().into());
     }
     Ok(Some(top))

@@ -5,8 +5,9 @@
 //! - **Ops**: float32 only (the runtime computes in float32), NCHW data and OIHW (IOHW for
 //!   `nn.conv2d_transpose`) weights, average pooling without `ceil_mode` (max pooling takes
 //!   it), `nn.dense` on data of rank 2 or more, `nn.batch_norm` over axis 1 and
-//!   `nn.layer_norm` over the last axis with both `center` and `scale`. Every rejection
-//!   carries its reason.
+//!   `nn.layer_norm` over the last axis with both `center` and `scale`, `nn.lrn` across the
+//!   channels of 4-D data with an odd window (beyond TVM's list: Inception's LRNs would
+//!   otherwise split its partitions). Every rejection carries its reason.
 //! - **Patterns** (earlier entries win, as in TVM): `dnnl.dense_bias_sum`,
 //!   `dnnl.conv2d_bias_sum_relu`, `dnnl.conv2d_bias_sum`, then for bias on/off, for each
 //!   eltwise tail (`relu`, `tanh`, `sigmoid`, `clip`, `gelu`, `swish`, `leaky_relu`, none), for
@@ -292,6 +293,28 @@ pub fn description() -> TargetDescription {
             }
         });
     d = d
+        .with_rule_checked(f32_rule("nn.lrn"), |c| {
+            let rank = c
+                .arg_types
+                .first()
+                .map_or(Ok(0), |t| shape(t).map(<[_]>::len))?;
+            let axis = c.attrs.get("axis").and_then(AttrValue::as_int);
+            if rank != 4 || axis != Some(1) {
+                return Err(format!(
+                    "axis={} of rank-{rank} data not supported (needs the channels of 4-D data)",
+                    show(axis)
+                )
+                .into());
+            }
+            match c.attrs.get("size").and_then(AttrValue::as_int) {
+                Some(n) if n % 2 == 1 => Ok(()),
+                other => Err(format!(
+                    "size={} not supported (oneDNN centres only odd windows as Relay does)",
+                    show(other)
+                )
+                .into()),
+            }
+        })
         .with_rule_checked(f32_rule("nn.max_pool2d"), |c| {
             layouts(c, &[("layout", "NCHW")])
         })

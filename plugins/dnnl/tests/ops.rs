@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{check, konst, partition, tensor};
+use common::{check, compile_error, konst, partition, tensor};
 
 fn t4(n: usize, c: usize, h: usize, w: usize) -> String {
     format!("Tensor[({n}, {c}, {h}, {w}), float32]")
@@ -110,6 +110,32 @@ fn batch_norm_and_layer_norm() {
         &format!("  nn.layer_norm(%x, {g}, {b})"),
     );
     check(&text, &[tensor(&[2, 3, 10], 25)]);
+}
+
+#[test]
+fn lrn_across_channels_plain_and_blocked() {
+    // 20 channels: not a multiple of oneDNN's 16-channel blocks; a large alpha so the
+    // normalization matters.
+    for size in [1, 3, 5] {
+        let text = partition(
+            &format!("%x: {}", t4(1, 20, 5, 6)),
+            &format!("  nn.lrn(%x, size={size}, bias=1f, alpha=0.5f, beta=0.75f)"),
+        );
+        check(&text, &[tensor(&[1, 20, 5, 6], 27)]);
+    }
+    // After a conv, on the layout the conv chose.
+    let w = konst(&[20, 3, 3, 3], 28);
+    let text = partition(
+        &format!("%x: {}", t4(1, 3, 8, 8)),
+        &format!(
+            "  %0 = nn.conv2d(%x, {w}, padding=[1, 1, 1, 1], channels=20, kernel_size=[3, 3]);\n  \
+             nn.lrn(%0, size=5, alpha=0.01f)"
+        ),
+    );
+    check(&text, &[tensor(&[1, 3, 8, 8], 29)]);
+    let even = partition(&format!("%x: {}", t4(1, 4, 2, 2)), "  nn.lrn(%x, size=4)");
+    let e = compile_error(&even);
+    assert!(e.contains("size=4 not supported"), "{e}");
 }
 
 #[test]

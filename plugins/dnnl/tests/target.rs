@@ -288,7 +288,8 @@ fn rejected_ops_carry_their_reasons() {
           %1 = nn.avg_pool2d(%0, pool_size=[2, 2], strides=[2, 2], ceil_mode=True);
           %2 = add(%i, %i);
           %3 = nn.max_pool2d(%1, pool_size=[2, 2], layout="NHWC");
-          (%2, %3)
+          %4 = nn.lrn(%0, size=4);
+          (%2, %3, %4)
         }}"#,
         w = weights("(4, 4, 3, 3)", 0.1),
     ));
@@ -308,6 +309,10 @@ fn rejected_ops_carry_their_reasons() {
             (
                 "nn.avg_pool2d".to_string(),
                 "ceil_mode=True not supported for average pooling".to_string()
+            ),
+            (
+                "nn.lrn".to_string(),
+                "size=4 not supported (oneDNN centres only odd windows as Relay does)".to_string()
             ),
             (
                 "nn.max_pool2d".to_string(),

@@ -72,6 +72,7 @@ pub const dnnl_eltwise_round: dnnl_alg_kind_t = 0x40;
 pub const dnnl_pooling_max: dnnl_alg_kind_t = 0x1ff;
 pub const dnnl_pooling_avg_include_padding: dnnl_alg_kind_t = 0x2ff;
 pub const dnnl_pooling_avg_exclude_padding: dnnl_alg_kind_t = 0x3ff;
+pub const dnnl_lrn_across_channels: dnnl_alg_kind_t = 0xaff;
 pub const dnnl_binary_add: dnnl_alg_kind_t = 0x1fff0;
 pub const dnnl_binary_mul: dnnl_alg_kind_t = 0x1fff1;
 
@@ -387,6 +388,16 @@ extern "C" {
         data: *const dnnl_memory_desc_t,
         axis: c_int,
         group_size: dnnl_dim_t,
+    ) -> dnnl_status_t;
+    pub fn dnnl_lrn_forward_desc_init(
+        desc: *mut OpDesc,
+        prop: dnnl_prop_kind_t,
+        alg: dnnl_alg_kind_t,
+        data: *const dnnl_memory_desc_t,
+        local_size: dnnl_dim_t,
+        alpha: f32,
+        beta: f32,
+        k: f32,
     ) -> dnnl_status_t;
     pub fn dnnl_softmax_forward_desc_init(
         desc: *mut OpDesc,

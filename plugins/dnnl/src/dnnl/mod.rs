@@ -597,6 +597,26 @@ impl OpDesc {
         ))
     }
 
+    /// Local response normalization across channels:
+    /// `src * (k + alpha / size * sum(src^2 over the window))^-beta`.
+    pub fn lrn(
+        data: &MemoryDesc,
+        size: i64,
+        alpha: f32,
+        beta: f32,
+        k: f32,
+    ) -> Result<Self, DnnlError> {
+        op_desc!(dnnl_lrn_forward_desc_init(
+            ffi::dnnl_forward_inference,
+            ffi::dnnl_lrn_across_channels,
+            data.raw(),
+            size,
+            alpha,
+            beta,
+            k
+        ))
+    }
+
     /// Softmax along `axis`.
     pub fn softmax(data: &MemoryDesc, axis: usize) -> Result<Self, DnnlError> {
         op_desc!(dnnl_softmax_forward_desc_init(

@@ -94,6 +94,7 @@ pub(crate) fn build(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<Vec<ValueId>
         "nn.batch_norm" => batch_norm(b, cx),
         "nn.layer_norm" => one(layer_norm(b, cx)),
         "nn.softmax" => one(softmax(b, cx)),
+        "nn.lrn" => one(lrn(b, cx)),
         "nn.max_pool2d" | "nn.avg_pool2d" | "nn.global_max_pool2d" | "nn.global_avg_pool2d" => {
             one(pool(b, cx))
         }
@@ -734,14 +735,51 @@ fn eltwise(
     beta: f32,
 ) -> Result<ValueId, OpError> {
     cx.expect_inputs(1)?;
-    let data = b.desc(cx.args[0]);
-    let op = OpDesc::eltwise(alg, &data, alpha, beta)?;
-    let pd = PrimitiveDesc::new(b.engine, &op, &Attr::new(&[])?)?;
+    let op = OpDesc::eltwise(alg, &b.desc(cx.args[0]), alpha, beta)?;
+    same_layout_step(b, cx, &op, "eltwise")
+}
+
+/// `nn.lrn` across channels (axis 1 of 4-D data), odd window sizes: oneDNN centres its window
+/// as Relay does only for those.
+fn lrn(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<ValueId, OpError> {
+    cx.expect_inputs(1)?;
+    let a = cx.attrs();
+    let rank = cx.in_dims(0).len();
+    let axis = a.int_or("axis", 1)?;
+    if rank != 4 || axis != 1 {
+        return Err(OpError::msg(format!(
+            "axis={axis} of rank-{rank} data not supported (needs axis 1 of 4-D data)"
+        )));
+    }
+    let size = a.int_or("size", 5)?;
+    if size < 1 || size % 2 == 0 {
+        return Err(OpError::msg(format!(
+            "size={size} not supported (needs an odd window size)"
+        )));
+    }
+    let op = OpDesc::lrn(
+        &b.desc(cx.args[0]),
+        size,
+        a.float_or("alpha", 1e-4)? as f32,
+        a.float_or("beta", 0.75)? as f32,
+        a.float_or("bias", 2.0)? as f32,
+    )?;
+    same_layout_step(b, cx, &op, "lrn")
+}
+
+/// One step of a single-input op whose result has the input's layout.
+fn same_layout_step(
+    b: &mut Builder<'_>,
+    cx: &NodeCx<'_>,
+    op: &OpDesc,
+    kind: &str,
+) -> Result<ValueId, OpError> {
+    let pd = PrimitiveDesc::new(b.engine, op, &Attr::new(&[])?)?;
     let dst = b.temp(pd.query(Query::Dst(0)));
     b.step(
         &pd,
         vec![(ffi::DNNL_ARG_SRC, cx.args[0]), (ffi::DNNL_ARG_DST, dst)],
-        format!("eltwise {}", cx.name),
+        format!("{kind} {}", cx.name),
     )?;
     Ok(dst)
 }
