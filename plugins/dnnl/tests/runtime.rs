@@ -249,7 +249,10 @@ fn a_channel_shuffle_node_that_is_not_one_is_refused() {
             "[\"1\", \"5\", \"4\", \"5\", \"6\"]",
             "the first reshape is not (N, groups, C / groups, H, W) of the result (N, C, H, W)",
         ),
-        ("[\"1\", \"3\", \"4\", \"30\"]", "newshape has 4 dimensions, not 5"),
+        (
+            "[\"1\", \"3\", \"4\", \"30\"]",
+            "newshape has 4 dimensions, not 5",
+        ),
         (
             "[\"1\", \"-2\", \"4\", \"5\", \"6\"]",
             "newshape[1] = -2 is not supported here",

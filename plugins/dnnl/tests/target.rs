@@ -373,7 +373,11 @@ fn a_channel_shuffle_is_one_composite_inside_the_partition() {
         let m = shuffle_chain(first, "[0, 2, 1, 3, 4]", "[1, 12, 5, 5]", true);
         let got = fused(&m);
         let names: Vec<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
-        assert_eq!(names, ["dnnl.channel_shuffle", "dnnl.conv2d_relu"], "{first}");
+        assert_eq!(
+            names,
+            ["dnnl.channel_shuffle", "dnnl.conv2d_relu"],
+            "{first}"
+        );
         assert_eq!(got[0].1, [[1, 12, 5, 5]]);
         let summary = Summary::of(&run(&m, Stage::Partition));
         assert_eq!(summary.functions.len(), 1, "{first}");
