@@ -322,7 +322,7 @@ impl Drop for Memory {
 }
 
 /// A post-op appended to a primitive's result, in order.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum PostOp {
     /// `dst = result + dst` (the residual add; dst holds the sum operand before execution).
     Sum,
@@ -332,7 +332,7 @@ pub enum PostOp {
         /// The binary algorithm (`ffi::dnnl_binary_*`).
         alg: ffi::dnnl_alg_kind_t,
         /// The second operand's layout.
-        src1: MemoryDesc,
+        src1: Box<MemoryDesc>,
     },
     /// `dst = eltwise(result)` with oneDNN's `alg`, `alpha`, `beta`.
     Eltwise {
@@ -389,7 +389,7 @@ impl Attr {
                             "dnnl_post_ops_append_sum",
                         )?,
                         // SAFETY: valid post-ops handle and descriptor (copied).
-                        PostOp::Binary { alg, src1 } => check(
+                        PostOp::Binary { alg, ref src1 } => check(
                             unsafe { ffi::dnnl_post_ops_append_binary(po, alg, src1.raw()) },
                             "dnnl_post_ops_append_binary",
                         )?,

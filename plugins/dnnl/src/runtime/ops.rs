@@ -764,10 +764,10 @@ fn multiply_with(b: &mut Builder<'_>, cx: &NodeCx<'_>, f: &Fused) -> Result<Valu
         args.push((PostOp::binary_arg(post.len()), b.view(vector, src1)?));
         post.push(PostOp::Binary {
             alg: ffi::dnnl_binary_add,
-            src1,
+            src1: Box::new(src1),
         });
     }
-    post.extend(f.post.iter().copied());
+    post.extend(f.post.iter().cloned());
     let src0 = b.desc(data);
     let op = OpDesc::binary(
         ffi::dnnl_binary_mul,
