@@ -243,7 +243,7 @@ fn a_per_channel_add_alone_becomes_a_bias_add() {
 }
 
 #[test]
-fn scales_and_shifts_on_any_value_merge_into_one_multiply_and_one_add() {
+fn scales_and_shifts_on_any_value_merge_into_one_multiply_and_one_bias_add() {
     // DenseNet's pre-activation block after SimplifyInference: max_pool -> (x * s1 + t1) * s2 + t2
     // -> relu. Per channel: scale s1 * s2 = [2 * 3, -1 * 0.5] = [6, -0.5], shift
     // t1 * s2 + t2 = [1 * 3 + 0.25, 2 * 0.5 - 1] = [3.25, 0].
@@ -261,7 +261,7 @@ fn scales_and_shifts_on_any_value_merge_into_one_multiply_and_one_add() {
         r#"def @main(%x: Tensor[(1, 2, 4, 4), float32]) {
           %0 = nn.max_pool2d(%x, pool_size=[2, 2], strides=[2, 2]);
           %1 = multiply(%0, const((2, 1, 1), float32, [6f, -0.5f]));
-          %2 = add(%1, const((2, 1, 1), float32, [3.25f, 0f]));
+          %2 = nn.bias_add(%1, const((2), float32, [3.25f, 0f]), axis=1);
           nn.relu(%2)
         }"#,
     );
@@ -269,8 +269,8 @@ fn scales_and_shifts_on_any_value_merge_into_one_multiply_and_one_add() {
     assert_same(&folded, &expected);
     assert_computes_the_same(&m, &folded, &[1, 2, 4, 4]);
     assert_same(&fold(&folded), &folded);
-    // A scale then a shift after a conv with parameter weights is already in the free form
-    // (the conv's own per-channel add still becomes its bias); two shifts merge.
+    // A scale then a shift after a conv with parameter weights (the conv's own per-channel add
+    // still becomes its bias), and two shifts.
     let m = parse(
         r#"def @main(%x: Tensor[(1, 2, 3, 3), float32], %w: Tensor[(2, 2, 1, 1), float32]) {
           %0 = nn.conv2d(%x, %w, channels=2, kernel_size=[1, 1]);
@@ -285,8 +285,8 @@ fn scales_and_shifts_on_any_value_merge_into_one_multiply_and_one_add() {
           %0 = nn.conv2d(%x, %w, channels=2, kernel_size=[1, 1]);
           %1 = nn.bias_add(%0, const((2), float32, [1f, 2f]), axis=1);
           %2 = multiply(%1, const((2, 1, 1), float32, [2f, 3f]));
-          %3 = add(%2, 0.5f);
-          (%3, add(%x, const((2, 1, 1), float32, [2f, 3f])))
+          %3 = nn.bias_add(%2, const((2), float32, [0.5f, 0.5f]), axis=1);
+          (%3, nn.bias_add(%x, const((2), float32, [2f, 3f]), axis=1))
         }"#,
     );
     let folded = fold(&m);

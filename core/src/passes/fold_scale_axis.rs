@@ -22,10 +22,11 @@
 //!
 //! A *free* chain is the same run of per-channel calls on any other float value `x` (a pooling
 //! result, a concatenation, a conv whose weights are not constant), along the axis its first
-//! constant varies on: it becomes `add(multiply(x, scale), shift)` with `(C, 1, ..., 1)`
-//! constants, so the two batch norms and the scale layer of a pre-activation block
-//! (DenseNet's `multiply, add, multiply, add`) cost one multiply and one add. A free chain
-//! already in that form (one call, or a multiply then an add) is left alone.
+//! constant varies on: it becomes `nn.bias_add(multiply(x, scale), shift, axis)` with a
+//! `(C, 1, ..., 1)` scale and a `(C)` shift, so the two batch norms and the scale layer of a
+//! pre-activation block (DenseNet's `multiply, add, multiply, add`) cost one multiply and one
+//! bias_add, the form fused patterns take. A free chain of one call, or a multiply then a
+//! bias_add, is left alone.
 //! Folded values are computed in f64 and rounded once to the dtype.
 //!
 //! Left alone: weights that are not constants (multiplies then stay), intermediate values with
@@ -34,8 +35,8 @@
 //!
 //! Needs: a verified module (types are inferred here); run it after SimplifyInference and
 //! FoldConstant, so batch-norm scales are constants. Holds after: no chain with a multiply on
-//! a constant weight or with two shifts is left, no free chain longer than a multiply and an
-//! add; every live expression is typed. Idempotent.
+//! a constant weight or with two shifts is left, no free chain other than one call or a
+//! multiply and a bias_add; every live expression is typed. Idempotent.
 //! Cost: linear in the module size plus the size of the rewritten weights.
 
 use std::sync::Arc;
@@ -123,8 +124,8 @@ impl Chain {
             None => t.to_vec(),
         };
         let canonical = if self.free {
-            // `multiply` then `add`, or one shift alone.
-            self.shifts == 0 && (self.len == 0 || (self.len == 1 && self.scale.is_some()))
+            // One shift alone, or `multiply` then `nn.bias_add`.
+            self.len == 0 || (self.len == 1 && self.scale.is_some() && bias_add_on_root)
         } else {
             bias_add_on_root && self.shifts == 0 && self.scale.is_none()
         };
@@ -395,28 +396,35 @@ fn rewrite(rb: &mut Rebuild<'_>, chain: &Chain) -> Result<Option<ExprId>, IrErro
     Ok(Some(top))
 }
 
-/// Emits `add(multiply(x, scale), shift)` (either call only when the chain has it) with
-/// constants of shape `(C, 1, ..., 1)` that broadcast along the chain's axis.
+/// Emits `nn.bias_add(multiply(x, scale), shift, axis)` (either call only when the chain has
+/// it): the scale of shape `(C, 1, ..., 1)`, broadcasting along the chain's axis, the shift a
+/// `(C)` vector.
 fn rewrite_free(rb: &mut Rebuild<'_>, chain: &Chain) -> Result<Option<ExprId>, IrError> {
     let out = tensor_type(rb.src, chain.root)
         .ok_or(IrError::BadId(chain.root))?
         .clone();
     let channels = chain.channels(rb.src);
-    let mut shape = vec![channels];
-    shape.resize(out.rank() - chain.axis, 1);
-    let mut constants = Vec::new();
-    for (op, values) in [("multiply", &chain.scale), ("add", &chain.shift)] {
-        if let Some(values) = values {
-            match Tensor::from_f64(TensorType::new(shape.clone(), out.dtype), values) {
-                Ok(t) => constants.push((op, t)),
-                Err(_) => return Ok(None),
-            }
-        }
-    }
+    let mut scale_shape = vec![channels];
+    scale_shape.resize(out.rank() - chain.axis, 1);
+    let calls = [
+        ("multiply", &chain.scale, scale_shape, Attrs::new()),
+        (
+            "nn.bias_add",
+            &chain.shift,
+            vec![channels],
+            Attrs::new().with("axis", chain.axis as i64),
+        ),
+    ];
     let mut top = rb.get(chain.root)?;
-    for (op, t) in constants {
+    for (op, values, shape, attrs) in calls {
+        let Some(values) = values else {
+            continue;
+        };
+        let Ok(t) = Tensor::from_f64(TensorType::new(shape, out.dtype), values) else {
+            return Ok(None);
+        };
         let c = rb.builder.constant(t);
-        top = rb.builder.call(op, &[top, c], Attrs::new())?;
+        top = rb.builder.call(op, &[top, c], attrs)?;
         rb.builder.set_ty(top, out.clone().into());
     }
     Ok(Some(top))

@@ -1,9 +1,9 @@
 //! Composite kernel-node names, parsed into a [`CompositeKind`]:
 //!
 //! - `<target>.<root>[_bias][_sum][_<eltwise>]` (TVM's DNNL convention), parsed generically
-//!   into a [`Composite`]: `root` is `conv2d`, `deconv2d` or `dense`; `eltwise` one of
-//!   [`Eltwise::NAMES`]. The kernel node's inputs are, in order: data, weight, `[bias]`,
-//!   `[sum operand]`.
+//!   into a [`Composite`]: `root` is `conv2d`, `deconv2d`, `dense` or `multiply` (the weight
+//!   is the multiplier); `eltwise` one of [`Eltwise::NAMES`]. The kernel node's inputs are,
+//!   in order: data, weight, `[bias]`, `[sum operand]`.
 //! - `<target>.channel_shuffle` ([`CHANNEL_SHUFFLE`]): ShuffleNet's channel shuffle
 //!   `reshape -> transpose -> reshape`; one input, the data.
 
@@ -18,14 +18,17 @@ pub enum Root {
     Deconv2d,
     /// `nn.dense`.
     Dense,
+    /// `multiply` (data times a broadcasting weight).
+    Multiply,
 }
 
 impl Root {
     /// The composite spelling and the Relay op.
-    pub const ALL: [(&'static str, Root); 3] = [
+    pub const ALL: [(&'static str, Root); 4] = [
         ("conv2d", Root::Conv2d),
         ("deconv2d", Root::Deconv2d),
         ("dense", Root::Dense),
+        ("multiply", Root::Multiply),
     ];
 }
 
@@ -109,7 +112,7 @@ impl fmt::Display for UnknownComposite {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "unknown composite '{}': {} (expected <target>.<conv2d|deconv2d|dense>[_bias][_sum][_<{}>] \
+            "unknown composite '{}': {} (expected <target>.<conv2d|deconv2d|dense|multiply>[_bias][_sum][_<{}>] \
              or <target>.{CHANNEL_SHUFFLE})",
             self.name,
             self.reason,
@@ -131,7 +134,7 @@ impl Composite {
         let (root, mut rest) = Root::ALL
             .iter()
             .find_map(|&(n, r)| body.strip_prefix(n).map(|rest| (r, rest)))
-            .ok_or_else(|| err("the root is not conv2d, deconv2d or dense"))?;
+            .ok_or_else(|| err("the root is not conv2d, deconv2d, dense or multiply"))?;
         let mut take = |part: &str| match rest.strip_prefix(part) {
             Some(r) if r.is_empty() || r.starts_with('_') => {
                 rest = r;

@@ -12,7 +12,10 @@
 //!   `dnnl.conv2d_bias_sum_relu`, `dnnl.conv2d_bias_sum`, then for bias on/off, for each
 //!   eltwise tail (`relu`, `tanh`, `sigmoid`, `clip`, `gelu`, `swish`, `leaky_relu`, none), for
 //!   root `conv2d`, `deconv2d` (`nn.conv2d_transpose`), `dense`:
-//!   `dnnl.<root>[_bias][_<tail>]` (bias and tail not both absent). Dense composites need
+//!   `dnnl.<root>[_bias][_<tail>]` (bias and tail not both absent); then the same for root
+//!   `multiply` (beyond TVM: a per-channel scale, shift and activation in one oneDNN binary
+//!   step, which is what a batch norm + relu that follows no conv becomes after FoldScaleAxis;
+//!   DenseNet has 58). Dense composites need
 //!   rank-2 data (so axis 1 is the output channel). A composite's parameters
 //!   are data, weight, bias (when present), sum operand (when present), in that order: the
 //!   pattern's named leaves in post-order, which is how MergeComposite orders parameters.
@@ -98,16 +101,18 @@ enum Root {
     Conv2d,
     Deconv2d,
     Dense,
+    Multiply,
 }
 
 impl Root {
-    const ALL: [Root; 3] = [Root::Conv2d, Root::Deconv2d, Root::Dense];
+    const ALL: [Root; 4] = [Root::Conv2d, Root::Deconv2d, Root::Dense, Root::Multiply];
 
     fn name(self) -> &'static str {
         match self {
             Root::Conv2d => "conv2d",
             Root::Deconv2d => "deconv2d",
             Root::Dense => "dense",
+            Root::Multiply => "multiply",
         }
     }
 
@@ -122,6 +127,7 @@ impl Root {
                  {data_layout=\"NCHW\", kernel_layout=\"IOHW\", out_layout=\"\"}"
             }
             Root::Dense => "nn.dense(?data : float32, ?weight : float32)",
+            Root::Multiply => "multiply(?data : float32, ?weight : float32)",
         }
     }
 }
@@ -219,18 +225,21 @@ fn fused_entries() -> Vec<Fused> {
         },
     ];
     let tails = TAILS.iter().copied().map(Some).chain([None]);
-    for bias in [true, false] {
-        for tail in tails.clone() {
-            if !bias && tail.is_none() {
-                continue;
-            }
-            for root in Root::ALL {
-                entries.push(Fused {
-                    root,
-                    bias,
-                    sum: false,
-                    tail,
-                });
+    // The multiply composites last: a compute root's tail (gelu, swish) holds multiplies.
+    for roots in [&Root::ALL[..3], &Root::ALL[3..]] {
+        for bias in [true, false] {
+            for tail in tails.clone() {
+                if !bias && tail.is_none() {
+                    continue;
+                }
+                for &root in roots {
+                    entries.push(Fused {
+                        root,
+                        bias,
+                        sum: false,
+                        tail,
+                    });
+                }
             }
         }
     }
@@ -478,7 +487,9 @@ mod tests {
         let at = |n: &str| names.iter().position(|x| x == n).unwrap();
         assert!(at("dnnl.conv2d_bias_leaky_relu") < at("dnnl.conv2d_bias"));
         assert!(at("dnnl.conv2d_bias") < at("dnnl.conv2d_relu"));
-        assert_eq!(names.len(), 3 + 3 * (8 + 7));
+        assert_eq!(names.len(), 3 + 4 * (8 + 7));
+        assert_eq!(names[3 + 3 * 15], "dnnl.multiply_bias_relu");
+        assert!(at("dnnl.conv2d_swish") < at("dnnl.multiply_bias"));
         assert!(!names.contains(&"dnnl.conv2d".to_string()));
     }
 

@@ -1,6 +1,6 @@
-//! Per-composite numerical tests: `dnnl.<conv2d|deconv2d|dense>[_bias][_sum][_<eltwise>]`
-//! kernel nodes (bias, residual sum and activation fused as oneDNN post-ops) against the host
-//! executor running the composite bodies.
+//! Per-composite numerical tests: `dnnl.<conv2d|deconv2d|dense|multiply>[_bias][_sum][_<eltwise>]`
+//! kernel nodes (bias, residual sum and activation fused as oneDNN post-ops) and
+//! `dnnl.channel_shuffle` against the host executor running the composite bodies.
 
 mod common;
 
@@ -304,5 +304,66 @@ fn channel_shuffle_of_data_with_another_shape_reads_it_as_the_reshapes_do() {
     check(
         &partition("%x: Tensor[(1, 2, 12, 5), float32]", &body),
         &[tensor(&[1, 2, 12, 5], 104)],
+    );
+}
+
+#[test]
+fn multiply_composites_scale_shift_and_activate_in_one_step() {
+    // After a conv (blocked layout), per-channel scale then bias then relu: DenseNet's
+    // pre-activation block; then the weight first (multiply commutes), a plain `add` bias of
+    // shape (1, C, 1, 1), and a full-shape weight with a sigmoid tail and no bias.
+    let conv = format!(
+        "  %c = nn.conv2d(%x, {}, padding=[1, 1, 1, 1], channels=20, kernel_size=[3, 3]);\n",
+        konst(&[20, 3, 3, 3], 70)
+    );
+    let cases = [
+        (
+            "dnnl.multiply_bias_relu",
+            [t(&[1, 20, 6, 7]), t(&[20, 1, 1]), t(&[20])],
+            "nn.relu(nn.bias_add(multiply(%m0, %m1), %m2))",
+            [konst(&[20, 1, 1], 71), konst(&[20], 72)],
+        ),
+        (
+            "dnnl.multiply_bias_clip",
+            [t(&[1, 20, 6, 7]), t(&[1, 20, 1, 1]), t(&[20])],
+            "clip(nn.bias_add(multiply(%m1, %m0), %m2), a_min=-0.5f, a_max=0.5f)",
+            [konst(&[1, 20, 1, 1], 73), konst(&[20], 74)],
+        ),
+        (
+            "dnnl.multiply_bias",
+            [t(&[1, 20, 6, 7]), t(&[20, 1, 1]), t(&[1, 20, 1, 1])],
+            "add(multiply(%m0, %m1), %m2)",
+            [konst(&[20, 1, 1], 75), konst(&[1, 20, 1, 1], 76)],
+        ),
+    ];
+    for (name, params, body, [w, bias]) in cases {
+        let ps: Vec<&str> = params.iter().map(String::as_str).collect();
+        let text = conv.clone()
+            + &composite(
+                name,
+                "m",
+                &ps,
+                &format!("    {body}"),
+                &["%c".to_string(), w, bias],
+            )
+            + "  %m";
+        check(
+            &partition("%x: Tensor[(1, 3, 6, 7), float32]", &text),
+            &[tensor(&[1, 3, 6, 7], 77)],
+        );
+    }
+    let body = composite(
+        "dnnl.multiply_sigmoid",
+        "n",
+        &[&t(&[2, 5, 3]), &t(&[2, 5, 3])],
+        "    sigmoid(multiply(%n0, %n1))",
+        &["%x".to_string(), "%y".to_string()],
+    ) + "  %n";
+    check(
+        &partition(
+            "%x: Tensor[(2, 5, 3), float32], %y: Tensor[(2, 5, 3), float32]",
+            &body,
+        ),
+        &[tensor(&[2, 5, 3], 78), tensor(&[2, 5, 3], 79)],
     );
 }

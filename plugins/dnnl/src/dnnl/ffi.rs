@@ -93,6 +93,9 @@ pub const DNNL_ARG_SCALE: c_int = 51;
 pub const DNNL_ARG_SHIFT: c_int = 52;
 pub const DNNL_ARG_SCRATCHPAD: c_int = 80;
 pub const DNNL_ARG_MULTIPLE_SRC: c_int = 1024;
+/// `DNNL_ARG_ATTR_MULTIPLE_POST_OP_BASE`: post-op `i`'s arguments are
+/// `(i + 1) * base | DNNL_ARG_SRC_1`.
+pub const DNNL_ARG_ATTR_MULTIPLE_POST_OP_BASE: c_int = 16384;
 
 /// `dnnl_blocking_desc_t`.
 #[repr(C)]
@@ -239,6 +242,11 @@ extern "C" {
         alg: dnnl_alg_kind_t,
         alpha: f32,
         beta: f32,
+    ) -> dnnl_status_t;
+    pub fn dnnl_post_ops_append_binary(
+        post_ops: dnnl_post_ops_t,
+        alg: dnnl_alg_kind_t,
+        src1: *const dnnl_memory_desc_t,
     ) -> dnnl_status_t;
     pub fn dnnl_primitive_attr_create(attr: *mut dnnl_primitive_attr_t) -> dnnl_status_t;
     pub fn dnnl_primitive_attr_destroy(attr: dnnl_primitive_attr_t) -> dnnl_status_t;

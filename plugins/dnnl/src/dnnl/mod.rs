@@ -322,10 +322,18 @@ impl Drop for Memory {
 }
 
 /// A post-op appended to a primitive's result, in order.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum PostOp {
     /// `dst = result + dst` (the residual add; dst holds the sum operand before execution).
     Sum,
+    /// `dst = alg(result, src1)`, `src1` broadcasting (per tensor or per channel); its
+    /// memory is the execution argument [`PostOp::binary_arg`] of the post-op's index.
+    Binary {
+        /// The binary algorithm (`ffi::dnnl_binary_*`).
+        alg: ffi::dnnl_alg_kind_t,
+        /// The second operand's layout.
+        src1: Box<MemoryDesc>,
+    },
     /// `dst = eltwise(result)` with oneDNN's `alg`, `alpha`, `beta`.
     Eltwise {
         /// The eltwise algorithm (`ffi::dnnl_eltwise_*`).
@@ -335,6 +343,14 @@ pub enum PostOp {
         /// oneDNN's beta parameter.
         beta: f32,
     },
+}
+
+impl PostOp {
+    /// The execution argument of the second operand of the binary post-op at `index`.
+    pub fn binary_arg(index: usize) -> c_int {
+        let i = c_int::try_from(index + 1).unwrap_or(c_int::MAX);
+        ffi::DNNL_ARG_ATTR_MULTIPLE_POST_OP_BASE.saturating_mul(i) | ffi::DNNL_ARG_SRC_1
+    }
 }
 
 /// Primitive attributes: always a user-managed scratchpad, plus post-ops.
@@ -371,6 +387,11 @@ impl Attr {
                         PostOp::Sum => check(
                             unsafe { ffi::dnnl_post_ops_append_sum(po, 1.0) },
                             "dnnl_post_ops_append_sum",
+                        )?,
+                        // SAFETY: valid post-ops handle and descriptor (copied).
+                        PostOp::Binary { alg, ref src1 } => check(
+                            unsafe { ffi::dnnl_post_ops_append_binary(po, alg, src1.raw()) },
+                            "dnnl_post_ops_append_binary",
                         )?,
                         // SAFETY: valid post-ops handle.
                         PostOp::Eltwise { alg, alpha, beta } => check(

@@ -171,6 +171,7 @@ fn composite(b: &mut Builder<'_>, cx: &NodeCx<'_>, c: &Composite) -> Result<Valu
         Root::Conv2d => conv_with(b, cx, false, &fused),
         Root::Deconv2d => conv_with(b, cx, true, &fused),
         Root::Dense => dense_with(b, cx, &fused),
+        Root::Multiply => multiply_with(b, cx, &fused),
     }
 }
 
@@ -784,17 +785,107 @@ fn same_layout_step(
     Ok(dst)
 }
 
+/// `dims` with leading ones up to `rank`.
+fn padded(dims: Vec<i64>, rank: usize) -> Vec<i64> {
+    let mut p = vec![1; rank.saturating_sub(dims.len())];
+    p.extend(dims);
+    p
+}
+
+/// The second operand `c` of a binary primitive over the full-shape `a` (dims `da`): in `a`'s
+/// layout when it has the full shape too, else a plain view of its broadcast dims `dc`.
+fn second_operand(
+    b: &mut Builder<'_>,
+    a: ValueId,
+    da: &[i64],
+    c: ValueId,
+    dc: &[i64],
+) -> Result<ValueId, OpError> {
+    if dc == da {
+        if b.desc(c).dims() == dc {
+            b.in_layout(c, b.desc(a))
+        } else {
+            b.view(c, b.desc(a))
+        }
+    } else {
+        b.view(c, MemoryDesc::plain(dc)?)
+    }
+}
+
+/// A `multiply` composite (`dnnl.multiply[_bias][_<tail>]`): oneDNN's binary mul of the
+/// operand of the result's shape by the other one (broadcasting; multiply commutes), the bias
+/// (one value per channel, axis 1) as a binary-add post-op and the tail as an eltwise post-op,
+/// in one pass over the data. DenseNet's pre-activation batch norm + relu is one such step.
+fn multiply_with(b: &mut Builder<'_>, cx: &NodeCx<'_>, f: &Fused) -> Result<ValueId, OpError> {
+    if f.sum.is_some() {
+        return Err(OpError::msg("a multiply composite takes no sum operand"));
+    }
+    let y = cx.out_dims(0)?;
+    let (d0, d1) = (
+        padded(cx.in_dims(0), y.len()),
+        padded(cx.in_dims(1), y.len()),
+    );
+    let (data, dw, w) = if d0 == y {
+        (cx.args[0], d1, cx.args[1])
+    } else if d1 == y {
+        (cx.args[1], d0, cx.args[0])
+    } else {
+        return Err(OpError::msg(format!(
+            "neither {} nor {} has the result's shape {}",
+            cx.in_types[0], cx.in_types[1], cx.out_types[0]
+        )));
+    };
+    let data = if b.desc(data).dims() == y.as_slice() {
+        data
+    } else {
+        b.view(data, MemoryDesc::plain(&y)?)?
+    };
+    let weight = second_operand(b, data, &y, w, &dw)?;
+    let mut post = Vec::new();
+    let mut args = Vec::new();
+    if let Some(i) = f.bias {
+        let channels = y.get(1).copied().unwrap_or(1);
+        let trailing = y.len().saturating_sub(2);
+        let vector = bias_value(b, cx, i, channels, trailing)?;
+        let mut dims = vec![1; y.len()];
+        if let Some(d) = dims.get_mut(1) {
+            *d = channels;
+        }
+        let src1 = MemoryDesc::plain(&dims)?;
+        args.push((PostOp::binary_arg(post.len()), b.view(vector, src1)?));
+        post.push(PostOp::Binary {
+            alg: ffi::dnnl_binary_add,
+            src1: Box::new(src1),
+        });
+    }
+    post.extend(f.post.iter().cloned());
+    let src0 = b.desc(data);
+    let op = OpDesc::binary(
+        ffi::dnnl_binary_mul,
+        &src0,
+        &b.desc(weight),
+        &MemoryDesc::any(&y)?,
+    )?;
+    let pd = PrimitiveDesc::new(b.engine, &op, &Attr::new(&post)?)?;
+    let dst = b.temp(pd.query(Query::Dst(0)));
+    args.extend([
+        (ffi::DNNL_ARG_SRC, data),
+        (ffi::DNNL_ARG_SRC_1, weight),
+        (ffi::DNNL_ARG_DST, dst),
+    ]);
+    b.step(&pd, args, format!("binary {}", cx.name))?;
+    Ok(dst)
+}
+
 /// `add`/`multiply` with numpy broadcasting: the full-shape operand is src0 (both ops
 /// commute), the other one broadcasts as src1.
 fn binary(b: &mut Builder<'_>, cx: &NodeCx<'_>, alg: i32) -> Result<ValueId, OpError> {
     cx.expect_inputs(2)?;
     let y = cx.out_dims(0)?;
-    let padded = |d: Vec<i64>| {
-        let mut p = vec![1; y.len().saturating_sub(d.len())];
-        p.extend(d);
-        p
-    };
-    let (d0, d1) = (padded(cx.in_dims(0)), padded(cx.in_dims(1)));
+    let (d0, d1) = (
+        padded(cx.in_dims(0), y.len()),
+        padded(cx.in_dims(1), y.len()),
+    );
     let (a, da, c, dc) = if d0 == y {
         (cx.args[0], d0, cx.args[1], d1)
     } else if d1 == y {
@@ -810,15 +901,7 @@ fn binary(b: &mut Builder<'_>, cx: &NodeCx<'_>, alg: i32) -> Result<ValueId, OpE
     } else {
         b.view(a, MemoryDesc::plain(&da)?)?
     };
-    let c = if dc == da {
-        if b.desc(c).dims() == dc.as_slice() {
-            b.in_layout(c, b.desc(a))?
-        } else {
-            b.view(c, b.desc(a))?
-        }
-    } else {
-        b.view(c, MemoryDesc::plain(&dc)?)?
-    };
+    let c = second_operand(b, a, &da, c, &dc)?;
     let src0 = b.desc(a);
     let op = OpDesc::binary(alg, &src0, &b.desc(c), &MemoryDesc::any(&y)?)?;
     let pd = PrimitiveDesc::new(b.engine, &op, &Attr::new(&[])?)?;
