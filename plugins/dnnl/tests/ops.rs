@@ -268,3 +268,28 @@ fn a_reshaped_buffer_is_not_overwritten_by_an_in_place_sum() {
     );
     check(&text, &[tensor(&[4, 8], 43)]);
 }
+
+#[test]
+fn conv2d_groups_with_few_channels_per_group() {
+    // ShuffleNet's first grouped 1x1 conv (6 input channels per group), and a 3x3 one with
+    // bias and relu fused: oneDNN has only its gemm kernel for these, so the runtime runs
+    // them as ungrouped convolutions over block-diagonal weights.
+    let w = konst(&[112, 6, 1, 1], 44);
+    let text = partition(
+        &format!("%x: {}", t4(1, 24, 9, 9)),
+        &format!("  nn.conv2d(%x, {w}, groups=4, channels=112, kernel_size=[1, 1])"),
+    );
+    check(&text, &[tensor(&[1, 24, 9, 9], 45)]);
+    let w = konst(&[18, 3, 3, 3], 46);
+    let bias = konst(&[18], 47);
+    let text = partition(
+        &format!("%x: {}", t4(2, 9, 7, 6)),
+        &format!(
+            "  %f = fn (%p0: {}, %p1: Tensor[(18, 3, 3, 3), float32], %p2: Tensor[(18,), float32], Composite=\"dnnl.conv2d_bias_relu\") {{\n    \
+             nn.relu(nn.bias_add(nn.conv2d(%p0, %p1, padding=[1, 1, 1, 1], groups=3, channels=18, kernel_size=[3, 3]), %p2))\n  }};\n  \
+             %f(%x, {w}, {bias})",
+            t4(2, 9, 7, 6)
+        ),
+    );
+    check(&text, &[tensor(&[2, 9, 7, 6], 48)]);
+}

@@ -4,7 +4,9 @@
 //! Every builder validates the node's types and attributes against what it can execute and
 //! returns the values of the node's outputs.
 
-use byoc_core::TensorType;
+use std::sync::Arc;
+
+use byoc_core::{Tensor, TensorType};
 use byoc_json_runtime::NodeAttrs;
 
 use super::attrs::{pad_before, per_axis, Attrs};
@@ -412,17 +414,36 @@ fn conv_with(
         Some(_) => MemoryDesc::plain(&[oc])?,
         None => MemoryDesc::zero(),
     };
-    let op = OpDesc::convolution(
-        deconv,
-        &MemoryDesc::any(&x)?,
-        &MemoryDesc::any(&wdims)?,
-        &bias_desc,
-        &MemoryDesc::any(&y)?,
-        &window,
-    )?;
-    let pd = PrimitiveDesc::new(b.engine, &op, &Attr::new(&f.post)?)?;
+    let (engine, attr) = (b.engine, Attr::new(&f.post)?);
+    let conv_pd = |wdims: &[i64]| -> Result<PrimitiveDesc, OpError> {
+        let op = OpDesc::convolution(
+            deconv,
+            &MemoryDesc::any(&x)?,
+            &MemoryDesc::any(wdims)?,
+            &bias_desc,
+            &MemoryDesc::any(&y)?,
+            &window,
+        )?;
+        Ok(PrimitiveDesc::new(engine, &op, &attr)?)
+    };
+    let mut pd = conv_pd(&wdims)?;
+    let mut weight = None;
+    if !deconv && g > 1 && g <= MAX_UNGROUPED && slow_impl(&pd.impl_name()) {
+        if let Some(dense) = b.graph_constant(cx.args[1]).map(|t| block_diagonal(t, g)) {
+            let dense = dense?;
+            let dims = [oc, icg * g, kh, kw];
+            let dense_pd = conv_pd(&dims)?;
+            if !slow_impl(&dense_pd.impl_name()) {
+                pd = dense_pd;
+                weight = Some(b.constant(Arc::new(dense), MemoryDesc::plain(&dims)?));
+            }
+        }
+    }
     let src = b.in_layout(cx.args[0], pd.query(Query::Src(0)))?;
-    let wv = b.view(cx.args[1], MemoryDesc::strided(&wdims, &wstrides)?)?;
+    let wv = match weight {
+        Some(w) => w,
+        None => b.view(cx.args[1], MemoryDesc::strided(&wdims, &wstrides)?)?,
+    };
     let wv = b.in_layout(wv, pd.query(Query::Weights(0)))?;
     let mut args = vec![(ffi::DNNL_ARG_SRC, src), (ffi::DNNL_ARG_WEIGHTS, wv)];
     if let Some(i) = f.bias {
@@ -439,8 +460,58 @@ fn conv_with(
     } else {
         "convolution"
     };
-    b.step(&pd, args, format!("{kind} {}", cx.name))?;
+    let how = if weight.is_some() {
+        format!(" (groups={g} as a block-diagonal weight)")
+    } else {
+        String::new()
+    };
+    b.step(&pd, args, format!("{kind} {}{how}", cx.name))?;
     Ok(dst)
+}
+
+/// The most groups a grouped convolution is expanded for (see [`block_diagonal`]): at most
+/// this many times the multiply-adds.
+const MAX_UNGROUPED: i64 = 4;
+
+/// Whether oneDNN's implementation is its gemm-based or reference one, which it falls back
+/// to where no optimized kernel takes the shape (e.g. grouped convolutions with 6 input
+/// channels per group): slow, and on plain layouts only (reorders around it).
+fn slow_impl(name: &str) -> bool {
+    name.starts_with("ref") || name.split(':').any(|part| part == "gemm")
+}
+
+/// A grouped OIHW convolution weight `(O, I/g, KH, KW)` as the weight of the ungrouped
+/// convolution computing the same: `(O, I, KH, KW)`, block-diagonal (output channel `o` of
+/// group `o / (O/g)` reads its group's inputs, zeros elsewhere). A grouped convolution that
+/// oneDNN runs only with a slow implementation runs this way in an optimized kernel, on
+/// blocked layouts, with up to [`MAX_UNGROUPED`] times the multiply-adds.
+fn block_diagonal(w: &Tensor, groups: i64) -> Result<Tensor, OpError> {
+    let bad = || {
+        OpError::msg(format!(
+            "weight {} does not split into {groups} groups",
+            w.ty()
+        ))
+    };
+    let [o, icg, kh, kw] = *w.shape() else {
+        return Err(bad());
+    };
+    let g = usize::try_from(groups).map_err(|_| bad())?;
+    if g == 0 || o % g != 0 {
+        return Err(bad());
+    }
+    let values = w
+        .as_slice::<f32>()
+        .map_err(|e| OpError::msg(format!("weight {}: {e}", w.ty())))?;
+    let (ocg, k) = (o / g, kh * kw);
+    let ic = icg * g;
+    let mut dense = vec![0f32; o * ic * k];
+    for oo in 0..o {
+        let first = (oo / ocg) * icg * k;
+        let row = &values[oo * icg * k..(oo + 1) * icg * k];
+        dense[oo * ic * k + first..oo * ic * k + first + icg * k].copy_from_slice(row);
+    }
+    Tensor::from_vec(vec![o, ic, kh, kw], dense)
+        .map_err(|e| OpError::msg(format!("weight {}: {e}", w.ty())))
 }
 
 fn dense_with(b: &mut Builder<'_>, cx: &NodeCx<'_>, f: &Fused) -> Result<ValueId, OpError> {

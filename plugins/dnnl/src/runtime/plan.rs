@@ -154,6 +154,15 @@ impl<'e> Builder<'e> {
         self.add_value(desc, b)
     }
 
+    /// The graph constant `v` is, when it is one in its bound (row-major) layout.
+    pub fn graph_constant(&self, v: ValueId) -> Option<&Tensor> {
+        let value = &self.values[v];
+        match &self.buffers[value.buffer].storage {
+            Storage::Const(ConstData::Graph(t)) if value.desc.is_plain() => Some(t),
+            _ => None,
+        }
+    }
+
     /// A new temporary of `desc`.
     pub fn temp(&mut self, desc: MemoryDesc) -> ValueId {
         let b = self.add_buffer(Storage::Temp, desc.size());
