@@ -70,6 +70,12 @@ pub fn set_num_threads(threads: usize) {
     unsafe { ffi::omp_set_num_threads(n) }
 }
 
+/// The OpenMP thread count of the calling thread's next parallel regions.
+pub fn max_threads() -> usize {
+    // SAFETY: plain libgomp call.
+    usize::try_from(unsafe { ffi::omp_get_max_threads() }).unwrap_or(1)
+}
+
 /// A oneDNN memory descriptor: dims, data type (always f32 here) and layout.
 #[derive(Clone, Copy)]
 pub struct MemoryDesc(ffi::dnnl_memory_desc_t);

@@ -45,3 +45,30 @@ pub(crate) fn on_team<R: Send>(threads: Option<usize>, work: impl FnOnce() -> R 
         None => with_threads(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn work_from_any_thread_runs_on_the_one_driver_with_its_thread_count() {
+        let seen: Vec<(Option<String>, usize)> = std::thread::scope(|s| {
+            let handles: Vec<_> = (1..=3)
+                .map(|n| {
+                    s.spawn(move || {
+                        on_team(Some(n), || {
+                            let name = std::thread::current().name().map(str::to_string);
+                            (name, dnnl::max_threads())
+                        })
+                    })
+                })
+                .collect();
+            handles.into_iter().filter_map(|h| h.join().ok()).collect()
+        });
+        assert_eq!(seen.len(), 3);
+        for (i, (name, threads)) in seen.into_iter().enumerate() {
+            assert_eq!(name.as_deref(), Some("byoc-dnnl"));
+            assert_eq!(threads, i + 1);
+        }
+    }
+}
