@@ -245,13 +245,16 @@ fn shuffle_with(tag: &str, src: &str, data: &[usize], first: &str, out: [usize; 
 
 #[test]
 fn channel_shuffle_on_plain_data() {
-    // (N, C, H, W, groups); groups != C / groups except in the last case.
+    // (N, C, H, W, groups); groups != C / groups except in the fifth case; the last two are
+    // identities (one group, one channel per group).
     for (n, c, h, w, g) in [
         (1, 12, 5, 6, 3),
         (2, 12, 4, 3, 4),
         (1, 10, 3, 7, 2),
         (1, 28, 2, 2, 4),
         (1, 16, 3, 3, 4),
+        (1, 8, 3, 3, 1),
+        (1, 8, 3, 3, 8),
     ] {
         let body = shuffle("s", "%x", &[n, c, h, w], [n, c, h, w], g) + "  %s";
         check(
