@@ -16,6 +16,8 @@ mod ops;
 mod plan;
 mod team;
 
+pub use team::on_team;
+
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;

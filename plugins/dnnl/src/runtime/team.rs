@@ -32,8 +32,10 @@ fn driver() -> Option<&'static rayon::ThreadPool> {
 }
 
 /// Runs `work` on the driver thread with OpenMP's thread count set to `threads` (`None`:
-/// OpenMP's default) and returns its result; the caller blocks meanwhile.
-pub(crate) fn on_team<R: Send>(threads: Option<usize>, work: impl FnOnce() -> R + Send) -> R {
+/// OpenMP's default) and returns its result; the caller blocks meanwhile. Code that uses
+/// oneDNN beside the runtime in one process (a benchmark's own primitives) runs there too, so
+/// the process keeps one OpenMP team.
+pub fn on_team<R: Send>(threads: Option<usize>, work: impl FnOnce() -> R + Send) -> R {
     let with_threads = || {
         if let Some(n) = threads {
             dnnl::set_num_threads(n);
