@@ -92,11 +92,11 @@ impl Chain {
             .unwrap_or(0)
     }
 
-    /// A free chain of no calls yet over `root`, along `axis`.
-    fn free(root: ExprId, axis: usize) -> Chain {
+    /// A chain of no calls yet over `root`, along `axis`.
+    fn empty(root: ExprId, axis: usize, free: bool) -> Chain {
         Chain {
             root,
-            free: true,
+            free,
             len: 0,
             axis,
             scale: None,
@@ -198,16 +198,7 @@ fn start(f: &Function, id: ExprId, call: &Call) -> Option<Chain> {
         }
         _ => out.rank().checked_sub(1)?,
     };
-    Some(Chain {
-        root: id,
-        free: false,
-        len: 0,
-        axis,
-        scale: None,
-        shift: None,
-        shifts: 0,
-        canonical: true,
-    })
+    Some(Chain::empty(id, axis, false))
 }
 
 /// The chain `id` continues, when it is a per-channel multiply, add or bias_add on a chain
@@ -245,7 +236,7 @@ fn grow(
             Some(chain) => chain,
             None => match free_axis(call, op, c, out) {
                 Some(axis) => {
-                    fresh = Chain::free(inner, axis);
+                    fresh = Chain::empty(inner, axis, true);
                     &fresh
                 }
                 None => continue,

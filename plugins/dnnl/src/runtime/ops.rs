@@ -221,13 +221,7 @@ fn channel_shuffle(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<ValueId, OpEr
     // oneDNN's group_size is the length of a row of the transposed matrix: C / groups.
     let op = OpDesc::shuffle(&b.desc(src), 1, inner[2])?;
     let pd = PrimitiveDesc::new(b.engine, &op, &Attr::new(&[])?)?;
-    let dst = b.temp(pd.query(Query::Dst(0)));
-    b.step(
-        &pd,
-        vec![(ffi::DNNL_ARG_SRC, src), (ffi::DNNL_ARG_DST, dst)],
-        format!("shuffle {}", cx.name),
-    )?;
-    Ok(dst)
+    src_dst_step(b, &pd, src, format!("shuffle {}", cx.name))
 }
 
 /// A reshape's `newshape` of data with dims `data` as plain dims: `0` copies the data's
@@ -790,13 +784,7 @@ fn pool(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<ValueId, OpError> {
     let op = OpDesc::pooling(alg, &src_desc, &MemoryDesc::any(&y)?, &kernel, &window)?;
     let pd = PrimitiveDesc::new(b.engine, &op, &Attr::new(&[])?)?;
     let src = b.in_layout(cx.args[0], pd.query(Query::Src(0)))?;
-    let dst = b.temp(pd.query(Query::Dst(0)));
-    b.step(
-        &pd,
-        vec![(ffi::DNNL_ARG_SRC, src), (ffi::DNNL_ARG_DST, dst)],
-        format!("pooling {}", cx.name),
-    )?;
-    Ok(dst)
+    src_dst_step(b, &pd, src, format!("pooling {}", cx.name))
 }
 
 fn eltwise(
@@ -847,11 +835,22 @@ fn same_layout_step(
     kind: &str,
 ) -> Result<ValueId, OpError> {
     let pd = PrimitiveDesc::new(b.engine, op, &Attr::new(&[])?)?;
+    src_dst_step(b, &pd, cx.args[0], format!("{kind} {}", cx.name))
+}
+
+/// One step of a primitive with one source and one destination: a fresh temporary in the
+/// layout the primitive chose.
+fn src_dst_step(
+    b: &mut Builder<'_>,
+    pd: &PrimitiveDesc,
+    src: ValueId,
+    label: String,
+) -> Result<ValueId, OpError> {
     let dst = b.temp(pd.query(Query::Dst(0)));
     b.step(
-        &pd,
-        vec![(ffi::DNNL_ARG_SRC, cx.args[0]), (ffi::DNNL_ARG_DST, dst)],
-        format!("{kind} {}", cx.name),
+        pd,
+        vec![(ffi::DNNL_ARG_SRC, src), (ffi::DNNL_ARG_DST, dst)],
+        label,
     )?;
     Ok(dst)
 }
