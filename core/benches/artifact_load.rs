@@ -11,6 +11,7 @@ use std::time::Instant;
 use byoc_core::artifact::Artifact;
 use byoc_core::exec::{ExecOptions, Executor, ExternalModules};
 use byoc_core::ir::{Attrs, DType, FunctionBuilder, Module, TensorType, Type};
+use byoc_core::sdk::CompileOptions;
 use byoc_core::Tensor;
 
 const WIDTH: usize = 500;
@@ -61,7 +62,7 @@ fn main() {
         let t = Instant::now();
         let a = Artifact::read(&path).unwrap_or_else(|e| panic!("{e}"));
         let ext = a
-            .load_externals(|p| Err(format!("no plugin {p}")))
+            .load_externals(|p| Err(format!("no plugin {p}")), &CompileOptions::new())
             .unwrap_or_else(|e| panic!("{e}"));
         load.push(t.elapsed().as_secs_f64() * 1e3);
         let t = Instant::now();

@@ -18,6 +18,7 @@ use byoc::cli::{verify_partitioned, OutputError};
 use byoc::core::artifact::Artifact;
 use byoc::core::exec::ExecOptions;
 use byoc::core::plugin::{PluginRegistry, Runtimes};
+use byoc::core::sdk::CompileOptions;
 use byoc::core::Tensor;
 use byoc::model::load_model;
 use byoc::plugins::find_plugin;
@@ -153,7 +154,10 @@ pub fn run(options: &Options) -> Result<Report> {
     let (loaded, loaded_externals) = timed(&mut steps, "load the artifact".to_string(), || {
         let a = Artifact::read(artifact)?;
         let registry = PluginRegistry::new();
-        let externals = a.load_externals(|plugin| find_plugin(&registry, plugin))?;
+        let externals = a.load_externals(
+            |plugin| find_plugin(&registry, plugin),
+            &CompileOptions::new(),
+        )?;
         Ok((a.module, externals))
     })?;
     let input_file = model.with_file_name("random_input.npz");

@@ -60,7 +60,10 @@ fn load_artifact(path: &Path, args: &TargetArgs) -> Result<(Module, ExternalModu
         PluginRegistry::new()
     };
     let externals = artifact
-        .load_externals(|plugin| find_plugin(&registry, plugin))
+        .load_externals(
+            |plugin| find_plugin(&registry, plugin),
+            &args.compile_options()?,
+        )
         .with_context(|| format!("{name}: cannot load"))?;
     Ok((artifact.module, externals))
 }

@@ -12,7 +12,7 @@ use crate::exec::{ExternalModule, ExternalModules};
 use crate::ir::{DType, Module, TensorType};
 use crate::passes::infer_types;
 use crate::plugin::external_functions;
-use crate::sdk::{Plugin, PluginError};
+use crate::sdk::{CompileOptions, Plugin, PluginError};
 use crate::tensor::Tensor;
 use crate::text::{parse_module, print_module};
 
@@ -422,10 +422,12 @@ impl Artifact {
 
     /// Rebuilds the compiled partitions without recompiling: each partition's plugin is
     /// found by name with `resolve`, its version checked against the artifact's, and its
-    /// bytes deserialized.
+    /// bytes deserialized with this process's `options` ([`Plugin::deserialize_with`]: the
+    /// executor's thread count, the user's plugin options).
     pub fn load_externals<E: std::fmt::Display>(
         &self,
         resolve: impl Fn(&str) -> Result<Arc<dyn Plugin>, E>,
+        options: &CompileOptions,
     ) -> Result<ExternalModules, ArtifactError> {
         let mut out = ExternalModules::new();
         for p in &self.partitions {
@@ -445,7 +447,7 @@ impl Artifact {
                 });
             }
             let module = plugin
-                .deserialize(&p.bytes)
+                .deserialize_with(&p.bytes, options)
                 .map_err(|error| ArtifactError::Plugin {
                     operation: "deserialize",
                     function: p.function.clone(),
@@ -476,7 +478,6 @@ mod tests {
     use super::*;
     use crate::exec::{ExecOptions, Executor};
     use crate::plugin::{compile_externals, Runtimes};
-    use crate::sdk::CompileOptions;
 
     const MODEL: &str = r#"
 def @acc_0(%a: Tensor[(2, 2), float32], Compiler="acc", global_symbol="acc_0", Primitive=1) {
@@ -517,7 +518,10 @@ def @main(%x: Tensor[(2, 2), float32]) {
         assert_eq!(a.partitions.len(), 1);
         assert_eq!(a.targets()[0].plugin, "reference");
         let ext = a
-            .load_externals(|_| Ok::<_, String>(Arc::new(crate::plugin::ReferenceRuntime)))
+            .load_externals(
+                |_| Ok::<_, String>(Arc::new(crate::plugin::ReferenceRuntime)),
+                &CompileOptions::new(),
+            )
             .unwrap();
         assert_eq!(run(&a.module, &ext), want);
         // Hand-computed: relu(x * c + [1, 2, 3, 4]) - 1.
@@ -556,7 +560,9 @@ def @main(%x: Tensor[(2, 2), float32]) {
             }
         );
         let a = Artifact::from_bytes(&bytes).unwrap();
-        let err = a.load_externals(|_| Err("not found")).unwrap_err();
+        let err = a
+            .load_externals(|_| Err("not found"), &CompileOptions::new())
+            .unwrap_err();
         assert!(
             err.to_string().contains("needs plugin 'reference'"),
             "{err}"

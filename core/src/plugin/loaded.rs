@@ -179,9 +179,13 @@ impl LoadedPlugin {
         function: &PartitionedFunction,
         options: &CompileOptions,
     ) -> Result<(Vec<u8>, String), PluginError> {
-        let opts = serde_json::to_string(&options.values).unwrap_or_else(|_| "{}".to_string());
-        Ok((self.function_bytes(function)?, opts))
+        Ok((self.function_bytes(function)?, options_json(options)))
     }
+}
+
+/// Compile options as they cross the ABI: a JSON object of strings.
+fn options_json(options: &CompileOptions) -> String {
+    serde_json::to_string(&options.values).unwrap_or_else(|_| "{}".to_string())
 }
 
 /// A predicate that asks the plugin across the ABI. A plugin that fails or panics while
@@ -263,6 +267,22 @@ impl Plugin for LoadedPlugin {
         let table = self.table;
         // SAFETY: the bytes outlive the call; the slot fills the handle and the buffer.
         table.module(|m, out| unsafe { (table.0.deserialize)(b, m, out) })
+    }
+
+    fn deserialize_with(
+        &self,
+        bytes: &[u8],
+        options: &CompileOptions,
+    ) -> Result<Box<dyn CompiledModule>, PluginError> {
+        // A plugin before ABI 1.3 has no such slot: it loads without the options.
+        let Some(slot) = self.table.0.deserialize_with else {
+            return self.deserialize(bytes);
+        };
+        let opts = options_json(options);
+        let (b, o) = (StrView::of(bytes), StrView::of(opts.as_bytes()));
+        // SAFETY: the bytes and the options outlive the call; the slot fills the handle and
+        // the buffer.
+        self.table.module(|m, out| unsafe { slot(b, o, m, out) })
     }
 }
 

@@ -14,6 +14,7 @@
 //! | 0 | `describe` .. `release_buf` |
 //! | 1 | `emit_source` |
 //! | 2 | none: partitioned functions cross as function records instead of text |
+//! | 3 | `deserialize_with` (deserialize with the loading process's options) |
 //!
 //! Rules every slot follows:
 //! - Every slot runs the plugin's code inside `catch_unwind`; a panic becomes
@@ -49,7 +50,7 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"BYOCPLUG");
 pub const ABI_MAJOR: u32 = 1;
 /// The ABI minor version: grows when slots are appended or a slot learns a new argument form
 /// (see the table in the module docs).
-pub const ABI_MINOR: u32 = 2;
+pub const ABI_MINOR: u32 = 3;
 /// The first minor version whose plugins read partitioned functions as function records.
 pub const ABI_MINOR_FUNCTION_RECORD: u32 = 2;
 /// The SDK version (the byoc-core crate version) this code was built as.
@@ -210,8 +211,15 @@ pub type ReleaseBufFn = unsafe extern "C" fn(buf: OwnedBuf);
 /// `Option<`[`EmittedSource`]`>` (`null` when the plugin has no source to show). ABI 1.1.
 pub type EmitSourceFn =
     unsafe extern "C" fn(function: StrView, options: StrView, out: *mut OwnedBuf) -> u32;
+/// Rebuilds a module from its bytes with JSON options (the loading process's). ABI 1.3.
+pub type DeserializeWithFn = unsafe extern "C" fn(
+    bytes: StrView,
+    options: StrView,
+    module: *mut *mut ModuleHandle,
+    out: *mut OwnedBuf,
+) -> u32;
 
-/// The plugin's function table (ABI 1.2; the slots of 1.1). Append-only within a major version.
+/// The plugin's function table (ABI 1.3). Append-only within a major version.
 #[repr(C)]
 pub struct PluginVTable {
     /// The fixed header.
@@ -240,6 +248,8 @@ pub struct PluginVTable {
     pub release_buf: ReleaseBufFn,
     /// See [`EmitSourceFn`] (ABI 1.1; `None` in a widened 1.0 table).
     pub emit_source: Option<EmitSourceFn>,
+    /// See [`DeserializeWithFn`] (ABI 1.3; `None` in a widened older table).
+    pub deserialize_with: Option<DeserializeWithFn>,
 }
 
 /// The size of an ABI 1.0 table: the smallest table a host of this major version reads.
@@ -330,6 +340,7 @@ impl<P: Plugin> Exported<P> {
             release_module,
             release_buf,
             emit_source: Some(emit_source::<E>),
+            deserialize_with: Some(deserialize_with::<E>),
         };
         Exported {
             plugin,
@@ -501,6 +512,27 @@ unsafe extern "C" fn deserialize<E: Export>(
     let body = || {
         // SAFETY: the host passes the bytes for the duration of the call.
         let m = E::instance().plugin.deserialize(unsafe { bytes.bytes() })?;
+        // SAFETY: the host passes a writable handle slot.
+        unsafe { module.write(into_handle(m)) };
+        Ok(Vec::new())
+    };
+    // SAFETY: the host passes a writable buffer.
+    unsafe { guard(out, body) }
+}
+
+unsafe extern "C" fn deserialize_with<E: Export>(
+    bytes: StrView,
+    options: StrView,
+    module: *mut *mut ModuleHandle,
+    out: *mut OwnedBuf,
+) -> u32 {
+    let body = || {
+        // SAFETY: the host passes the bytes and the options for the duration of the call.
+        let (b, opts) = unsafe { (bytes.bytes(), options.text()) };
+        let values: BTreeMap<String, String> = serde_json::from_str(&opts)?;
+        let m = E::instance()
+            .plugin
+            .deserialize_with(b, &CompileOptions { values })?;
         // SAFETY: the host passes a writable handle slot.
         unsafe { module.write(into_handle(m)) };
         Ok(Vec::new())
@@ -821,5 +853,77 @@ mod tests {
             assert_eq!(got, form);
             crate::ir::structural_eq_function(&f.function, &back.function).unwrap();
         }
+    }
+
+    /// A plugin whose `deserialize_with` fails with the options it received, and whose
+    /// `deserialize` fails saying it got none.
+    struct Echo;
+
+    impl Plugin for Echo {
+        fn name(&self) -> &str {
+            "echo"
+        }
+        fn version(&self) -> &str {
+            "1.0.0"
+        }
+        fn describe(&self) -> TargetDescription {
+            TargetDescription::new("echo")
+        }
+        fn compile(
+            &self,
+            _: &PartitionedFunction,
+            _: &CompileOptions,
+        ) -> Result<Box<dyn CompiledModule>, PluginError> {
+            Err(PluginError::new("echo compiles nothing"))
+        }
+        fn deserialize(&self, _: &[u8]) -> Result<Box<dyn CompiledModule>, PluginError> {
+            Err(PluginError::new("deserialized without options"))
+        }
+        fn deserialize_with(
+            &self,
+            bytes: &[u8],
+            options: &CompileOptions,
+        ) -> Result<Box<dyn CompiledModule>, PluginError> {
+            Err(PluginError::new(format!(
+                "{} byte(s) with {:?}",
+                bytes.len(),
+                options.values
+            )))
+        }
+    }
+
+    struct EchoExport;
+
+    impl Export for EchoExport {
+        type Plugin = Echo;
+        fn instance() -> &'static Exported<Echo> {
+            static CELL: OnceLock<Exported<Echo>> = OnceLock::new();
+            CELL.get_or_init(|| Exported::new::<EchoExport>(Echo))
+        }
+    }
+
+    #[test]
+    fn deserialize_with_carries_the_options_and_older_plugins_load_without_them() {
+        let options = CompileOptions::new().with(crate::sdk::THREADS_OPTION, "3");
+        let t = &EchoExport::instance().table;
+        let new = LoadedPlugin::from_table(t, Path::new("echo.so")).unwrap();
+        let err = new.deserialize_with(b"abc", &options).err().unwrap();
+        assert_eq!(err.to_string(), r#"3 byte(s) with {"threads": "3"}"#);
+        // A plugin of ABI 1.2 has no such slot: the host falls back to `deserialize`.
+        let old: &'static PluginVTable = Box::leak(Box::new(PluginVTable {
+            header: PluginHeader {
+                abi_minor: 2,
+                table_size: std::mem::offset_of!(PluginVTable, deserialize_with),
+                ..t.header
+            },
+            deserialize_with: None,
+            ..*t
+        }));
+        // SAFETY: the header heads a whole table.
+        let widened = unsafe { PluginVTable::widen(&old.header) }.expect("a 1.2 table");
+        assert!(widened.deserialize_with.is_none() && widened.emit_source.is_some());
+        let old = LoadedPlugin::from_table(old, Path::new("old.so")).unwrap();
+        let err = old.deserialize_with(b"abc", &options).err().unwrap();
+        assert_eq!(err.to_string(), "deserialized without options");
     }
 }

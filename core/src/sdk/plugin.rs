@@ -110,6 +110,18 @@ pub trait Plugin: Send + Sync {
     /// Rebuilds a compiled module from the bytes of [`CompiledModule::serialize`].
     fn deserialize(&self, bytes: &[u8]) -> Result<Box<dyn CompiledModule>, PluginError>;
 
+    /// [`Plugin::deserialize`] with the options of the process that loads the module (the
+    /// executor's thread count as [`super::THREADS_OPTION`], and the user's plugin options),
+    /// so a module from an artifact runs as one compiled here would. The default ignores them.
+    fn deserialize_with(
+        &self,
+        bytes: &[u8],
+        options: &CompileOptions,
+    ) -> Result<Box<dyn CompiledModule>, PluginError> {
+        let _ = options;
+        self.deserialize(bytes)
+    }
+
     /// The source code [`Plugin::compile`] would build for `function` with `options`, for
     /// inspection. Plugins that generate source (C, assembly) answer it; the default, `None`,
     /// says the plugin has no source to show.

@@ -80,6 +80,17 @@ impl Plugin for DnnlPlugin {
     fn deserialize(&self, bytes: &[u8]) -> Result<Box<dyn CompiledModule>, PluginError> {
         Ok(Box::new(DnnlModule::from_bytes(bytes, None)?))
     }
+
+    fn deserialize_with(
+        &self,
+        bytes: &[u8],
+        options: &CompileOptions,
+    ) -> Result<Box<dyn CompiledModule>, PluginError> {
+        Ok(Box::new(DnnlModule::from_bytes(
+            bytes,
+            threads_option(options)?,
+        )?))
+    }
 }
 
 export_plugin!(DnnlPlugin, DnnlPlugin);

@@ -159,11 +159,19 @@ fn bad_bindings_and_bytes_are_errors() {
     for bad in [&bytes[..bytes.len() - 1], &bytes[..5], b"NOTBYOC!xxxx"] {
         assert!(DnnlPlugin.deserialize(bad).is_err());
     }
-    let e = DnnlPlugin
-        .compile(&f, &CompileOptions::new().with("threads", "two"))
-        .err()
-        .unwrap();
+    let two = CompileOptions::new().with("threads", "two");
+    let e = DnnlPlugin.compile(&f, &two).err().unwrap();
     assert!(e.message.contains("threads='two'"), "{e}");
+    // A module loaded from an artifact takes the loading process's thread count too.
+    let e = DnnlPlugin.deserialize_with(&bytes, &two).err().unwrap();
+    assert!(e.message.contains("threads='two'"), "{e}");
+    let one = CompileOptions::new().with("threads", "1");
+    let m = DnnlPlugin.deserialize_with(&bytes, &one).unwrap();
+    let x = tensor(&[2, 3], 2);
+    let mut y = Tensor::zeros(x.ty().clone());
+    m.run(&[x.view()], &mut [y.view_mut()]).unwrap();
+    let relu: Vec<f64> = x.to_f64_vec().iter().map(|v| v.max(0.0)).collect();
+    assert_eq!(y.to_f64_vec(), relu);
     assert_eq!(DnnlPlugin.name(), "dnnl");
 }
 
