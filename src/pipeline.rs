@@ -185,7 +185,11 @@ fn prepare(module: &mut Module, targets: &[Target]) -> Result<(), PassError> {
         .pass(FoldConstant)
         .pass(DeadCodeElimination);
     if targets.iter().any(|t| t.simplify_inference) {
-        passes = passes.pass(SimplifyInference).pass(FoldConstant);
+        // A target that runs layer_norm as one kernel (dnnl) gets it whole.
+        let keep_layer_norm = targets.iter().any(|t| t.support.lists_op("nn.layer_norm"));
+        passes = passes
+            .pass(SimplifyInference { keep_layer_norm })
+            .pass(FoldConstant);
     }
     if targets.iter().any(|t| t.fold_scale_axis) {
         passes = passes.pass(FoldScaleAxis);

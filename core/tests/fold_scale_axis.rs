@@ -41,7 +41,7 @@ fn prepare(m: &Module) -> Module {
     run(
         m,
         vec![
-            Box::new(SimplifyInference),
+            Box::new(SimplifyInference::default()),
             Box::new(FoldConstant),
             Box::new(FoldScaleAxis),
         ],

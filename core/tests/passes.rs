@@ -554,7 +554,7 @@ fn scalar(v: f32) -> Tensor {
 #[test]
 fn simplify_inference_unpacks_batch_norm_as_tvm_does() {
     let m = batch_norm_module(&[1, 2, 3, 3], 2, none());
-    let m = run(m, vec![Box::new(SimplifyInference)]);
+    let m = run(m, vec![Box::new(SimplifyInference::default())]);
 
     let mut b = FunctionBuilder::new();
     let x = b.param("x", ty(&[1, 2, 3, 3]));
@@ -581,7 +581,7 @@ fn simplify_inference_unpacks_batch_norm_as_tvm_does() {
             .unwrap(),
     );
     assert_same(&m, &expected);
-    let again = run(m.clone(), vec![Box::new(SimplifyInference)]);
+    let again = run(m.clone(), vec![Box::new(SimplifyInference::default())]);
     assert_same(&again, &m);
 }
 
@@ -593,7 +593,7 @@ fn simplify_inference_without_scale_and_center_on_the_last_axis() {
         .with("center", false);
     let m = run(
         batch_norm_module(&[3, 2], 2, attrs),
-        vec![Box::new(SimplifyInference)],
+        vec![Box::new(SimplifyInference::default())],
     );
     let mut b = FunctionBuilder::new();
     let params: Vec<ExprId> = [("x", vec![3, 2]), ("gamma", vec![2]), ("beta", vec![2])]
@@ -632,7 +632,7 @@ fn simplified_batch_norm_computes_batch_norm() {
     let m = run(
         m,
         vec![
-            Box::new(SimplifyInference),
+            Box::new(SimplifyInference::default()),
             Box::new(BindParams::new(params)),
             Box::new(FoldConstant),
         ],
@@ -659,7 +659,7 @@ fn simplify_inference_passes_moving_stats_through_and_drops_dropout() {
     let mut params = vec![x];
     params.extend(&stats);
     let m = Module::from_main(b.finish(params.clone(), out, none()).unwrap());
-    let m = run(m, vec![Box::new(SimplifyInference)]);
+    let m = run(m, vec![Box::new(SimplifyInference::default())]);
 
     let mut b = FunctionBuilder::new();
     let x = b.param("x", ty(&[1, 2]));
@@ -699,10 +699,36 @@ fn simplified_layer_norm_computes_layer_norm() {
     let m = run(
         m,
         vec![
-            Box::new(SimplifyInference),
+            Box::new(SimplifyInference::default()),
             Box::new(BindParams::new(params)),
             Box::new(FoldConstant),
         ],
     );
     assert_close(&body_constant(&m), &[-1.5, 2.5, -1.5, 2.5]);
+}
+
+#[test]
+fn simplify_inference_can_keep_layer_norm_whole() {
+    let mut b = FunctionBuilder::new();
+    let x = b.param("x", ty(&[2, 2]));
+    let gamma = b.param("gamma", ty(&[2]));
+    let beta = b.param("beta", ty(&[2]));
+    let d = b.call("nn.dropout", &[x], none()).unwrap();
+    let d0 = b.tuple_get_item(d, 0).unwrap();
+    let ln = b.call("nn.layer_norm", &[d0, gamma, beta], none()).unwrap();
+    let m = Module::from_main(b.finish(vec![x, gamma, beta], ln, none()).unwrap());
+    let kept = run(
+        m,
+        vec![Box::new(SimplifyInference {
+            keep_layer_norm: true,
+        })],
+    );
+    // The dropout still goes; the layer norm stays one call on the data.
+    let mut b = FunctionBuilder::new();
+    let x = b.param("x", ty(&[2, 2]));
+    let gamma = b.param("gamma", ty(&[2]));
+    let beta = b.param("beta", ty(&[2]));
+    let ln = b.call("nn.layer_norm", &[x, gamma, beta], none()).unwrap();
+    let expected = Module::from_main(b.finish(vec![x, gamma, beta], ln, none()).unwrap());
+    assert_same(&kept, &expected);
 }

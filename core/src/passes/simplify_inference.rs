@@ -12,14 +12,16 @@
 //! - `nn.layer_norm(%x, %gamma, %beta)` becomes `(%x - mean) / sqrt(variance + eps)` over `axis`
 //!   (keeping dims), times the expanded `%gamma` when `scale=True`, plus the expanded `%beta`
 //!   when `center=True`. TVM's biased `variance(%x, mean)` is written out as
-//!   `mean((%x - mean) * (%x - mean))`, sharing `%x - mean` with the numerator.
+//!   `mean((%x - mean) * (%x - mean))`, sharing `%x - mean` with the numerator. With
+//!   `keep_layer_norm` the call stays whole (the driver sets it when a target lists
+//!   `nn.layer_norm`, as dnnl does).
 //!
 //! Ops over non-float dtypes are left alone, as are global functions with a `Compiler`,
 //! `Extern` or `SkipOptimization` attribute. The eps constant is the attribute rounded to
 //! float32 and then cast to the data's dtype, as in TVM.
 //!
 //! Needs: a verified module (types are inferred here). Holds after: no `nn.dropout`,
-//! `nn.layer_norm` or field of an `nn.batch_norm` over float data is left, every live
+//! `nn.layer_norm` (unless kept) or field of an `nn.batch_norm` over float data is left, every live
 //! expression is typed. Idempotent. Cost: linear in the module size.
 
 use std::collections::HashMap;
@@ -35,7 +37,12 @@ use super::{eliminate_dead_code, Pass, PassContext, PassError};
 
 /// The `simplify-inference` pass.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct SimplifyInference;
+pub struct SimplifyInference {
+    /// Leave `nn.layer_norm` whole, for targets that run it as one kernel. TVM decomposes it
+    /// and its DNNL flow puts it back (`rewrite_layer_norm`); keeping it is that result in
+    /// one step.
+    pub keep_layer_norm: bool,
+}
 
 impl Pass for SimplifyInference {
     fn name(&self) -> &'static str {
@@ -43,11 +50,11 @@ impl Pass for SimplifyInference {
     }
 
     fn run(&self, module: &mut Module, _cx: &mut PassContext) -> Result<(), PassError> {
-        rewrite_host_functions(module, |f| Ok(simplify_function(f)?))
+        rewrite_host_functions(module, |f| Ok(simplify_function(f, self.keep_layer_norm)?))
     }
 }
 
-fn simplify_function(f: &Function) -> Result<Function, IrError> {
+fn simplify_function(f: &Function, keep_layer_norm: bool) -> Result<Function, IrError> {
     // The rewritten field 0 of each batch norm, so several `%bn.0` share one rewrite.
     let mut normalized: HashMap<ExprId, ExprId> = HashMap::new();
     let rewritten = Rebuild::new(f).run(|rb, id| match f.expr(id) {
@@ -74,10 +81,12 @@ fn simplify_function(f: &Function) -> Result<Function, IrError> {
                 _ => Ok(None),
             }
         }
-        Expr::Call(call) if call.is_op("nn.layer_norm") => match float_data(f, call) {
-            Some(data) => layer_norm(rb, call, data).map(Some),
-            None => Ok(None),
-        },
+        Expr::Call(call) if call.is_op("nn.layer_norm") && !keep_layer_norm => {
+            match float_data(f, call) {
+                Some(data) => layer_norm(rb, call, data).map(Some),
+                None => Ok(None),
+            }
+        }
         _ => Ok(None),
     })?;
     eliminate_dead_code(&rewritten)

@@ -414,3 +414,30 @@ fn reshape_transpose_chains_that_are_not_channel_shuffles_are_not_fused() {
         assert_fusion_keeps_semantics(&m);
     }
 }
+
+#[test]
+fn layer_norm_reaches_dnnl_whole() {
+    // dense + bias + relu, then a layer norm over the last axis: prepare keeps the layer norm
+    // one call (dnnl lists it), so it joins the partition instead of being decomposed into
+    // mean / subtract / variance / sqrt / divide for the host.
+    let m = module(&format!(
+        r#"def @main(%x: Tensor[(4, 8), float32]) {{
+          %0 = nn.dense(%x, {w}, units=6);
+          %1 = nn.bias_add(%0, {b});
+          %2 = nn.relu(%1);
+          nn.layer_norm(%2, {g}, {beta}, epsilon=1e-5f)
+        }}"#,
+        w = weights("(6, 8)", 0.1),
+        b = weights("(6)", 0.2),
+        g = weights("(6)", 1.5),
+        beta = weights("(6)", -0.25),
+    ));
+    let summary = Summary::of(&run(&m, Stage::Partition));
+    assert!(summary.host_ops.is_empty(), "{:?}", summary.host_ops);
+    assert_eq!(summary.functions.len(), 1);
+    assert_eq!(
+        summary.functions[0].ops,
+        ["nn.bias_add", "nn.dense", "nn.layer_norm", "nn.relu"]
+    );
+    assert_fusion_keeps_semantics(&m);
+}
