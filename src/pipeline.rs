@@ -24,7 +24,7 @@ use byoc_core::passes::{
     SimplifyInference,
 };
 use byoc_core::target::TargetSupport;
-use byoc_patterns::{merge_composite, MergeCompositeError};
+use byoc_patterns::{merge_composite_explained, DeclinedMatch, MergeCompositeError};
 use thiserror::Error;
 
 use crate::target::{check_distinct, DuplicateTarget, Target};
@@ -90,6 +90,8 @@ pub struct Partitioned {
     pub rejected: Vec<Rejection>,
     /// Partitions inlined back by Prune (empty before partitioning or with prune off).
     pub pruned: Vec<Pruned>,
+    /// Pattern matches a check rejected (at MergeComposite), targets in priority order.
+    pub declined: Vec<DeclinedMatch>,
 }
 
 /// Errors of the pipeline, naming the stage.
@@ -129,16 +131,21 @@ pub fn partition(
     check_distinct(targets)?;
     let mut module = module.clone();
     prepare(&mut module, targets)?;
+    let mut declined = Vec::new();
     for t in targets {
-        merge_composite(&mut module, &t.patterns).map_err(|source| PipelineError::Composite {
-            target: t.name().to_string(),
-            source,
+        let d = merge_composite_explained(&mut module, &t.patterns).map_err(|source| {
+            PipelineError::Composite {
+                target: t.name().to_string(),
+                source,
+            }
         })?;
+        declined.extend(d);
     }
     let mut out = Partitioned {
         module,
         rejected: Vec::new(),
         pruned: Vec::new(),
+        declined,
     };
     if options.stop_after == Stage::Composite {
         return Ok(out);

@@ -79,11 +79,11 @@ impl Target {
 fn root_call_check(predicate: OpPredicate) -> Check {
     Arc::new(move |f: &Function, root: ExprId| {
         let Some((op, call)) = f.expr(root).as_op_call() else {
-            return false;
+            return Err("the match's root is not an op call".to_string());
         };
         let arg_types: Option<Vec<Type>> = call.args.iter().map(|&a| f.ty(a).cloned()).collect();
         let (Some(arg_types), Some(result_type)) = (arg_types, f.ty(root)) else {
-            return false;
+            return Err(format!("{} is not typed", op.name()));
         };
         predicate(&CallView {
             op,
@@ -91,7 +91,7 @@ fn root_call_check(predicate: OpPredicate) -> Check {
             arg_types: &arg_types,
             result_type,
         })
-        .is_ok()
+        .map_err(|reason| reason.0)
     })
 }
 

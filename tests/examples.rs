@@ -72,8 +72,25 @@ fn forum_case_offloads_only_the_second_conv2d_both_ways() {
     assert!(report.placements[1].summary.functions[0]
         .composites
         .is_empty());
+    // The fused block's check turned the first block down too, with its reason.
+    assert_eq!(
+        by_predicate.declined.len(),
+        1,
+        "{:?}",
+        by_predicate.declined
+    );
+    assert_eq!(
+        (
+            by_predicate.declined[0].pattern.as_str(),
+            by_predicate.declined[0].reason.as_str()
+        ),
+        ("acc.conv2d_bias_relu", "input has 8 channels, more than 3")
+    );
     let text = report.to_string();
     assert!(text.contains("declined by acc: nn.conv2d ×1 (input has 8 channels, more than 3)"));
+    assert!(text.contains(
+        "not fused as acc.conv2d_bias_relu: nn.relu ×1 (input has 8 channels, more than 3)"
+    ));
 }
 
 #[test]

@@ -75,6 +75,7 @@ fn small_cnn_with_myacc() {
             "host_ops": host,
             "rejected": host.iter().map(|op| not_listed(op, "myacc")).collect::<Vec<_>>(),
             "pruned": [],
+            "declined": [],
         })
     );
 }
@@ -122,6 +123,7 @@ fn two_targets() {
             "pruned": [
                 {"name": "b_1", "target": "b", "reason": "1 op(s), fewer than min_ops=2"},
             ],
+            "declined": [],
         })
     );
 }

@@ -69,6 +69,12 @@ pub fn summary_text(summary: &Summary) -> String {
             r.target, r.op, r.count, r.reason
         ));
     }
+    for d in &summary.declined {
+        out.push_str(&format!(
+            "  not fused as {}: {} ×{} ({})\n",
+            d.pattern, d.op, d.count, d.reason
+        ));
+    }
     out
 }
 

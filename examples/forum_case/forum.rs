@@ -61,22 +61,24 @@ fn small_conv2d(call: &CallView<'_>) -> Result<(), RejectReason> {
 
 /// The composite check: follows the first argument from the pattern's root (relu) down to
 /// the conv2d and applies [`small_conv2d`]'s channel test to its input.
-fn small_conv2d_block(f: &Function, root: ExprId) -> bool {
+fn small_conv2d_block(f: &Function, root: ExprId) -> Result<(), String> {
     let mut id = root;
     while let Some((op, call)) = f.expr(id).as_op_call() {
         let Some(&first) = call.args.first() else {
-            return false;
+            break;
         };
         if op.name() == "nn.conv2d" {
             let arg_types: Option<Vec<Type>> =
                 call.args.iter().map(|&a| f.ty(a).cloned()).collect();
-            return arg_types
-                .and_then(|t| input_channels(&t))
-                .is_some_and(|c| c <= MAX_CHANNELS);
+            return match arg_types.and_then(|t| input_channels(&t)) {
+                Some(c) if c <= MAX_CHANNELS => Ok(()),
+                Some(c) => Err(format!("input has {c} channels, more than {MAX_CHANNELS}")),
+                None => Err("the conv2d's input is not a typed NCHW tensor".to_string()),
+            };
         }
         id = first;
     }
-    false
+    Err("no conv2d under the block's root".to_string())
 }
 
 /// The accelerator as a Rust target: conv2d under the predicate, and the fused block

@@ -20,10 +20,12 @@ mod table;
 pub use graph::Graph;
 pub use matcher::{match_at, Match, Matcher};
 pub use merge_composite::{
-    is_skipped, merge_composite, merge_composite_function, MergeCompositeError, COMPOSITE,
+    is_skipped, merge_composite, merge_composite_explained, merge_composite_function,
+    merge_composite_function_explained, DeclinedMatch, MergeCompositeError, COMPOSITE,
 };
 pub use partition::{
-    find_groups, partition, try_partition, Check, Group, PartitionError, PARTITIONED_FROM_PATTERN,
+    find_groups, partition, try_partition, Check, Declined, Group, PartitionError,
+    PARTITIONED_FROM_PATTERN,
 };
 pub use pattern::{Pattern, PatternKind, TypeConstraint};
 pub use rewrite::{RewriteCtx, RewriteError, RewriteFn, Rewriter};

@@ -41,9 +41,18 @@ use crate::matcher::{Match, Matcher};
 use crate::overlay::{Overlay, View};
 use crate::pattern::{Pattern, PatternKind};
 
-/// A check callback: sees the typed function and the root call of a match; `false` rejects
-/// the match.
-pub type Check = Arc<dyn Fn(&Function, ExprId) -> bool + Send + Sync>;
+/// A check callback: sees the typed function and the root call of a match; `Err(reason)`
+/// rejects the match, and MergeComposite keeps the reason ([`Declined`]).
+pub type Check = Arc<dyn Fn(&Function, ExprId) -> Result<(), String> + Send + Sync>;
+
+/// A match that the pattern's check rejected: its root and the check's reason.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Declined {
+    /// The root of the match.
+    pub root: ExprId,
+    /// Why the check rejected it.
+    pub reason: String,
+}
 
 /// The attribute naming the pattern a composite came from.
 pub const PARTITIONED_FROM_PATTERN: &str = "PartitionedFromPattern";
@@ -82,15 +91,17 @@ pub struct Group {
 
 /// Finds the non-overlapping matches of `pattern` in `f` (see the module docs).
 pub fn find_groups(f: &Function, pattern: &Pattern, check: Option<&Check>) -> Vec<Group> {
-    find_groups_in(f, &Overlay::new(f), pattern, check)
+    find_groups_in(f, &Overlay::new(f), pattern, check, &mut Vec::new())
 }
 
-/// Finds the non-overlapping matches of `pattern` in `f` with the groups of `overlay` applied.
+/// Finds the non-overlapping matches of `pattern` in `f` with the groups of `overlay` applied;
+/// matches the check rejects go to `declined`.
 pub(crate) fn find_groups_in(
     f: &Function,
     overlay: &Overlay,
     pattern: &Pattern,
     check: Option<&Check>,
+    declined: &mut Vec<Declined>,
 ) -> Vec<Group> {
     let view = View::with(f, overlay);
     let order = pattern.post_order();
@@ -119,7 +130,11 @@ pub(crate) fn find_groups_in(
                     group.nodes.binary_search(&u).is_ok() || matcher.graph().post_dominates(root, u)
                 })
         });
-        if !valid || check.is_some_and(|c| !c(f, root)) {
+        if !valid {
+            continue;
+        }
+        if let Some(Err(reason)) = check.map(|c| c(f, root)) {
+            declined.push(Declined { root, reason });
             continue;
         }
         for &n in &group.nodes {
@@ -247,7 +262,7 @@ pub fn try_partition(
     check: Option<&Check>,
 ) -> Result<Option<Function>, PartitionError> {
     let mut overlay = Overlay::new(f);
-    partition_into(f, &mut overlay, pattern, attrs, check);
+    partition_into(f, &mut overlay, pattern, attrs, check, &mut Vec::new());
     if overlay.is_unchanged() {
         return Ok(None);
     }
@@ -255,15 +270,17 @@ pub fn try_partition(
 }
 
 /// Finds the groups of `pattern` in the current graph of `overlay` and applies them, each
-/// composite getting `attrs`; returns how many there were.
+/// composite getting `attrs`; returns how many there were. Matches the check rejects go to
+/// `declined`.
 pub(crate) fn partition_into(
     f: &Function,
     overlay: &mut Overlay,
     pattern: &Pattern,
     attrs: &Attrs,
     check: Option<&Check>,
+    declined: &mut Vec<Declined>,
 ) -> usize {
-    let groups = find_groups_in(f, overlay, pattern, check);
+    let groups = find_groups_in(f, overlay, pattern, check, declined);
     let count = groups.len();
     if count > 0 {
         let attrs = overlay.add_attrs(attrs);

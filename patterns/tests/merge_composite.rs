@@ -4,10 +4,11 @@ mod common;
 
 use std::sync::Arc;
 
+use byoc_core::ir::Module;
 use byoc_core::ir::{AttrValue, Attrs, Expr, ExprId, Function, FunctionBuilder};
 use byoc_core::DType;
 use byoc_core::Tensor;
-use byoc_patterns::{Pattern, PatternTable};
+use byoc_patterns::{merge_composite_explained, DeclinedMatch, Pattern, PatternTable};
 use common::*;
 
 #[test]
@@ -434,9 +435,14 @@ fn check_table(want_layout: &'static str) -> PatternTable {
             // root = relu; its argument's first argument is the conv.
             let bias = f.expr(root).as_call().map(|c| c.args[0]);
             let conv = bias.and_then(|b| f.expr(b).as_call().map(|c| c.args[0]));
-            conv.and_then(|c| f.expr(c).as_call())
-                .and_then(|c| c.attrs.get_str("data_layout"))
-                == Some(want_layout)
+            let layout = conv
+                .and_then(|c| f.expr(c).as_call())
+                .and_then(|c| c.attrs.get_str("data_layout"));
+            if layout == Some(want_layout) {
+                Ok(())
+            } else {
+                Err(format!("data_layout {layout:?}, not {want_layout}"))
+            }
         }),
     )
     .unwrap();
@@ -448,6 +454,22 @@ fn pattern_with_check_can_reject() {
     let net = conv_bias_relu_net("NCHW");
     let got = merge(net.clone(), &check_table("NHWC"));
     assert_same(&got, &net);
+    // The rejection is kept: entry, root op and the check's reason.
+    let mut m = Module::from_main(net.clone());
+    let declined = merge_composite_explained(&mut m, &check_table("NHWC")).unwrap();
+    assert_eq!(
+        declined,
+        [DeclinedMatch {
+            function: "main".to_string(),
+            pattern: "conv_bias_relu".to_string(),
+            op: "nn.relu".to_string(),
+            reason: "data_layout Some(\"NCHW\"), not NHWC".to_string(),
+        }]
+    );
+    let mut m = Module::from_main(net.clone());
+    assert!(merge_composite_explained(&mut m, &check_table("NCHW"))
+        .unwrap()
+        .is_empty());
     let got = merge(net, &check_table("NCHW"));
     let body = got.expr(got.body).as_call().unwrap();
     let byoc_core::ir::Callee::Local(f) = body.callee else {
@@ -469,11 +491,12 @@ fn check_sees_inferred_types() {
     tab.add_with_check(
         "conv_bias_relu",
         "nn.relu(nn.bias_add(nn.conv2d(*, *), *))".parse().unwrap(),
-        Arc::new(|f: &Function, root: ExprId| {
-            f.ty(root)
-                .and_then(|t| t.as_tensor())
-                .is_some_and(|t| t.shape[0] == 2)
-        }),
+        Arc::new(
+            |f: &Function, root: ExprId| match f.ty(root).and_then(|t| t.as_tensor()) {
+                Some(t) if t.shape[0] == 2 => Ok(()),
+                _ => Err("batch is not 2".to_string()),
+            },
+        ),
     )
     .unwrap();
     let net = conv_bias_relu_net("NCHW");

@@ -1,7 +1,7 @@
 //! One self-contained HTML page (`byoc inspect --format html`): a legend of target colours,
 //! the graph drawn as inline SVG ([`super::svg`]), and the summary as tables: external
-//! functions, host ops, rejected ops with reasons, pruned partitions with reasons. No scripts,
-//! no external styles or fonts: the file opens offline.
+//! functions, host ops, rejected ops with reasons, declined composites and pruned partitions
+//! with reasons. No scripts, no external styles or fonts: the file opens offline.
 
 use std::fmt::Write as _;
 
@@ -79,6 +79,19 @@ pub fn render(graph: &ViewGraph, summary: &Summary) -> String {
                 r.target.clone(),
                 r.reason.clone(),
                 r.count.to_string(),
+            ]
+        }),
+    );
+    out.push_str("<h2>Declined composites (pattern matches a check rejected)</h2>\n");
+    table(
+        &mut out,
+        &["pattern", "root op", "reason", "matches"],
+        summary.declined.iter().map(|d| {
+            vec![
+                d.pattern.clone(),
+                d.op.clone(),
+                d.reason.clone(),
+                d.count.to_string(),
             ]
         }),
     );

@@ -22,7 +22,8 @@ use crate::pipeline::{Partitioned, Stage};
 pub enum Format {
     /// The module in the Relay text format.
     Text,
-    /// The partitioning summary as one JSON object (functions, host ops, rejected, pruned).
+    /// The partitioning summary as one JSON object (functions, host ops, rejected, pruned,
+    /// declined composites).
     Json,
     /// The dataflow graph of `@main` in Graphviz DOT, one cluster per partition.
     Dot,

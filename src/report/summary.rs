@@ -32,6 +32,8 @@ pub struct Summary {
     pub rejected: Vec<RejectedOp>,
     /// Partitions inlined back into the host.
     pub pruned: Vec<PrunedPartition>,
+    /// Composite matches a pattern check rejected, duplicates collapsed.
+    pub declined: Vec<DeclinedComposite>,
 }
 
 /// One external function.
@@ -61,6 +63,20 @@ pub struct RejectedOp {
     /// The target rule's reason.
     pub reason: String,
     /// How many calls this entry stands for.
+    pub count: usize,
+}
+
+/// Matches of one pattern that its check rejected for one reason (the ops then went on to
+/// later patterns or single-op rules).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct DeclinedComposite {
+    /// The pattern table entry (`dnnl.conv2d_bias_sum_relu`).
+    pub pattern: String,
+    /// The op of the match's root.
+    pub op: String,
+    /// The check's reason.
+    pub reason: String,
+    /// How many matches this entry stands for.
     pub count: usize,
 }
 
@@ -112,11 +128,27 @@ impl Summary {
             .collect();
         let mut pruned: Vec<PrunedPartition> = result.pruned.iter().map(pruned_entry).collect();
         pruned.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut declined: BTreeMap<(&str, &str, &str), usize> = BTreeMap::new();
+        for d in &result.declined {
+            *declined
+                .entry((d.pattern.as_str(), d.op.as_str(), d.reason.as_str()))
+                .or_default() += 1;
+        }
+        let declined = declined
+            .into_iter()
+            .map(|((pattern, op, reason), count)| DeclinedComposite {
+                pattern: pattern.to_string(),
+                op: op.to_string(),
+                reason: reason.to_string(),
+                count,
+            })
+            .collect();
         Summary {
             functions,
             host_ops,
             rejected,
             pruned,
+            declined,
         }
     }
 

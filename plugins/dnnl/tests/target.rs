@@ -411,6 +411,27 @@ fn reshape_transpose_chains_that_are_not_channel_shuffles_are_not_fused() {
         // transpose stays on the host, and the last reshape with it (alone it has no
         // compute-heavy op, so its partition is pruned).
         assert_eq!(summary.host_ops, ["reshape", "transpose"]);
+        // Where the chain has the pattern's shape (the shuffle's axes), the check's reason is
+        // in the summary.
+        let declined: Vec<(&str, &str, &str)> = summary
+            .declined
+            .iter()
+            .map(|d| (d.pattern.as_str(), d.op.as_str(), d.reason.as_str()))
+            .collect();
+        if axes == "[0, 2, 1, 3, 4]" {
+            assert_eq!(declined.len(), 1, "{declined:?}");
+            assert_eq!(declined[0].0, "dnnl.channel_shuffle");
+            assert_eq!(declined[0].1, "reshape");
+            assert_eq!(
+                declined[0].2,
+                format!(
+                    "dnnl.channel_shuffle: reshape of [1, 3, 4, 5, 5] to {last} is not \
+                     (N, C/g, g, H, W) to (N, C, H, W)"
+                )
+            );
+        } else {
+            assert!(declined.is_empty(), "{declined:?}");
+        }
         assert_fusion_keeps_semantics(&m);
     }
 }
