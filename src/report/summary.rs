@@ -111,38 +111,34 @@ impl Summary {
             }
         }
         host_ops.sort();
-        let mut counts: BTreeMap<(&str, &str, &str), usize> = BTreeMap::new();
-        for r in &result.rejected {
-            *counts
-                .entry((r.op.as_str(), r.target.as_str(), r.reason.as_str()))
-                .or_default() += 1;
-        }
-        let rejected = counts
-            .into_iter()
-            .map(|((op, target, reason), count)| RejectedOp {
-                op: op.to_string(),
-                target: target.to_string(),
-                reason: reason.to_string(),
-                count,
-            })
-            .collect();
+        let rejected = collapsed(
+            result
+                .rejected
+                .iter()
+                .map(|r| [r.op.as_str(), r.target.as_str(), r.reason.as_str()]),
+        )
+        .map(|([op, target, reason], count)| RejectedOp {
+            op: op.to_string(),
+            target: target.to_string(),
+            reason: reason.to_string(),
+            count,
+        })
+        .collect();
         let mut pruned: Vec<PrunedPartition> = result.pruned.iter().map(pruned_entry).collect();
         pruned.sort_by(|a, b| a.name.cmp(&b.name));
-        let mut declined: BTreeMap<(&str, &str, &str), usize> = BTreeMap::new();
-        for d in &result.declined {
-            *declined
-                .entry((d.pattern.as_str(), d.op.as_str(), d.reason.as_str()))
-                .or_default() += 1;
-        }
-        let declined = declined
-            .into_iter()
-            .map(|((pattern, op, reason), count)| DeclinedComposite {
-                pattern: pattern.to_string(),
-                op: op.to_string(),
-                reason: reason.to_string(),
-                count,
-            })
-            .collect();
+        let declined = collapsed(
+            result
+                .declined
+                .iter()
+                .map(|d| [d.pattern.as_str(), d.op.as_str(), d.reason.as_str()]),
+        )
+        .map(|([pattern, op, reason], count)| DeclinedComposite {
+            pattern: pattern.to_string(),
+            op: op.to_string(),
+            reason: reason.to_string(),
+            count,
+        })
+        .collect();
         Summary {
             functions,
             host_ops,
@@ -159,6 +155,17 @@ impl Summary {
         text.push('\n');
         text
     }
+}
+
+/// Equal keys counted, in sorted order.
+fn collapsed<'a>(
+    keys: impl Iterator<Item = [&'a str; 3]>,
+) -> impl Iterator<Item = ([&'a str; 3], usize)> {
+    let mut counts: BTreeMap<[&str; 3], usize> = BTreeMap::new();
+    for k in keys {
+        *counts.entry(k).or_default() += 1;
+    }
+    counts.into_iter()
 }
 
 /// The global functions in name order (the module's own order is not part of its meaning).
