@@ -482,26 +482,46 @@ unsafe extern "C" fn optimize<E: Export>(function: StrView, out: *mut OwnedBuf) 
     unsafe { guard(out, body) }
 }
 
+/// Runs `make` under [`guard`] and hands the module it builds to the host's handle slot.
+///
+/// # Safety
+/// `module` and `out` must be writable slots.
+unsafe fn module_slot(
+    module: *mut *mut ModuleHandle,
+    out: *mut OwnedBuf,
+    make: impl FnOnce() -> Result<Box<dyn CompiledModule>, Failure>,
+) -> u32 {
+    let body = || {
+        let m = make()?;
+        // SAFETY: the caller passes a writable handle slot.
+        unsafe { module.write(into_handle(m)) };
+        Ok(Vec::new())
+    };
+    // SAFETY: the caller passes a writable buffer.
+    unsafe { guard(out, body) }
+}
+
+/// Compile options from their JSON crossing.
+fn options_of(json: &str) -> Result<CompileOptions, Failure> {
+    let values: BTreeMap<String, String> = serde_json::from_str(json)?;
+    Ok(CompileOptions { values })
+}
+
 unsafe extern "C" fn compile<E: Export>(
     function: StrView,
     options: StrView,
     module: *mut *mut ModuleHandle,
     out: *mut OwnedBuf,
 ) -> u32 {
-    let body = || {
-        // SAFETY: the host passes the function and the options for the duration of the call.
-        let (f, opts) = unsafe { (function.bytes(), options.text()) };
-        let (f, _) = PartitionedFunction::from_bytes(f)?;
-        let values: BTreeMap<String, String> = serde_json::from_str(&opts)?;
-        let m = E::instance()
-            .plugin
-            .compile(&f, &CompileOptions { values })?;
-        // SAFETY: the host passes a writable handle slot.
-        unsafe { module.write(into_handle(m)) };
-        Ok(Vec::new())
-    };
-    // SAFETY: the host passes a writable buffer.
-    unsafe { guard(out, body) }
+    // SAFETY: the host passes writable slots, and the function and the options for the
+    // duration of the call.
+    unsafe {
+        module_slot(module, out, || {
+            let (f, _) = PartitionedFunction::from_bytes(function.bytes())?;
+            let options = options_of(&options.text())?;
+            Ok(E::instance().plugin.compile(&f, &options)?)
+        })
+    }
 }
 
 unsafe extern "C" fn deserialize<E: Export>(
@@ -509,15 +529,12 @@ unsafe extern "C" fn deserialize<E: Export>(
     module: *mut *mut ModuleHandle,
     out: *mut OwnedBuf,
 ) -> u32 {
-    let body = || {
-        // SAFETY: the host passes the bytes for the duration of the call.
-        let m = E::instance().plugin.deserialize(unsafe { bytes.bytes() })?;
-        // SAFETY: the host passes a writable handle slot.
-        unsafe { module.write(into_handle(m)) };
-        Ok(Vec::new())
-    };
-    // SAFETY: the host passes a writable buffer.
-    unsafe { guard(out, body) }
+    // SAFETY: the host passes writable slots, and the bytes for the duration of the call.
+    unsafe {
+        module_slot(module, out, || {
+            Ok(E::instance().plugin.deserialize(bytes.bytes())?)
+        })
+    }
 }
 
 unsafe extern "C" fn deserialize_with<E: Export>(
@@ -526,19 +543,16 @@ unsafe extern "C" fn deserialize_with<E: Export>(
     module: *mut *mut ModuleHandle,
     out: *mut OwnedBuf,
 ) -> u32 {
-    let body = || {
-        // SAFETY: the host passes the bytes and the options for the duration of the call.
-        let (b, opts) = unsafe { (bytes.bytes(), options.text()) };
-        let values: BTreeMap<String, String> = serde_json::from_str(&opts)?;
-        let m = E::instance()
-            .plugin
-            .deserialize_with(b, &CompileOptions { values })?;
-        // SAFETY: the host passes a writable handle slot.
-        unsafe { module.write(into_handle(m)) };
-        Ok(Vec::new())
-    };
-    // SAFETY: the host passes a writable buffer.
-    unsafe { guard(out, body) }
+    // SAFETY: the host passes writable slots, and the bytes and the options for the
+    // duration of the call.
+    unsafe {
+        module_slot(module, out, || {
+            let options = options_of(&options.text())?;
+            Ok(E::instance()
+                .plugin
+                .deserialize_with(bytes.bytes(), &options)?)
+        })
+    }
 }
 
 unsafe extern "C" fn emit_source<E: Export>(
@@ -550,10 +564,8 @@ unsafe extern "C" fn emit_source<E: Export>(
         // SAFETY: the host passes the function and the options for the duration of the call.
         let (f, opts) = unsafe { (function.bytes(), options.text()) };
         let (f, _) = PartitionedFunction::from_bytes(f)?;
-        let values: BTreeMap<String, String> = serde_json::from_str(&opts)?;
-        let source: Option<EmittedSource> = E::instance()
-            .plugin
-            .emit_source(&f, &CompileOptions { values })?;
+        let source: Option<EmittedSource> =
+            E::instance().plugin.emit_source(&f, &options_of(&opts)?)?;
         Ok(serde_json::to_vec(&source)?)
     };
     // SAFETY: the host passes a writable buffer.
