@@ -128,15 +128,7 @@ fn assert_computes_the_same(original: &Module, folded: &Module, x_shape: &[usize
 }
 
 fn ops(m: &Module) -> Vec<String> {
-    let main = m.main().unwrap();
-    main.live_ids()
-        .into_iter()
-        .filter_map(|id| {
-            main.expr(id)
-                .as_op_call()
-                .map(|(op, _)| op.name().to_string())
-        })
-        .collect()
+    m.main().unwrap().op_names()
 }
 
 #[test]

@@ -128,15 +128,7 @@ fn symbolic_dims_need_an_input_shape() {
 
 /// The op calls of `@main`, by name, with repetition.
 fn op_names(m: &Module) -> Vec<String> {
-    let main = m.main().unwrap();
-    main.live_ids()
-        .into_iter()
-        .filter_map(|id| {
-            main.expr(id)
-                .as_op_call()
-                .map(|(op, _)| op.name().to_string())
-        })
-        .collect()
+    m.main().unwrap().op_names()
 }
 
 #[test]

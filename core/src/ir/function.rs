@@ -104,6 +104,18 @@ impl Function {
         })
     }
 
+    /// The ops of the live op calls, in arena order, with repetition.
+    pub fn op_names(&self) -> Vec<String> {
+        self.live_ids()
+            .into_iter()
+            .filter_map(|id| {
+                self.expr(id)
+                    .as_op_call()
+                    .map(|(op, _)| op.name().to_string())
+            })
+            .collect()
+    }
+
     /// Ids reachable from the body, in arena order (dead nodes left out). Parameters are always
     /// included, used or not.
     pub fn live_ids(&self) -> Vec<ExprId> {
