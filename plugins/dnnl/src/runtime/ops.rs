@@ -625,16 +625,7 @@ fn batch_norm(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<Vec<ValueId>, OpEr
             )));
         }
     }
-    let eps = a.float_or("epsilon", 1e-5)? as f32;
-    let scale = a.flag_or("scale", true)?;
-    let center = a.flag_or("center", true)?;
-    let mut flags = ffi::dnnl_use_global_stats;
-    if scale {
-        flags |= ffi::dnnl_use_scale;
-    }
-    if center {
-        flags |= ffi::dnnl_use_shift;
-    }
+    let (eps, scale, center, flags) = norm_settings(&a, ffi::dnnl_use_global_stats)?;
     let src_desc = b.desc(cx.args[0]);
     let op = OpDesc::batch_norm(&src_desc, eps, flags)?;
     let pd = PrimitiveDesc::new(b.engine, &op, &Attr::new(&[])?)?;
@@ -657,6 +648,21 @@ fn batch_norm(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<Vec<ValueId>, OpEr
     Ok(outs[..cx.out_types.len().min(3)].to_vec())
 }
 
+/// A normalization's epsilon, `scale` and `center` flags, and oneDNN's flags: `base` plus
+/// scale and shift as the attributes ask.
+fn norm_settings(a: &Attrs<'_>, base: u32) -> Result<(f32, bool, bool, u32), OpError> {
+    let scale = a.flag_or("scale", true)?;
+    let center = a.flag_or("center", true)?;
+    let mut flags = base;
+    if scale {
+        flags |= ffi::dnnl_use_scale;
+    }
+    if center {
+        flags |= ffi::dnnl_use_shift;
+    }
+    Ok((a.float_or("epsilon", 1e-5)? as f32, scale, center, flags))
+}
+
 fn layer_norm(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<ValueId, OpError> {
     cx.expect_inputs(3)?;
     let a = cx.attrs();
@@ -677,16 +683,7 @@ fn layer_norm(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<ValueId, OpError> 
             )));
         }
     }
-    let eps = a.float_or("epsilon", 1e-5)? as f32;
-    let scale = a.flag_or("scale", true)?;
-    let center = a.flag_or("center", true)?;
-    let mut flags = 0;
-    if scale {
-        flags |= ffi::dnnl_use_scale;
-    }
-    if center {
-        flags |= ffi::dnnl_use_shift;
-    }
+    let (eps, scale, center, flags) = norm_settings(&a, 0)?;
     let data = MemoryDesc::plain(&x)?;
     let stat = MemoryDesc::plain(&x[..x.len() - 1])?;
     let op = OpDesc::layer_norm(&data, &stat, eps, flags)?;
