@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{check, konst, partition, tensor};
+use common::{check, compile_error, konst, partition, tensor};
 
 /// A composite function literal named `name` with typed params `p<i>` and `body` (which
 /// refers to them), called on `args`, bound to `%out`.
@@ -368,5 +368,39 @@ fn multiply_composites_scale_shift_and_activate_in_one_step() {
             &body,
         ),
         &[tensor(&[2, 5, 3], 78), tensor(&[2, 5, 3], 79)],
+    );
+}
+
+#[test]
+fn multiply_composites_that_cannot_be_one_step_are_refused_by_name() {
+    // Neither operand has the result's shape: the product broadcasts both ways.
+    let body = composite(
+        "dnnl.multiply_relu",
+        "m",
+        &[&t(&[1, 4, 1, 5]), &t(&[1, 1, 3, 1])],
+        "    nn.relu(multiply(%m0, %m1))",
+        &["%x".to_string(), "%y".to_string()],
+    ) + "  %m";
+    let e = compile_error(&partition(
+        "%x: Tensor[(1, 4, 1, 5), float32], %y: Tensor[(1, 1, 3, 1), float32]",
+        &body,
+    ));
+    assert!(
+        e.contains("dnnl.multiply_relu")
+            && e.contains("neither Tensor[(1, 4, 1, 5), float32] nor Tensor[(1, 1, 3, 1), float32] has the result's shape"),
+        "{e}"
+    );
+    // A residual sum is not part of the family.
+    let body = composite(
+        "dnnl.multiply_sum",
+        "s",
+        &[&t(&[1, 4, 2, 2]), &t(&[1, 4, 2, 2]), &t(&[1, 4, 2, 2])],
+        "    add(multiply(%s0, %s1), %s2)",
+        &["%x".to_string(), "%x".to_string(), "%x".to_string()],
+    ) + "  %s";
+    let e = compile_error(&partition("%x: Tensor[(1, 4, 2, 2), float32]", &body));
+    assert!(
+        e.contains("a multiply composite takes no sum operand"),
+        "{e}"
     );
 }
