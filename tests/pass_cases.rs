@@ -15,7 +15,7 @@ use byoc::cli::inputs::random_tensor;
 use byoc::pipeline::{partition, PartitionOptions, Stage};
 use byoc::target::Target;
 use byoc_core::exec::{ExecOptions, Executor};
-use byoc_core::passes::infer_types;
+use byoc_core::passes::{infer_types, Pass, PassContext, QConfig, Quantize};
 use byoc_core::plugin::{compile_externals, Runtimes};
 use byoc_core::sdk::CompileOptions;
 use byoc_core::text::{parse_module, print_module};
@@ -103,6 +103,8 @@ impl Case {
 /// What a case asks for, from its `options` section.
 struct Options {
     partition: PartitionOptions,
+    /// Run the quantize pass with this configuration instead of the partitioning pipeline.
+    quantize: Option<QConfig>,
     /// Why the module cannot run on the host, when it cannot.
     no_run: Option<String>,
 }
@@ -110,6 +112,7 @@ struct Options {
 fn parse_options(text: Option<&str>) -> Result<Options, String> {
     let mut opts = Options {
         partition: PartitionOptions::default(),
+        quantize: None,
         no_run: None,
     };
     for line in text.unwrap_or("").lines().map(str::trim) {
@@ -133,6 +136,27 @@ fn parse_options(text: Option<&str>) -> Result<Options, String> {
             ("no-non-call-ops", "") => p.include_non_call_ops = false,
             ("constants-as-params", "") => p.bind_constants = false,
             ("no-run", reason) if !reason.is_empty() => opts.no_run = Some(reason.to_string()),
+            ("quantize", "") => {
+                opts.quantize = Some(QConfig::default());
+                // Quantized outputs differ from float ones by design; tests/quantize.rs in
+                // byoc-core checks the integer numerics against numpy.
+                opts.no_run = Some("quantized".to_string());
+            }
+            ("skip-conv-layers", list) => {
+                let layers = list
+                    .split(',')
+                    .filter(|s| !s.trim().is_empty())
+                    .map(|s| {
+                        s.trim()
+                            .parse::<usize>()
+                            .map_err(|e| format!("'{line}': {e}"))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                match &mut opts.quantize {
+                    Some(config) => config.skip_conv_layers = layers,
+                    None => return Err("skip-conv-layers needs 'quantize' first".to_string()),
+                }
+            }
             _ => return Err(format!("unknown option '{line}'")),
         }
     }
@@ -153,6 +177,13 @@ fn transform(
         Ok(t) => t,
         Err(e) => return Ok(Err(e.to_string())),
     };
+    if let Some(config) = &opts.quantize {
+        let mut m = module.clone();
+        return Ok(Quantize::new(config.clone())
+            .run(&mut m, &mut PassContext::new())
+            .map(|()| m)
+            .map_err(|e| e.to_string()));
+    }
     if let Some(table) = case.one("patterns")? {
         if !targets.is_empty() || opts.partition.stop_after != Stage::Composite {
             return Err("a 'patterns' section needs stage=composite and no targets".to_string());

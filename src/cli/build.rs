@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use byoc_core::artifact::Artifact;
 use clap::Args;
 
-use super::targets::{load, partition_and_compile, TargetArgs};
+use super::targets::{load_model_for, partition_and_compile, TargetArgs};
 
 /// Arguments of `byoc build`.
 #[derive(Debug, Args)]
@@ -28,7 +28,7 @@ pub struct BuildArgs {
 /// Runs `byoc build`.
 pub fn build(args: &BuildArgs) -> Result<()> {
     let name = args.model.display().to_string();
-    let module = load(&args.model, &args.input_shapes)?;
+    let module = load_model_for(&args.model, &args.input_shapes, &args.targets)?;
     let (partitioned, externals) = partition_and_compile(&module, &args.targets, &name)?;
     let artifact = Artifact::build(&partitioned, &externals)
         .with_context(|| format!("{name}: cannot build the artifact"))?;

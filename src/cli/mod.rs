@@ -8,6 +8,7 @@ pub mod inputs;
 mod inspect;
 mod plugins;
 mod progress;
+mod quantize;
 mod run;
 mod targets;
 mod verify;
@@ -21,9 +22,12 @@ pub use bench::{BenchArgs, BenchReport};
 pub use build::BuildArgs;
 pub use inspect::InspectArgs;
 pub use plugins::PluginsArgs;
+pub use quantize::{QuantizeArgs, QuantizeOptions};
 pub use run::RunArgs;
 pub use targets::TargetArgs;
-pub use verify::{compare_outputs, verify_partitioned, OutputError, Verification, VerifyArgs};
+pub use verify::{
+    compare_outputs, verify_partitioned, Accuracy, OutputError, Verification, VerifyArgs,
+};
 
 /// byoc: partition deep-learning models across accelerator backends, inspect and run them.
 #[derive(Debug, Parser)]
@@ -49,6 +53,8 @@ pub enum Command {
     Bench(BenchArgs),
     /// Run a model host-only and partitioned on the same inputs; report each output's largest error.
     Verify(VerifyArgs),
+    /// Quantize a float model to TVM's realized int8 form and write it as Relay text.
+    Quantize(QuantizeArgs),
 }
 
 /// A check (numerical comparison, strict mode) that failed: exit code 1.
@@ -72,5 +78,6 @@ pub fn execute(cli: Cli) -> Result<()> {
         Command::Plugins(args) => plugins::plugins(&args),
         Command::Bench(args) => bench::bench(&args),
         Command::Verify(args) => verify::verify(&args),
+        Command::Quantize(args) => quantize::quantize(&args),
     }
 }

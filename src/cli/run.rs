@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use byoc_core::artifact::Artifact;
 use byoc_core::exec::{ExecOptions, Executor, ExternalModules};
 use byoc_core::plugin::{PluginRegistry, REFERENCE_RUNTIME};
@@ -10,7 +10,7 @@ use byoc_core::Module;
 use clap::Args;
 
 use super::inputs::{output_map, resolve_inputs};
-use super::targets::{load, partition_and_compile, TargetArgs};
+use super::targets::{load_model_for, partition_and_compile, TargetArgs};
 use crate::plugins::{discover_plugins, find_plugin};
 
 /// Arguments of `byoc run`.
@@ -76,9 +76,15 @@ pub fn load_runnable(
     input_shapes: &[String],
 ) -> Result<(Module, ExternalModules)> {
     if is_artifact(model) {
+        if targets.quantize {
+            bail!(
+                "{}: --quantize applies to models, not to built artifacts",
+                model.display()
+            );
+        }
         return load_artifact(model, targets);
     }
-    let module = load(model, input_shapes)?;
+    let module = load_model_for(model, input_shapes, targets)?;
     if targets.is_empty() {
         Ok((module, ExternalModules::new()))
     } else {

@@ -11,7 +11,7 @@ use byoc_core::sdk::{CompileOptions, THREADS_OPTION};
 use byoc_core::Module;
 use clap::Args;
 
-use super::{progress, CheckFailed};
+use super::{progress, CheckFailed, QuantizeOptions};
 use crate::model::{load_model, parse_input_shapes};
 use crate::pipeline::{partition, PartitionOptions};
 use crate::plugins::{select_targets, Selection};
@@ -39,6 +39,10 @@ pub struct TargetArgs {
     /// listing those ops with the reasons the targets gave.
     #[arg(long)]
     pub strict: bool,
+    /// Quantize the model to int8 first (TVM's default qconfig: global scale 8.0, first conv
+    /// and dense layers in float); see `byoc quantize` for the options.
+    #[arg(long)]
+    pub quantize: bool,
 }
 
 impl TargetArgs {
@@ -92,6 +96,16 @@ pub fn load(model: &Path, input_shapes: &[String]) -> Result<Module> {
     progress::while_running(&format!("importing {}", model.display()), || {
         load_model(model, &shapes)
     })
+}
+
+/// Loads a model as [`load`] does, then quantizes it with the default configuration when
+/// `--quantize` is given.
+pub fn load_model_for(model: &Path, input_shapes: &[String], args: &TargetArgs) -> Result<Module> {
+    let module = load(model, input_shapes)?;
+    if !args.quantize {
+        return Ok(module);
+    }
+    QuantizeOptions::default().quantize(&module, &model.display().to_string())
 }
 
 /// Partitions `module` for the selected targets and compiles every partition, one at a time

@@ -13,7 +13,7 @@ use clap::Args;
 use super::inputs::{output_map, resolve_inputs};
 use super::progress;
 use super::targets::{load, partition_and_compile, TargetArgs};
-use super::CheckFailed;
+use super::{CheckFailed, QuantizeOptions};
 
 /// Arguments of `byoc verify`.
 #[derive(Debug, Args)]
@@ -41,6 +41,75 @@ pub struct VerifyArgs {
     /// Worker threads (0: all cores).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
+    /// With --quantize: the quantizer's configuration and calibration data.
+    #[command(flatten)]
+    pub quantizer: QuantizeOptions,
+    /// With --quantize: input samples to compare on (--inputs or seed --random-inputs, then
+    /// the following seeds).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub samples: u64,
+    /// With --quantize: the smallest cosine similarity accepted for each output.
+    #[arg(long, default_value_t = 0.99)]
+    pub min_cosine: f64,
+}
+
+/// How close a quantized model's output is to the float model's over several samples.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Accuracy {
+    /// The largest absolute error.
+    pub max_abs: f64,
+    /// Σ float · quantized.
+    dot: f64,
+    /// Σ float².
+    float_sq: f64,
+    /// Σ quantized².
+    quant_sq: f64,
+    /// Rows (the last axis is the class axis) whose arg-max agrees.
+    pub top1_agree: usize,
+    /// Rows compared for top-1 (0 when the last axis has fewer than two classes).
+    pub top1_rows: usize,
+}
+
+impl Accuracy {
+    /// Adds one sample's float and quantized values of an output of `classes` classes.
+    pub fn add(&mut self, float: &[f64], quantized: &[f64], classes: usize) {
+        for (&f, &q) in float.iter().zip(quantized) {
+            let err = (f - q).abs();
+            self.max_abs = self
+                .max_abs
+                .max(if err.is_nan() { f64::INFINITY } else { err });
+            self.dot += f * q;
+            self.float_sq += f * f;
+            self.quant_sq += q * q;
+        }
+        if classes < 2 {
+            return;
+        }
+        let argmax = |row: &[f64]| {
+            row.iter()
+                .enumerate()
+                .fold((0, f64::NEG_INFINITY), |best, (i, &v)| {
+                    if v > best.1 {
+                        (i, v)
+                    } else {
+                        best
+                    }
+                })
+                .0
+        };
+        for (f, q) in float.chunks(classes).zip(quantized.chunks(classes)) {
+            self.top1_rows += 1;
+            self.top1_agree += usize::from(argmax(f) == argmax(q));
+        }
+    }
+
+    /// The cosine similarity of all float and quantized values (1 when both are all zero).
+    pub fn cosine(&self) -> f64 {
+        if self.float_sq == 0.0 && self.quant_sq == 0.0 {
+            return 1.0;
+        }
+        self.dot / (self.float_sq.sqrt() * self.quant_sq.sqrt()).max(f64::MIN_POSITIVE)
+    }
 }
 
 /// The comparison of one output of a partitioned run with the host-only run.
@@ -152,8 +221,77 @@ pub fn verify_partitioned(
     })
 }
 
+/// `byoc verify --quantize`: the float model on the host against the quantized model (on the
+/// host, or partitioned when targets are given) over `--samples` inputs.
+fn verify_quantized(args: &VerifyArgs) -> Result<()> {
+    let name = args.model.display().to_string();
+    let float = load(&args.model, &args.input_shapes)?;
+    let quantized = args.quantizer.quantize(&float, &name)?;
+    let (quantized, externals) = if args.targets.is_empty() {
+        (quantized, ExternalModules::new())
+    } else {
+        let targets = args.targets.with_executor_threads(args.threads);
+        partition_and_compile(&quantized, &targets, &name)?
+    };
+    let options = ExecOptions {
+        threads: args.threads,
+        profile: false,
+    };
+    let mut accuracy: BTreeMap<String, Accuracy> = BTreeMap::new();
+    for i in 0..args.samples.max(1) {
+        let npz = if i == 0 { args.inputs.as_deref() } else { None };
+        let seed = args.random_inputs.wrapping_add(i);
+        let inputs = resolve_inputs(&float, npz, Some(seed))?;
+        let checked =
+            verify_partitioned(&float, &quantized, &externals, &inputs, options, args.floor)?;
+        for (out, want) in &checked.host {
+            let got = checked
+                .partitioned
+                .get(out)
+                .with_context(|| format!("the quantized model has no output '{out}'"))?;
+            let classes = want.shape().last().copied().unwrap_or(1);
+            accuracy.entry(out.clone()).or_default().add(
+                &want.to_f64_vec(),
+                &got.to_f64_vec(),
+                classes,
+            );
+        }
+    }
+    let mut failed = Vec::new();
+    for (out, a) in &accuracy {
+        let ok = a.cosine() >= args.min_cosine;
+        let top1 = if a.top1_rows > 0 {
+            format!("{}/{}", a.top1_agree, a.top1_rows)
+        } else {
+            "n/a".to_string()
+        };
+        println!(
+            "{out}: max_abs_err={:.3e} cosine={:.5} top1_agreement={top1} {}",
+            a.max_abs,
+            a.cosine(),
+            if ok { "ok" } else { "FAILED" }
+        );
+        if !ok {
+            failed.push(out.clone());
+        }
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(CheckFailed(format!(
+            "{name}: quantized outputs {} have cosine similarity below {}",
+            failed.join(", "),
+            args.min_cosine
+        ))
+        .into())
+    }
+}
+
 /// Runs `byoc verify`.
 pub fn verify(args: &VerifyArgs) -> Result<()> {
+    if args.targets.quantize {
+        return verify_quantized(args);
+    }
     if args.targets.is_empty() {
         bail!("verify compares a partitioned build with the host: give at least one --target or --target-spec");
     }

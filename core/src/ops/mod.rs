@@ -8,6 +8,7 @@ mod compare;
 mod conv;
 mod dense;
 mod elementwise;
+mod fixed_point;
 mod init;
 mod nn_common;
 mod norm;
@@ -31,6 +32,7 @@ pub(crate) fn builtin_ops() -> Vec<OpDef> {
     annotation::register(&mut ops);
     elementwise::register(&mut ops);
     binary::register(&mut ops);
+    fixed_point::register(&mut ops);
     compare::register(&mut ops);
     select::register(&mut ops);
     reshape::register(&mut ops);

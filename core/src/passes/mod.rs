@@ -12,6 +12,7 @@ pub mod merge_compiler_regions;
 pub mod partition_graph;
 mod pass;
 pub mod prune;
+pub mod quantize;
 mod registry;
 mod simplify_inference;
 
@@ -22,5 +23,6 @@ pub use fold_scale_axis::FoldScaleAxis;
 pub use infer_type::{infer_function, infer_missing_types, infer_types, InferType, TypeInferError};
 pub use manager::{verify, PassManager, PrintSink, AFTER, BEFORE};
 pub use pass::{is_external, Pass, PassContext, PassError, PassTiming, Remark};
+pub use quantize::{CalibrateMode, QConfig, Quantize};
 pub use registry::{create_pass, lookup_pass, PassInfo, PASSES};
 pub use simplify_inference::SimplifyInference;

@@ -148,6 +148,9 @@ pub enum PassError {
         /// The names that exist, comma-separated.
         known: String,
     },
+    /// Quantization failed (bad configuration, calibration data or a calibration run).
+    #[error(transparent)]
+    Quantize(Box<super::quantize::QuantizeError>),
     /// A registered pass that cannot be built from its name alone.
     #[error("pass '{0}' needs arguments and cannot be created by name")]
     NeedsArguments(&'static str),
