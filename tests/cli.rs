@@ -372,3 +372,65 @@ fn strict_refuses_host_fallback_and_names_the_ops() {
     ]);
     assert!(ok.status.success(), "stderr: {}", stderr(&ok));
 }
+
+#[test]
+fn quantize_writes_the_realized_int8_module_and_verify_reports_its_accuracy() {
+    let out_path = tmp("small_cnn_int8.relay");
+    let out = byoc(&[
+        "quantize",
+        "examples/models/small_cnn.relay",
+        "-o",
+        out_path.to_str().expect("utf-8 temp path"),
+    ]);
+    assert!(out.status.success(), "stderr: {}", stderr(&out));
+    let text = std::fs::read_to_string(&out_path).expect("quantized module written");
+    assert!(text.contains("out_dtype=\"int32\""), "{text}");
+    assert!(text.contains("dtype=\"int8\""), "{text}");
+    // The written module is valid text that runs.
+    let run = byoc(&[
+        "run",
+        out_path.to_str().expect("utf-8"),
+        "--random-inputs",
+        "1",
+    ]);
+    assert!(run.status.success(), "stderr: {}", stderr(&run));
+
+    let verify = byoc(&[
+        "verify",
+        "examples/models/small_cnn.relay",
+        "--quantize",
+        "--calibrate",
+        "percentile",
+        "--calibration-samples",
+        "2",
+        "--samples",
+        "2",
+        "--min-cosine",
+        "0.9",
+    ]);
+    let report = String::from_utf8_lossy(&verify.stdout);
+    assert!(verify.status.success(), "stderr: {}", stderr(&verify));
+    assert!(
+        report.contains("cosine=") && report.contains("top1_agreement="),
+        "{report}"
+    );
+    assert!(
+        stderr(&verify).contains("seeded random inputs"),
+        "{}",
+        stderr(&verify)
+    );
+}
+
+#[test]
+fn bad_quantize_options_are_reported() {
+    let model = "examples/models/small_cnn.relay";
+    let out = byoc(&["quantize", model, "--global-scale", "6", "-o", "x.relay"]);
+    assert_bad_input(&out, &["global scale 6 is not a positive power of two"]);
+    let out = byoc(&["quantize", model, "--calibrate", "median", "-o", "x.relay"]);
+    assert_eq!(out.status.code(), Some(2), "stderr: {}", stderr(&out));
+    assert!(
+        stderr(&out).contains("unknown calibration mode 'median'"),
+        "{}",
+        stderr(&out)
+    );
+}
