@@ -249,7 +249,14 @@ fn verify_quantized(args: &VerifyArgs) -> Result<()> {
                 .partitioned
                 .get(out)
                 .with_context(|| format!("the quantized model has no output '{out}'"))?;
-            let classes = want.shape().last().copied().unwrap_or(1);
+            // The class axis is the last one longer than 1 ((1, 1000, 1, 1) as much as (1, 1000)).
+            let classes = want
+                .shape()
+                .iter()
+                .rev()
+                .find(|&&d| d > 1)
+                .copied()
+                .unwrap_or(1);
             accuracy.entry(out.clone()).or_default().add(
                 &want.to_f64_vec(),
                 &got.to_f64_vec(),
