@@ -11,6 +11,7 @@ pub mod exec;
 pub mod io;
 pub mod ir;
 mod kernels;
+pub mod memory;
 pub mod onnx;
 pub mod op;
 mod ops;

@@ -39,6 +39,7 @@ pub(crate) fn import(
     }
     let opset = default_opset(&model)?;
     check_supported(graph)?;
+    check_graph(graph)?;
     let order = topological_order(graph)?;
 
     let mut g = Graph {
@@ -148,6 +149,73 @@ fn check_supported(graph: &GraphProto) -> Result<(), OnnxError> {
             ops: missing.into_values().collect(),
         })
     }
+}
+
+/// Whole-graph rules checked before conversion: the graph has outputs, no graph input is
+/// declared twice, and an initializer that is also a graph input (its default value) has the
+/// input's dtype and declared dims.
+fn check_graph(graph: &GraphProto) -> Result<(), OnnxError> {
+    let invalid = |reason: String| OnnxError::InvalidGraph { reason };
+    if graph.output.is_empty() {
+        return Err(invalid("the graph has no outputs".into()));
+    }
+    let mut seen = HashSet::new();
+    for vi in &graph.input {
+        if !seen.insert(vi.name.as_str()) {
+            return Err(invalid(format!(
+                "graph input '{}' is declared twice",
+                vi.name
+            )));
+        }
+    }
+    for t in &graph.initializer {
+        let declared = graph
+            .input
+            .iter()
+            .find(|vi| vi.name == t.name)
+            .and_then(|vi| vi.r#type.as_ref()?.tensor_type.as_ref());
+        let Some(tt) = declared else { continue };
+        if tt.elem_type != 0 && tt.elem_type != t.data_type {
+            return Err(invalid(format!(
+                "initializer '{}' has element type {} but graph input '{}' declares {}",
+                t.name,
+                type_name(t.data_type),
+                t.name,
+                type_name(tt.elem_type)
+            )));
+        }
+        let Some(shape) = &tt.shape else { continue };
+        let agrees = shape.dim.len() == t.dims.len()
+            && shape
+                .dim
+                .iter()
+                .zip(&t.dims)
+                .all(|(d, &v)| d.dim_value.is_none_or(|want| want < 0 || want == v));
+        if !agrees {
+            let decl: Vec<String> = shape
+                .dim
+                .iter()
+                .map(|d| match (d.dim_value, d.dim_param.as_deref()) {
+                    (Some(v), _) => v.to_string(),
+                    (None, Some(p)) if !p.is_empty() => p.to_string(),
+                    _ => "?".to_string(),
+                })
+                .collect();
+            return Err(invalid(format!(
+                "initializer '{}' has shape {:?} but graph input '{}' declares [{}]",
+                t.name,
+                t.dims,
+                t.name,
+                decl.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// An ONNX element type's name for messages (its number when unknown).
+fn type_name(elem_type: i32) -> String {
+    dtype_of(elem_type).map_or_else(|_| format!("#{elem_type}"), |d| d.to_string())
 }
 
 /// The nodes in a topological order (the file's order where it already is one), after checking
@@ -267,6 +335,10 @@ fn bind_inputs<'g>(
     let mut names = Vec::with_capacity(inputs.len());
     for vi in inputs {
         let ty = input_type(vi, opts.input_shapes.get(&vi.name))?;
+        crate::memory::check_tensor(&ty).map_err(|e| OnnxError::BadValue {
+            name: vi.name.clone(),
+            reason: format!("graph input {e}"),
+        })?;
         let p = b.param(sanitize(&vi.name, &mut used), Type::Tensor(ty));
         values.insert(vi.name.as_str(), p);
         params.push(p);
