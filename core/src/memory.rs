@@ -54,7 +54,11 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
         .strip_suffix("iB")
         .or_else(|| t.strip_suffix('B'))
         .unwrap_or(t);
+    let not_a_count = || format!("'{text}' is not a byte count (e.g. 512M, 8G, 1000000)");
     let (digits, shift) = match t.char_indices().last() {
+        Some((i, _)) if t[..i].parse::<u64>().is_err() && t.parse::<u64>().is_err() => {
+            return Err(not_a_count())
+        }
         Some((i, c)) if c.is_ascii_alphabetic() => {
             let shift = match c.to_ascii_uppercase() {
                 'K' => 10,
@@ -67,9 +71,7 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
         }
         _ => (t, 0),
     };
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("'{text}' is not a byte count (e.g. 512M, 8G, 1000000)"))?;
+    let n: u64 = digits.parse().map_err(|_| not_a_count())?;
     match n.checked_mul(1u64 << shift) {
         Some(0) => Err(format!("'{text}': the budget must be positive")),
         Some(bytes) => Ok(bytes),
@@ -87,7 +89,7 @@ pub enum SizeError {
         ty: TensorType,
     },
     /// The byte size is over the budget.
-    #[error("{ty} needs {} bytes, over the memory budget of {} bytes (see --max-memory)", Bytes(*.bytes), Bytes(*.budget))]
+    #[error("{ty} needs {}, over the memory budget of {} (see --max-memory)", Bytes(*.bytes), Bytes(*.budget))]
     OverBudget {
         /// The tensor type.
         ty: TensorType,
@@ -98,13 +100,13 @@ pub enum SizeError {
     },
 }
 
-/// A byte count printed exactly with a readable approximation: `4000000000 (3.7 GiB)`.
+/// A byte count printed exactly with a readable approximation: `4000000000 bytes (3.7 GiB)`.
 struct Bytes(u64);
 
 impl fmt::Display for Bytes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
-        write!(f, "{}", self.0)?;
+        write!(f, "{} bytes", self.0)?;
         let mut v = self.0 as f64;
         let mut unit = None;
         for u in UNITS {
@@ -181,7 +183,10 @@ mod tests {
 
     #[test]
     fn sizes_print_exactly_and_readably() {
-        assert_eq!(Bytes(512).to_string(), "512");
-        assert_eq!(Bytes(4_000_000_000).to_string(), "4000000000 (3.7 GiB)");
+        assert_eq!(Bytes(512).to_string(), "512 bytes");
+        assert_eq!(
+            Bytes(4_000_000_000).to_string(),
+            "4000000000 bytes (3.7 GiB)"
+        );
     }
 }

@@ -294,7 +294,13 @@ fn split_model(opset: i64, outputs: &[&str], split: Option<&[i64]>, as_attr: boo
 }
 
 /// Opset, outputs, split sizes, sizes given as an attribute, expected error.
-type SplitCase = (i64, &'static [&'static str], Option<&'static [i64]>, bool, &'static str);
+type SplitCase = (
+    i64,
+    &'static [&'static str],
+    Option<&'static [i64]>,
+    bool,
+    &'static str,
+);
 
 #[test]
 fn impossible_splits_are_refused_not_split_equally() {
