@@ -75,9 +75,24 @@ pub fn resolve_inputs(
     {
         let names: Vec<&str> = expected.iter().map(|e| e.name.as_str()).collect();
         bail!(
-            "input '{unknown}' is not an input of the model (inputs: {})",
+            "{}: input '{unknown}' is not an input of the model (inputs: {})",
+            npz.map_or_else(String::new, |p| p.display().to_string()),
             names.join(", ")
         );
+    }
+    if let Some(path) = npz {
+        for input in &expected {
+            match given.get(&input.name) {
+                Some(t) if t.shape() != input.ty.shape.as_slice() => bail!(
+                    "{}: input '{}' is {} but the model expects {}",
+                    path.display(),
+                    input.name,
+                    t.ty(),
+                    input.ty
+                ),
+                _ => {}
+            }
+        }
     }
     let mut rng = seed.map(StdRng::seed_from_u64);
     let mut inputs = BTreeMap::new();
