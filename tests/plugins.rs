@@ -619,6 +619,16 @@ fn verify_compares_partitioned_and_host_runs() {
         stderr(&bad)
     );
 
+    // A plugin writing half of its output is refused as a plugin failure, not a crash or a
+    // silently short result.
+    let short = verify(&["--plugin-option", "fault=wrong_size"]);
+    assert_eq!(short.status.code(), Some(2), "{}", stderr(&short));
+    let err = stderr(&short);
+    assert!(
+        err.contains("plugin 'faulty' failed running @faulty_0") && !err.contains("panicked"),
+        "{err}"
+    );
+
     // Without a target there is nothing to compare: bad usage.
     let none = byoc(&["verify", model]);
     assert_eq!(none.status.code(), Some(2));
