@@ -7,13 +7,14 @@
 //! [`ENTRY_SYMBOL`], the entry returns a table with [`MAGIC`], the ABI major version matches
 //! and the table is at least an ABI 1.0 table. A table of an older minor version is widened
 //! to this host's layout (the slots it lacks are absent, see [`PluginVTable::widen`]). Then
-//! the plugin's custom datatypes are registered.
+//! the plugin's custom datatypes are validated, their library functions resolved in the
+//! library, and registered ([`super::datatypes`]).
 
 use std::path::Path;
 
+use super::datatypes::register_datatypes;
 use super::error::LoadError;
 use super::loaded::LoadedPlugin;
-use crate::ir::register_custom_dtype;
 use crate::sdk::abi::{
     PluginHeader, PluginVTable, ABI_MAJOR, ABI_MINOR, ENTRY_SYMBOL, MAGIC, SDK_VERSION,
 };
@@ -55,8 +56,9 @@ pub fn load_plugin(path: &Path) -> Result<LoadedPlugin, LoadError> {
             })
         }
     };
-    // Never unloaded: the entry point and everything it returns stay valid.
-    std::mem::forget(lib);
+    // Never unloaded: the entry point, everything it returns and the datatypes' library
+    // functions stay valid.
+    let lib: &'static libloading::Library = Box::leak(Box::new(lib));
     // SAFETY: the entry point takes no arguments and catches its own panics.
     let header = unsafe { entry() };
     if header.is_null() {
@@ -97,12 +99,19 @@ pub fn load_plugin(path: &Path) -> Result<LoadedPlugin, LoadError> {
             message,
         }
     })?;
-    for d in &plugin.description.datatypes {
-        register_custom_dtype(&d.name, d.code).map_err(|error| LoadError::Datatype {
+    let lookup = |symbol: &str| {
+        // SAFETY: only the address is taken; it is called with the signature its lowering key
+        // implies, which the plugin's declaration promises.
+        unsafe { lib.get::<*const ()>(symbol.as_bytes()) }
+            .ok()
+            .map(|f| *f as usize)
+    };
+    register_datatypes(&plugin.name, &plugin.description.datatypes, lookup).map_err(|error| {
+        LoadError::Datatype {
             path: path.to_path_buf(),
             plugin: plugin.name.clone(),
-            error,
-        })?;
-    }
+            error: Box::new(error),
+        }
+    })?;
     Ok(plugin)
 }

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;
 
+use super::datatype::CustomDatatype;
 use crate::ir::{AttrValue, DType};
 use crate::target::{CallView, OpPredicate, OpRule, PruneConfig, RejectReason, TargetSupport};
 
@@ -38,31 +39,6 @@ pub struct PatternSpec {
     pub pattern: String,
     /// A check on the root call of each match; `Err` rejects the match.
     pub check: Option<OpPredicate>,
-}
-
-/// A lowering of one op over a custom datatype to a function the plugin exports (the posit
-/// plugin lowers `add` over `custom[posit]16` to `posit16_add`, ...).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DatatypeLowering {
-    /// The op (`add`).
-    pub op: String,
-    /// The name of the function implementing it.
-    pub function: String,
-}
-
-/// A custom datatype a plugin brings (`custom[<name>]<bits>`, TVM's Bring Your Own
-/// Datatypes). The host registers the name and code when it loads the plugin.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CustomDatatype {
-    /// The name in `custom[<name>]<bits>`.
-    pub name: String,
-    /// Storage bits per element (8, 16, 32 or 64).
-    pub bits: u16,
-    /// The type code (TVM starts user codes at 129).
-    pub code: u8,
-    /// Per-op lowerings.
-    #[serde(default)]
-    pub lowerings: Vec<DatatypeLowering>,
 }
 
 /// What a target supports and how to plan for it.
@@ -468,6 +444,7 @@ fn attr_from_json(v: &Value) -> Option<AttrValue> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sdk::{DatatypeLowering, LoweringKey};
 
     #[test]
     fn wire_round_trip_keeps_rules_and_flags() {
@@ -482,10 +459,13 @@ mod tests {
             .with_pattern("acc.add_relu", "nn.relu(add(*, *))")
             .with_datatype(CustomDatatype {
                 name: "posit".into(),
-                bits: 16,
                 code: 131,
+                widths: vec![16],
                 lowerings: vec![DatatypeLowering {
-                    op: "add".into(),
+                    key: LoweringKey::Op {
+                        op: "Add".into(),
+                        bits: 16,
+                    },
                     function: "posit16_add".into(),
                 }],
             })

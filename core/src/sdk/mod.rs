@@ -14,6 +14,7 @@
 //! same ABI major version.
 
 pub mod abi;
+mod datatype;
 mod describe;
 mod function;
 pub(crate) mod placeholders;
@@ -21,10 +22,11 @@ mod plugin;
 pub mod record;
 mod view;
 
-pub use describe::{
-    CheckKind, CustomDatatype, DatatypeLowering, DescriptionError, OpSupport, PatternSpec,
-    TargetDescription,
+pub use datatype::{
+    CustomDatatype, DatatypeError, DatatypeLowering, LoweringKey, FIRST_CUSTOM_CODE, LOWERING_OPS,
+    NATIVE_CAST_TYPES,
 };
+pub use describe::{CheckKind, DescriptionError, OpSupport, PatternSpec, TargetDescription};
 pub use function::{call_to_text, CrossingError, FunctionForm, OwnedCall, PartitionedFunction};
 pub use placeholders::PlaceholderError;
 pub use plugin::{

@@ -13,15 +13,19 @@
 //! - [`elementary`]: `exp`, `log`, `tanh`, `sigmoid`.
 //! - [`quire`]: the `16n`-bit exact accumulator for dot products.
 //! - [`cabi`]: the C-ABI library functions with TVM's names (`Posit16es2Add`, ...).
+//! - [`plugin`]: the byoc plugin that registers `posites2` (`custom[posites2]8|16|32`) with
+//!   its lowering table, exported from the `cdylib`.
 
 pub mod arith;
 pub mod cabi;
 pub mod convert;
 pub mod elementary;
 pub mod format;
+pub mod plugin;
 pub mod quire;
 
 pub use format::Posit;
+pub use plugin::{PositPlugin, DATATYPE_CODE, DATATYPE_NAME};
 pub use quire::Quire;
 
 /// `posit<8, 2>`.
@@ -30,3 +34,5 @@ pub type P8 = Posit<8>;
 pub type P16 = Posit<16>;
 /// `posit<32, 2>`.
 pub type P32 = Posit<32>;
+
+byoc_core::export_plugin!(PositPlugin, PositPlugin);
