@@ -3,6 +3,7 @@
 //! errors to exit codes.
 
 pub mod cli;
+pub mod conformance;
 pub mod model;
 pub mod pipeline;
 pub mod plugins;

@@ -191,14 +191,14 @@ fn prepare(module: &mut Module, targets: &[Target]) -> Result<(), PassError> {
     let mut passes = PassManager::new()
         .pass(FoldConstant)
         .pass(DeadCodeElimination);
-    if targets.iter().any(|t| t.simplify_inference) {
+    if targets.iter().any(|t| t.asks_for("simplify-inference")) {
         // A target that runs layer_norm as one kernel (dnnl) gets it whole.
         let keep_layer_norm = targets.iter().any(|t| t.support.lists_op("nn.layer_norm"));
         passes = passes
             .pass(SimplifyInference { keep_layer_norm })
             .pass(FoldConstant);
     }
-    if targets.iter().any(|t| t.fold_scale_axis) {
+    if targets.iter().any(|t| t.asks_for("fold-scale-axis")) {
         passes = passes.pass(FoldScaleAxis);
     }
     passes.run(module, &mut PassContext::new())

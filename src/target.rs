@@ -13,21 +13,24 @@
 //! }
 //! ```
 //!
-//! Besides the contract's keys a spec may set `"simplify_inference": true` (prepare then
-//! rewrites `nn.batch_norm` and friends into elementwise ops, as TVM's DNNL flow does),
-//! `"fold_scale_axis": true` (prepare folds per-channel scales after conv2d / dense into the
-//! constant weights) and `"prune": {"max_partitions": N}`. Every op name, attribute, dtype and pattern is checked
-//! against the op registry when the spec loads; errors name the file and the entry.
+//! Besides the contract's keys a spec may set `"prepare": ["simplify-inference",
+//! "fold-scale-axis"]` (prepare then rewrites `nn.batch_norm` and friends into elementwise ops,
+//! as TVM's DNNL flow does, and folds per-channel scales after conv2d / dense into the
+//! constant weights; `"simplify_inference": true` and `"fold_scale_axis": true` say the same)
+//! and `"prune": {"max_partitions": N}`.
+//!
+//! A spec file and a plugin's description are one model, [`TargetDescription`], and become a
+//! [`Target`] through one path, [`Target::from_description`]: every op name, attribute (checked
+//! and normalized against the op's schema), dtype, prepare pass and pattern is checked when
+//! the target is made; errors name the file and the entry.
 
 use std::path::Path;
+use std::sync::Arc;
 
-use byoc_core::ir::{AttrValue, Attrs};
-use byoc_core::op::OpRegistry;
-use byoc_core::target::{OpRule, PruneConfig, TargetSupport};
-use byoc_core::DType;
+use byoc_core::ir::{ExprId, Function, Type};
+use byoc_core::sdk::{CallView, DescriptionError, TargetDescription};
+use byoc_core::target::{OpPredicate, TargetSupport};
 use byoc_patterns::{Check, PatternTable, TableEntry, TableError};
-use serde::Deserialize;
-use serde_json::Value;
 use thiserror::Error;
 
 /// The target name that stands for the host.
@@ -40,20 +43,17 @@ pub struct Target {
     pub support: TargetSupport,
     /// The composite patterns, applied before annotation (names `<target>.<name>`).
     pub patterns: PatternTable,
-    /// Whether prepare runs SimplifyInference for this target.
-    pub simplify_inference: bool,
-    /// Whether prepare runs FoldScaleAxis for this target.
-    pub fold_scale_axis: bool,
+    /// The prepare passes the target asks for, by name.
+    pub prepare: Vec<String>,
 }
 
 impl Target {
-    /// A target with these support rules and no patterns.
+    /// A target with these support rules, no patterns and no prepare passes.
     pub fn new(support: TargetSupport) -> Self {
         Target {
             support,
             patterns: PatternTable::new(),
-            simplify_inference: false,
-            fold_scale_axis: false,
+            prepare: Vec::new(),
         }
     }
 
@@ -68,14 +68,38 @@ impl Target {
         self
     }
 
+    /// Whether the target asks prepare to run the pass called `pass`.
+    pub fn asks_for(&self, pass: &str) -> bool {
+        self.prepare.iter().any(|p| p == pass)
+    }
+
+    /// The pipeline target of a description, from a plugin or a spec file alike: the
+    /// description is validated ([`TargetDescription::validated`]: names, attributes
+    /// normalized against the op schemas, prepare passes, prune ops), its patterns parsed into
+    /// the pattern table (checks call the description's predicate with the root call of each
+    /// match).
+    pub fn from_description(d: &TargetDescription) -> Result<Target, TargetSpecError> {
+        let d = d.clone().validated()?;
+        let patterns = pattern_table(
+            &d.target,
+            d.patterns.iter().map(|p| {
+                (
+                    p.name.as_str(),
+                    p.pattern.as_str(),
+                    p.check.clone().map(root_call_check),
+                )
+            }),
+        )?;
+        Ok(Target {
+            support: d.support(),
+            patterns,
+            prepare: d.prepare,
+        })
+    }
+
     /// Parses a target spec from JSON text.
     pub fn from_spec_json(text: &str) -> Result<Self, TargetSpecError> {
-        let spec: SpecJson = serde_json::from_str(text).map_err(|e| TargetSpecError::Json {
-            line: e.line(),
-            column: e.column(),
-            message: strip_position(&e.to_string()),
-        })?;
-        spec.into_target()
+        Target::from_description(&TargetDescription::from_spec_json(text)?)
     }
 
     /// Reads a target spec file; errors name the file.
@@ -99,42 +123,16 @@ pub struct TargetSpecFileError {
     pub error: TargetSpecError,
 }
 
-/// What is wrong with a target spec.
+/// What is wrong with a target spec or a plugin's description.
 #[derive(Debug, Error, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum TargetSpecError {
     /// The file could not be read.
     #[error("cannot read: {0}")]
     Read(String),
-    /// Not JSON, or not the spec's shape.
-    #[error("line {line}, column {column}: {message}")]
-    Json {
-        /// Line, from 1.
-        line: usize,
-        /// Column, from 1.
-        column: usize,
-        /// serde's description.
-        message: String,
-    },
-    /// A bad target name.
-    #[error("bad target name '{0}': a name is non-empty, has no whitespace or '.', and is not 'default'")]
-    BadName(String),
-    /// An entry of `ops` that is neither a name nor a rule object.
-    #[error("ops[{index}]: {message}")]
-    BadOpEntry {
-        /// The entry's index.
-        index: usize,
-        /// What is wrong.
-        message: String,
-    },
-    /// An op the registry does not know.
-    #[error("{place}: unknown op '{op}'")]
-    UnknownOp {
-        /// Where (`ops[2]`, `prune.require_any[0]`).
-        place: String,
-        /// The op.
-        op: String,
-    },
+    /// The description's JSON or meaning (names, ops, attributes, prepare passes).
+    #[error(transparent)]
+    Description(#[from] DescriptionError),
     /// A pattern entry that does not form a valid table entry.
     #[error("patterns[{index}] ('{name}'): {source}")]
     Pattern {
@@ -173,97 +171,9 @@ pub fn check_distinct(targets: &[Target]) -> Result<(), DuplicateTarget> {
     Ok(())
 }
 
-/// serde_json appends "at line L column C"; the error shows the position itself.
-fn strip_position(message: &str) -> String {
-    match message.rfind(" at line ") {
-        Some(at) => message[..at].to_string(),
-        None => message.to_string(),
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SpecJson {
-    target: String,
-    #[serde(default)]
-    ops: Vec<Value>,
-    #[serde(default)]
-    patterns: Vec<PatternJson>,
-    #[serde(default)]
-    prune: PruneJson,
-    #[serde(default)]
-    simplify_inference: bool,
-    #[serde(default)]
-    fold_scale_axis: bool,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PatternJson {
-    name: String,
-    pattern: String,
-}
-
-#[derive(Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PruneJson {
-    min_ops: Option<usize>,
-    #[serde(default)]
-    require_any: Vec<String>,
-    max_partitions: Option<usize>,
-}
-
-impl SpecJson {
-    fn into_target(self) -> Result<Target, TargetSpecError> {
-        let name = self.target;
-        check_target_name(&name)?;
-        let mut support = TargetSupport::new(name.as_str());
-        for (index, entry) in self.ops.iter().enumerate() {
-            support = support.with_rule(op_rule(index, entry)?);
-        }
-        let patterns = pattern_table(
-            &name,
-            self.patterns
-                .iter()
-                .map(|p| (p.name.as_str(), p.pattern.as_str(), None)),
-        )?;
-        for (i, op) in self.prune.require_any.iter().enumerate() {
-            if OpRegistry::lookup(op).is_none() {
-                return Err(TargetSpecError::UnknownOp {
-                    place: format!("prune.require_any[{i}]"),
-                    op: op.clone(),
-                });
-            }
-        }
-        let defaults = PruneConfig::default();
-        support = support.with_prune(PruneConfig {
-            min_ops: self.prune.min_ops.unwrap_or(defaults.min_ops),
-            require_any: self.prune.require_any,
-            max_partitions: self.prune.max_partitions,
-        });
-        Ok(Target {
-            support,
-            patterns,
-            simplify_inference: self.simplify_inference,
-            fold_scale_axis: self.fold_scale_axis,
-        })
-    }
-}
-
-/// Checks a target name: non-empty, no whitespace or '.', not the host's name.
-pub(crate) fn check_target_name(name: &str) -> Result<(), TargetSpecError> {
-    if name.is_empty()
-        || name == HOST_TARGET
-        || name.contains(|c: char| c.is_whitespace() || c == '.')
-    {
-        return Err(TargetSpecError::BadName(name.to_string()));
-    }
-    Ok(())
-}
-
 /// A pattern table from `(name, pattern text, check)` entries; names need the `<target>.`
 /// prefix.
-pub(crate) fn pattern_table<'a>(
+fn pattern_table<'a>(
     target: &str,
     entries: impl IntoIterator<Item = (&'a str, &'a str, Option<Check>)>,
 ) -> Result<PatternTable, TargetSpecError> {
@@ -293,113 +203,32 @@ pub(crate) fn pattern_table<'a>(
     Ok(table)
 }
 
-fn op_rule(index: usize, entry: &Value) -> Result<OpRule, TargetSpecError> {
-    let bad = |message: String| TargetSpecError::BadOpEntry { index, message };
-    let (name, attrs, dtypes) = match entry {
-        Value::String(name) => (name.as_str(), None, None),
-        Value::Object(map) => {
-            if let Some(key) = map
-                .keys()
-                .find(|k| !matches!(k.as_str(), "op" | "attrs" | "dtypes"))
-            {
-                return Err(bad(format!(
-                    "unknown key '{key}' (expected op, attrs, dtypes)"
-                )));
-            }
-            let Some(Value::String(name)) = map.get("op") else {
-                return Err(bad("a rule object needs \"op\": \"<op name>\"".to_string()));
-            };
-            (name.as_str(), map.get("attrs"), map.get("dtypes"))
-        }
-        other => {
-            return Err(bad(format!(
-                "expected an op name or {{\"op\": ..., \"attrs\": ..., \"dtypes\": ...}}, found {}",
-                json_kind(other)
-            )))
-        }
-    };
-    let Some(op) = OpRegistry::lookup(name) else {
-        return Err(TargetSpecError::UnknownOp {
-            place: format!("ops[{index}]"),
-            op: name.to_string(),
-        });
-    };
-    let mut rule = OpRule::new(name);
-    if let Some(attrs) = attrs {
-        let Value::Object(map) = attrs else {
-            return Err(bad(format!(
-                "\"attrs\" must be an object, found {}",
-                json_kind(attrs)
-            )));
+/// A pattern check that hands the typed root call of a match to a description's predicate.
+fn root_call_check(predicate: OpPredicate) -> Check {
+    Arc::new(move |f: &Function, root: ExprId| {
+        let Some((op, call)) = f.expr(root).as_op_call() else {
+            return Err("the match's root is not an op call".to_string());
         };
-        let mut given = Attrs::new();
-        for (k, v) in map {
-            given.set(
-                k,
-                attr_value(v).map_err(|m| bad(format!("attribute '{k}': {m}")))?,
-            );
-        }
-        // Validate names and kinds against the op's schema; keep the coerced values.
-        let normalized = op.normalize_attrs(given).map_err(|e| bad(e.to_string()))?;
-        for k in map.keys() {
-            if let Some(v) = normalized.get(k) {
-                rule = rule.with_attr(k, v.clone());
-            }
-        }
-    }
-    if let Some(dtypes) = dtypes {
-        let Value::Array(list) = dtypes else {
-            return Err(bad(format!(
-                "\"dtypes\" must be a list of dtype names, found {}",
-                json_kind(dtypes)
-            )));
+        let arg_types: Option<Vec<Type>> = call.args.iter().map(|&a| f.ty(a).cloned()).collect();
+        let (Some(arg_types), Some(result_type)) = (arg_types, f.ty(root)) else {
+            return Err(format!("{} is not typed", op.name()));
         };
-        let mut parsed = Vec::with_capacity(list.len());
-        for d in list {
-            let Value::String(s) = d else {
-                return Err(bad(format!("dtype {d} is not a string")));
-            };
-            let dtype: DType = s.parse().map_err(|e| bad(format!("dtype '{s}': {e}")))?;
-            parsed.push(dtype);
-        }
-        rule = rule.with_dtypes(parsed);
-    }
-    Ok(rule)
-}
-
-fn attr_value(v: &Value) -> Result<AttrValue, String> {
-    Ok(match v {
-        Value::Null => AttrValue::None,
-        Value::Bool(b) => AttrValue::Bool(*b),
-        Value::Number(n) => match n.as_i64() {
-            Some(i) => AttrValue::Int(i),
-            None => AttrValue::Float(
-                n.as_f64()
-                    .ok_or_else(|| format!("number {n} out of range"))?,
-            ),
-        },
-        Value::String(s) => AttrValue::Str(s.clone()),
-        Value::Array(items) => {
-            AttrValue::List(items.iter().map(attr_value).collect::<Result<_, _>>()?)
-        }
-        Value::Object(_) => return Err("an object is not an attribute value".to_string()),
+        predicate(&CallView {
+            op,
+            attrs: &call.attrs,
+            arg_types: &arg_types,
+            result_type,
+        })
+        .map_err(|reason| reason.0)
     })
-}
-
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use byoc_core::ir::AttrValue;
+    use byoc_core::target::OpRule;
+    use byoc_core::DType;
 
     fn err(text: &str) -> String {
         Target::from_spec_json(text).unwrap_err().to_string()
@@ -428,12 +257,15 @@ mod tests {
         );
         assert_eq!(t.patterns.len(), 1);
         assert_eq!(t.support.prune.require_any, ["nn.conv2d", "nn.dense"]);
-        assert!(!t.simplify_inference && !t.fold_scale_axis);
+        assert!(t.prepare.is_empty());
         let t = Target::from_spec_json(
             r#"{"target": "acc", "simplify_inference": true, "fold_scale_axis": true}"#,
         )
         .unwrap();
-        assert!(t.simplify_inference && t.fold_scale_axis);
+        assert!(t.asks_for("simplify-inference") && t.asks_for("fold-scale-axis"));
+        let t =
+            Target::from_spec_json(r#"{"target": "acc", "prepare": ["fold-scale-axis"]}"#).unwrap();
+        assert_eq!(t.prepare, ["fold-scale-axis"]);
     }
 
     #[test]
@@ -475,6 +307,22 @@ mod tests {
             err(r#"{"target": "a", "prune": {"require_any": ["nn.dens"]}}"#),
             "prune.require_any[0]: unknown op 'nn.dens'"
         );
+    }
+
+    #[test]
+    fn a_plugin_rule_is_normalized_like_a_spec_rule() {
+        // `alpha` is a float in nn.leaky_relu's schema: a plugin's integer 1 and a spec's 1
+        // both become 1.0, the value calls carry.
+        let plugin = TargetDescription::new("acc")
+            .with_rule(OpRule::new("nn.leaky_relu").with_attr("alpha", 1i64));
+        let from_plugin = Target::from_description(&plugin).unwrap();
+        let from_spec = Target::from_spec_json(
+            r#"{"target": "acc", "ops": [{"op": "nn.leaky_relu", "attrs": {"alpha": 1}}]}"#,
+        )
+        .unwrap();
+        let want = [("alpha".to_string(), AttrValue::Float(1.0))];
+        assert_eq!(from_plugin.support.rules()[0].attrs, want);
+        assert_eq!(from_spec.support.rules()[0].attrs, want);
     }
 
     #[test]
