@@ -14,7 +14,7 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use anyhow::{anyhow, ensure, Context, Result};
-use byoc::cli::inputs::{output_map, resolve_inputs};
+use byoc::inputs::{output_map, resolve_inputs};
 use byoc::pipeline::{partition, PartitionOptions};
 use byoc::target::Target;
 use byoc_core::artifact::Artifact;

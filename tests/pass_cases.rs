@@ -11,7 +11,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use byoc::cli::inputs::random_tensor;
+use byoc::inputs::random_tensor;
 use byoc::pipeline::{partition, PartitionOptions, Stage};
 use byoc::target::Target;
 use byoc_core::exec::{ExecOptions, Executor};

@@ -5,7 +5,7 @@
 //! Each timed run is profiled, and the kernel time is split by the target that ran it
 //! (`shares`, summing to 1): `host` for the host executor's kernels, and each target chosen
 //! with `--target` (or named by an artifact) for the calls of its partitions. Loading and the
-//! iterations show progress on a terminal ([`super::progress`]); piped output stays quiet and
+//! iterations show progress on a terminal ([`crate::progress`]); piped output stays quiet and
 //! holds only the JSON.
 
 use std::collections::BTreeMap;
@@ -16,10 +16,10 @@ use anyhow::{bail, Context, Result};
 use byoc_core::exec::{ExecOptions, Executor, Profile};
 use clap::Args;
 
-use super::inputs::resolve_inputs;
-use super::progress;
 use super::run::load_runnable;
 use super::targets::TargetArgs;
+use crate::inputs::resolve_inputs;
+use crate::progress;
 use crate::target::HOST_TARGET;
 
 /// The target name of kernels the host executor runs itself.

@@ -9,8 +9,8 @@ use byoc_core::plugin::{PluginRegistry, REFERENCE_RUNTIME};
 use byoc_core::Module;
 use clap::Args;
 
-use super::inputs::{output_map, resolve_inputs};
 use super::targets::{load, partition_and_compile, TargetArgs};
+use crate::inputs::{output_map, resolve_inputs};
 use crate::plugins::{discover_plugins, find_plugin};
 
 /// Arguments of `byoc run`.

@@ -20,11 +20,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{ensure, Context, Result};
-use byoc::cli::inputs::{output_map, resolve_inputs};
-use byoc::core::exec::Executor;
-use byoc::core::io::read_npz;
-use byoc::core::Module;
-use byoc::model::load_model;
+use byoc_core::exec::Executor;
+use byoc_core::io::read_npz;
+use byoc_core::Module;
+use byoc_pipeline::inputs::{output_map, resolve_inputs};
+use byoc_pipeline::model::load_model;
 
 use crate::common::compare;
 

@@ -124,7 +124,7 @@ impl<'a> CallView<'a> {
     }
 }
 
-fn tensor<'a>(ty: &'a Type, what: impl Fn() -> String) -> Result<&'a TensorType, RejectReason> {
+fn tensor(ty: &Type, what: impl Fn() -> String) -> Result<&TensorType, RejectReason> {
     ty.as_tensor()
         .ok_or_else(|| format!("{} is {ty}, not a tensor", what()).into())
 }

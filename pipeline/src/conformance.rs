@@ -7,7 +7,7 @@
 //! ```no_run
 //! # use std::sync::Arc;
 //! # fn plugin() -> Arc<dyn byoc_core::sdk::Plugin> { unimplemented!() }
-//! use byoc::conformance::Conformance;
+//! use byoc_pipeline::conformance::Conformance;
 //! Conformance::new(plugin())
 //!     .case("add_relu", "def @main(%a: Tensor[(2, 3), float32], %b: Tensor[(2, 3), float32]) {\n  nn.relu(add(%a, %b))\n}\n")
 //!     .check()
