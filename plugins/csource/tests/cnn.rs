@@ -13,7 +13,7 @@ use byoc_core::passes::merge_compiler_regions::MergeCompilerRegions;
 use byoc_core::passes::partition_graph::PartitionGraph;
 use byoc_core::passes::prune::op_names;
 use byoc_core::{DType, TensorType, Type};
-use byoc_patterns::{merge_composite, PatternTable};
+use byoc_patterns::{MergeComposite, PatternTable};
 use byoc_plugin_csource::support::{pattern_table_text, target_support};
 use byoc_plugin_csource::CodegenOptions;
 use common::{check_function, random};
@@ -66,7 +66,9 @@ fn cnn() -> Result<Module> {
 fn partition(m: &Module, bind_constants: bool) -> Result<Module> {
     let mut m = m.clone();
     let table = PatternTable::parse(&pattern_table_text()).map_err(|e| anyhow!("{e}"))?;
-    merge_composite(&mut m, &table).map_err(|e| anyhow!("{e}"))?;
+    MergeComposite::new(&table)
+        .apply(&mut m)
+        .map_err(|e| anyhow!("{e}"))?;
     let targets = [target_support()];
     let (annotated, report) = AnnotateTarget::new(&targets).run(&m)?;
     let rejected: Vec<&str> = report.rejected.iter().map(|r| r.op.as_str()).collect();
