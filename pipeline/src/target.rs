@@ -1,6 +1,6 @@
 //! Targets as the pipeline sees them: a [`TargetSupport`] (op rules, predicates, prune
 //! settings) together with the target's [`PatternTable`], and the declarative target spec
-//! (DESIGN §3.3), a JSON file that gives a target without writing a plugin:
+//! (`docs/partitioning.md`), a JSON file that gives a target without writing a plugin:
 //!
 //! ```json
 //! {
@@ -33,8 +33,7 @@ use byoc_core::target::{OpPredicate, TargetSupport};
 use byoc_patterns::{Check, PatternTable, TableEntry, TableError};
 use thiserror::Error;
 
-/// The target name that stands for the host.
-pub const HOST_TARGET: &str = "default";
+pub use byoc_core::byoc::HOST_TARGET;
 
 /// A target: what it supports and which composites it forms.
 #[derive(Clone, Debug)]

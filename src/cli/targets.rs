@@ -25,7 +25,7 @@ pub struct TargetArgs {
     /// order, before the --target-spec targets).
     #[arg(long = "target", value_name = "NAME")]
     pub targets: Vec<String>,
-    /// A declarative target (JSON target spec, DESIGN §3.3), run by the reference runtime;
+    /// A declarative target (JSON target spec, docs/partitioning.md), run by the reference runtime;
     /// repeat for several targets, in priority order.
     #[arg(long = "target-spec", value_name = "FILE")]
     pub target_specs: Vec<PathBuf>,

@@ -27,10 +27,11 @@ use thiserror::Error;
 use crate::analysis::regions::{
     annotation, strip_annotations, Region, RegionError, RegionSet, Vertex,
 };
+use crate::byoc::{is_external, COMPILER, GLOBAL_SYMBOL, PRIMITIVE};
 use crate::ir::{
     rewrite::Rebuild, Attrs, Callee, Expr, ExprId, Function, FunctionBuilder, IrError, Module, Type,
 };
-use crate::passes::{infer_missing_types, TypeInferError};
+use crate::passes::{infer_missing_types, Pass, PassContext, PassError, TypeInferError};
 
 /// An error of the BYOC partitioning passes.
 #[derive(Debug, Error, Clone, PartialEq)]
@@ -51,17 +52,6 @@ impl From<RegionError> for PartitionError {
     fn from(e: RegionError) -> Self {
         PartitionError::Region(Box::new(e))
     }
-}
-
-/// True for functions the BYOC passes leave alone: already offloaded (`Compiler`), external
-/// (`Extern` non-zero) or excluded (`SkipOptimization` non-zero).
-pub fn is_external(f: &Function) -> bool {
-    let set = |name| {
-        f.attrs
-            .get(name)
-            .is_some_and(|v| v.as_bool() != Some(false))
-    };
-    f.attrs.contains("Compiler") || set("Extern") || set("SkipOptimization")
 }
 
 /// The PartitionGraph pass.
@@ -254,9 +244,9 @@ impl PartitionGraph {
             .map(|&l| ext.b.ty(l).cloned().ok_or(IrError::BadId(l)))
             .collect::<Result<_, _>>()?;
         let attrs = Attrs::new()
-            .with("Compiler", region.target.as_str())
-            .with("global_symbol", name)
-            .with("Primitive", 1i64);
+            .with(COMPILER, region.target.as_str())
+            .with(GLOBAL_SYMBOL, name)
+            .with(PRIMITIVE, 1i64);
         let function = ext.b.finish(params, body, attrs)?;
         // The call site.
         let call = rb.builder.call_global(name, &args)?;
@@ -297,6 +287,17 @@ impl PartitionGraph {
             }
             _ => false,
         }
+    }
+}
+
+impl Pass for PartitionGraph {
+    fn name(&self) -> &'static str {
+        "partition-graph"
+    }
+
+    fn run(&self, module: &mut Module, _cx: &mut PassContext) -> Result<(), PassError> {
+        *module = self.run_owned(std::mem::take(module))?;
+        Ok(())
     }
 }
 

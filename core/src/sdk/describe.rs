@@ -15,7 +15,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::target_json::DescriptionError;
-use crate::analysis::regions::DEFAULT_TARGET;
+use crate::byoc::HOST_TARGET;
 use crate::ir::Attrs;
 use crate::op::OpRegistry;
 use crate::target::{CallView, OpPredicate, OpRule, PruneConfig, RejectReason, TargetSupport};
@@ -209,7 +209,7 @@ impl TargetDescription {
     pub fn validated(mut self) -> Result<Self, DescriptionError> {
         let name = &self.target;
         if name.is_empty()
-            || name == DEFAULT_TARGET
+            || name == HOST_TARGET
             || name.contains(|c: char| c.is_whitespace() || c == '.')
         {
             return Err(DescriptionError::BadName(name.clone()));

@@ -14,7 +14,7 @@ use byoc_core::passes::partition_graph::PartitionGraph;
 use byoc_core::passes::prune::op_names;
 use byoc_core::sdk::Plugin;
 use byoc_core::{DType, TensorType, Type};
-use byoc_patterns::{merge_composite, PatternTable};
+use byoc_patterns::{MergeComposite, PatternTable};
 use byoc_plugin_csource::support::pattern_table_text;
 use byoc_plugin_csource::{CSource, CodegenOptions};
 use common::{check_function, random};
@@ -67,7 +67,9 @@ fn cnn() -> Result<Module> {
 fn partition(m: &Module, bind_constants: bool) -> Result<Module> {
     let mut m = m.clone();
     let table = PatternTable::parse(&pattern_table_text()).map_err(|e| anyhow!("{e}"))?;
-    merge_composite(&mut m, &table).map_err(|e| anyhow!("{e}"))?;
+    MergeComposite::new(&table)
+        .apply(&mut m)
+        .map_err(|e| anyhow!("{e}"))?;
     let targets = [CSource::new().describe().support()];
     let (annotated, report) = AnnotateTarget::new(&targets).run(&m)?;
     let rejected: Vec<&str> = report.rejected.iter().map(|r| r.op.as_str()).collect();
