@@ -39,7 +39,7 @@ pub struct OpSupport {
 pub struct PatternSpec {
     /// The composite name, `<target>.<name>`.
     pub name: String,
-    /// The pattern in the DESIGN §3.2 text syntax.
+    /// The pattern in the pattern text syntax (`docs/patterns.md`).
     pub pattern: String,
     /// A check on the root call of each match; `Err` rejects the match.
     pub check: Option<OpPredicate>,
