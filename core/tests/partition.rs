@@ -11,8 +11,9 @@ use byoc_core::ir::{structural_eq_module, Attrs, Callee, Expr, ExprId, FunctionB
 use byoc_core::passes::annotate_target::{AnnotateTarget, Rejection};
 use byoc_core::passes::infer_types;
 use byoc_core::passes::merge_compiler_regions::MergeCompilerRegions;
-use byoc_core::passes::partition_graph::{PartitionError, PartitionGraph};
+use byoc_core::passes::partition_graph::PartitionGraph;
 use byoc_core::passes::prune::{op_names, Prune, PruneReason};
+use byoc_core::passes::PartitionError;
 use byoc_core::plugin::{compile_externals, Runtimes};
 use byoc_core::sdk::CompileOptions;
 use byoc_core::target::{CallView, PruneConfig, Support, TargetSupport};

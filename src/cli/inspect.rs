@@ -1,5 +1,6 @@
 //! `byoc inspect`: print a model after a stage of the partitioning pipeline.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -141,7 +142,8 @@ fn print_snapshots(result: &Partitioned, options: &PartitionOptions) {
     for s in &result.snapshots {
         eprint!("// {} {}\n{}", s.when, s.pass, print_module(&s.module));
     }
-    for name in options.print_before.iter().chain(&options.print_after) {
+    let asked: BTreeSet<&String> = options.print_before.union(&options.print_after).collect();
+    for name in asked {
         if !result.snapshots.iter().any(|s| &s.pass == name) {
             eprintln!(
                 "// {name} did not run (a later stage, an option that turns it off, or no selected target asks for it)"

@@ -25,8 +25,7 @@ use crate::analysis::regions::{
 use crate::byoc::{is_external, HOST_TARGET};
 use crate::ir::{rewrite::Rebuild, Attrs, Call, Callee, Expr, ExprId, Function, IrError, Module};
 use crate::op::{Op, OpRegistry};
-use crate::passes::partition_graph::PartitionError;
-use crate::passes::{infer_missing_types, Pass, PassContext, PassError};
+use crate::passes::{infer_missing_types, PartitionError, Pass, PassContext, PassError};
 use crate::target::{CallView, Support, TargetSupport};
 
 /// One op call left on the host, and why one target declined it.

@@ -29,8 +29,7 @@ use crate::analysis::graph::UnionFind;
 use crate::analysis::regions::{annotation, AnnotationKind, RegionGraph, RegionSet, Vertex};
 use crate::byoc::is_external;
 use crate::ir::{rewrite::Rebuild, Function, Module};
-use crate::passes::partition_graph::PartitionError;
-use crate::passes::{Pass, PassContext, PassError};
+use crate::passes::{PartitionError, Pass, PassContext, PassError};
 
 /// The MergeCompilerRegions pass.
 #[derive(Clone, Copy, Debug, Default)]

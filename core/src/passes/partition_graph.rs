@@ -22,37 +22,13 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use thiserror::Error;
-
-use crate::analysis::regions::{
-    annotation, strip_annotations, Region, RegionError, RegionSet, Vertex,
-};
+use super::partitioning::copy_mapped;
+use crate::analysis::regions::{annotation, strip_annotations, Region, RegionSet, Vertex};
 use crate::byoc::{is_external, COMPILER, GLOBAL_SYMBOL, PRIMITIVE};
 use crate::ir::{
     rewrite::Rebuild, Attrs, Callee, Expr, ExprId, Function, FunctionBuilder, IrError, Module, Type,
 };
-use crate::passes::{infer_missing_types, Pass, PassContext, PassError, TypeInferError};
-
-/// An error of the BYOC partitioning passes.
-#[derive(Debug, Error, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum PartitionError {
-    /// The input or a built function is malformed.
-    #[error(transparent)]
-    Ir(#[from] IrError),
-    /// Type inference of the input failed.
-    #[error(transparent)]
-    Type(#[from] TypeInferError),
-    /// The compiler annotations are malformed (boxed: the located messages are large).
-    #[error(transparent)]
-    Region(Box<RegionError>),
-}
-
-impl From<RegionError> for PartitionError {
-    fn from(e: RegionError) -> Self {
-        PartitionError::Region(Box::new(e))
-    }
-}
+use crate::passes::{infer_missing_types, PartitionError, Pass, PassContext, PassError};
 
 /// The PartitionGraph pass.
 #[derive(Clone, Copy, Debug)]
@@ -345,33 +321,6 @@ fn copy_to_host(rb: &mut Rebuild<'_>, id: ExprId) -> Result<(), IrError> {
 
 fn typed(f: &Function, id: ExprId) -> Result<&Type, IrError> {
     f.ty(id).ok_or(IrError::BadId(id))
-}
-
-/// Copies node `old` of `src` into `b` with its operands mapped through `map` (they must be
-/// there), keeps its type, and records the new id in `map`.
-pub(crate) fn copy_mapped(
-    src: &Function,
-    old: ExprId,
-    map: &mut HashMap<ExprId, ExprId>,
-    b: &mut FunctionBuilder,
-) -> Result<ExprId, IrError> {
-    let mut missing = None;
-    let expr = src.expr(old).map_ids(|o| match map.get(&o) {
-        Some(&n) => n,
-        None => {
-            missing = Some(o);
-            o
-        }
-    });
-    if let Some(o) = missing {
-        return Err(IrError::BadId(o));
-    }
-    let new = b.push(expr)?;
-    if let Some(ty) = src.ty_shared(old) {
-        b.set_ty_shared(new, ty.clone());
-    }
-    map.insert(old, new);
-    Ok(new)
 }
 
 /// How one region output is rebuilt from the flat results at the call site.

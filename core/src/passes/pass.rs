@@ -10,7 +10,7 @@ use crate::byoc::is_external;
 use crate::ir::{ExprId, Function, IrError, Module, Type};
 use crate::op::KernelError;
 
-use super::partition_graph::PartitionError;
+use super::PartitionError;
 use super::{PassContext, TypeInferError};
 
 /// A module-to-module transformation (rustc's `MirPass`).

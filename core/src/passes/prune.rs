@@ -16,8 +16,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::byoc::{is_external, COMPILER};
 use crate::ir::{rewrite::Rebuild, Callee, Expr, ExprId, Function, IrError, Module};
-use crate::passes::partition_graph::{copy_mapped, PartitionError};
-use crate::passes::{Pass, PassContext, PassError};
+use crate::passes::partitioning::copy_mapped;
+use crate::passes::{PartitionError, Pass, PassContext, PassError};
 use crate::target::TargetSupport;
 
 /// Why a partition was inlined back.
