@@ -1,5 +1,7 @@
 //! `byoc verify`: run a model host-only and partitioned for targets on the same inputs and
 //! report the largest error of every output; exit code 1 when any exceeds the tolerance.
+//! With `--seeds N` it checks N seeded inputs and also reports each output's top-1
+//! agreement (for reduced-precision modes such as dnnl's `dnnl.fpmath=bf16`).
 //! Importing, compiling and both runs show progress on a terminal ([`super::progress`]).
 
 use std::collections::BTreeMap;
@@ -32,6 +34,11 @@ pub struct VerifyArgs {
     /// Seed for the inputs not given in --inputs.
     #[arg(long, value_name = "SEED", default_value_t = 0)]
     pub random_inputs: u64,
+    /// Check this many seeded inputs (seeds SEED, SEED+1, ...): the largest errors over all,
+    /// and (N > 1) each output's top-1 agreement over its rows (last axis as classes).
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub seeds: u64,
     /// Relative tolerance: |partitioned - host| <= rtol * max(|host|, floor).
     #[arg(long, default_value_t = 1e-4)]
     pub rtol: f64,
@@ -102,6 +109,37 @@ fn compare(name: &str, host: &Tensor, partitioned: &Tensor, floor: f64) -> Resul
     })
 }
 
+/// How many rows of `partitioned` have their largest value at the same index as `host`'s,
+/// and how many rows there are (rows: all axes but the last, whose values are the classes).
+/// `None` for scalars and a last axis of fewer than two values. A row with a NaN on either
+/// side disagrees.
+pub fn top1_agreement(host: &Tensor, partitioned: &Tensor) -> Option<(usize, usize)> {
+    let classes = *host.shape().last()?;
+    if classes < 2 || host.ty() != partitioned.ty() {
+        return None;
+    }
+    let argmax = |row: &[f64]| -> Option<usize> {
+        let mut best = 0;
+        for (i, v) in row.iter().enumerate() {
+            if v.is_nan() {
+                return None;
+            }
+            if *v > row[best] {
+                best = i;
+            }
+        }
+        Some(best)
+    };
+    let (want, got) = (host.to_f64_vec(), partitioned.to_f64_vec());
+    let rows = want.len() / classes;
+    let agree = want
+        .chunks_exact(classes)
+        .zip(got.chunks_exact(classes))
+        .filter(|(w, g)| argmax(w).is_some_and(|i| argmax(g) == Some(i)))
+        .count();
+    Some((agree, rows))
+}
+
 /// A partitioned run checked against the host-only run on the same inputs.
 #[derive(Clone, Debug)]
 pub struct Verification {
@@ -161,24 +199,46 @@ pub fn verify(args: &VerifyArgs) -> Result<()> {
     let host = load(&args.model, &args.input_shapes)?;
     let targets = args.targets.with_executor_threads(args.threads);
     let (partitioned, externals) = partition_and_compile(&host, &targets, &name)?;
-    let inputs = resolve_inputs(&host, args.inputs.as_deref(), Some(args.random_inputs))?;
     let options = ExecOptions {
         threads: args.threads,
         profile: false,
     };
-    let checked = verify_partitioned(
-        &host,
-        &partitioned,
-        &externals,
-        &inputs,
-        options,
-        args.floor,
-    )?;
+    // Per output: the largest errors over the seeds and the top-1 (agreeing, rows) sums.
+    let mut worst: Vec<(OutputError, Option<(usize, usize)>)> = Vec::new();
+    for seed in args.random_inputs..args.random_inputs.saturating_add(args.seeds) {
+        let inputs = resolve_inputs(&host, args.inputs.as_deref(), Some(seed))?;
+        let checked = verify_partitioned(
+            &host,
+            &partitioned,
+            &externals,
+            &inputs,
+            options,
+            args.floor,
+        )?;
+        for (i, e) in checked.errors.into_iter().enumerate() {
+            let top1 = top1_agreement(&checked.host[&e.name], &checked.partitioned[&e.name]);
+            match worst.get_mut(i) {
+                None => worst.push((e, top1)),
+                Some((w, sum)) => {
+                    w.max_abs = w.max_abs.max(e.max_abs);
+                    w.max_rel = w.max_rel.max(e.max_rel);
+                    *sum = sum.zip(top1).map(|((a, r), (b, s))| (a + b, r + s));
+                }
+            }
+        }
+    }
     let mut failed = Vec::new();
-    for e in checked.errors {
+    for (e, top1) in worst {
         let ok = e.max_rel <= args.rtol;
+        let over = match top1 {
+            Some((agree, rows)) if args.seeds > 1 => {
+                format!(" top1_agree={agree}/{rows} over {} inputs", args.seeds)
+            }
+            _ if args.seeds > 1 => format!(" over {} inputs", args.seeds),
+            _ => String::new(),
+        };
         println!(
-            "{}: max_abs_err={:.3e} max_rel_err={:.3e} {}",
+            "{}: max_abs_err={:.3e} max_rel_err={:.3e}{over} {}",
             e.name,
             e.max_abs,
             e.max_rel,

@@ -22,7 +22,7 @@ use byoc_core::Tensor;
 
 use super::OpError;
 use crate::dnnl::{
-    ffi, DnnlError, Engine, Memory, MemoryDesc, Primitive, PrimitiveDesc, Query, Stream,
+    ffi, DataType, DnnlError, Engine, Memory, MemoryDesc, Primitive, PrimitiveDesc, Query, Stream,
 };
 
 /// Index of a value in [`Plan::values`].
@@ -106,13 +106,17 @@ pub(crate) struct Builder<'e> {
     reorders: Vec<(ValueId, MemoryDesc, ValueId)>,
     /// The step (graph node) being built, for labels.
     pub node: usize,
+    /// The element type convolutions and matmuls read their data and weights in (the float
+    /// math mode's; their results are f32 either way).
+    pub operand_type: DataType,
 }
 
 const ARENA_ALIGN: usize = 64;
 
 impl<'e> Builder<'e> {
-    pub fn new(engine: &'e Engine) -> Self {
+    pub fn new(engine: &'e Engine, operand_type: DataType) -> Self {
         Builder {
+            operand_type,
             engine,
             values: Vec::new(),
             buffers: Vec::new(),
@@ -308,7 +312,12 @@ impl<'e> Builder<'e> {
     ) -> Result<(), OpError> {
         let primitive = Primitive::new(pd)?;
         let scratchpad = pd.query(Query::Scratchpad).size();
-        let label = format!("{label} [{}]", pd.impl_name());
+        // Steps reading bf16 (the bf16 float math mode) say so.
+        let on = match pd.query(Query::Src(0)).data_type() {
+            Some(DataType::Bf16) => " on bf16",
+            _ => "",
+        };
+        let label = format!("{label}{on} [{}]", pd.impl_name());
         self.steps.push(Step {
             primitive,
             args,
