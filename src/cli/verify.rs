@@ -1,6 +1,6 @@
 //! `byoc verify`: run a model host-only and partitioned for targets on the same inputs and
 //! report the largest error of every output; exit code 1 when any exceeds the tolerance.
-//! With `--seeds N` it checks N seeded inputs and also reports each output's top-1
+//! With `--samples N` it checks N input samples and also reports each output's top-1
 //! agreement (for reduced-precision modes such as dnnl's `dnnl.fpmath=bf16`).
 //! Importing, compiling and both runs show progress on a terminal ([`super::progress`]).
 
@@ -34,11 +34,12 @@ pub struct VerifyArgs {
     /// Seed for the inputs not given in --inputs.
     #[arg(long, value_name = "SEED", default_value_t = 0)]
     pub random_inputs: u64,
-    /// Check this many seeded inputs (seeds SEED, SEED+1, ...): the largest errors over all,
-    /// and (N > 1) each output's top-1 agreement over its rows (last axis as classes).
+    /// Input samples to compare on (--inputs or seed --random-inputs, then the following
+    /// seeds): the largest errors over all, and (N > 1) each output's top-1 agreement over its
+    /// rows (last axis as classes).
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u64).range(1..))]
-    pub seeds: u64,
+    pub samples: u64,
     /// Relative tolerance: |partitioned - host| <= rtol * max(|host|, floor).
     #[arg(long, default_value_t = 1e-4)]
     pub rtol: f64,
@@ -203,9 +204,9 @@ pub fn verify(args: &VerifyArgs) -> Result<()> {
         threads: args.threads,
         profile: false,
     };
-    // Per output: the largest errors over the seeds and the top-1 (agreeing, rows) sums.
+    // Per output: the largest errors over the samples and the top-1 (agreeing, rows) sums.
     let mut worst: Vec<(OutputError, Option<(usize, usize)>)> = Vec::new();
-    for seed in args.random_inputs..args.random_inputs.saturating_add(args.seeds) {
+    for seed in args.random_inputs..args.random_inputs.saturating_add(args.samples) {
         let inputs = resolve_inputs(&host, args.inputs.as_deref(), Some(seed))?;
         let checked = verify_partitioned(
             &host,
@@ -231,10 +232,10 @@ pub fn verify(args: &VerifyArgs) -> Result<()> {
     for (e, top1) in worst {
         let ok = e.max_rel <= args.rtol;
         let over = match top1 {
-            Some((agree, rows)) if args.seeds > 1 => {
-                format!(" top1_agree={agree}/{rows} over {} inputs", args.seeds)
+            Some((agree, rows)) if args.samples > 1 => {
+                format!(" top1_agree={agree}/{rows} over {} samples", args.samples)
             }
-            _ if args.seeds > 1 => format!(" over {} inputs", args.seeds),
+            _ if args.samples > 1 => format!(" over {} samples", args.samples),
             _ => String::new(),
         };
         println!(
@@ -258,5 +259,30 @@ pub fn verify(args: &VerifyArgs) -> Result<()> {
             args.floor
         ))
         .into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(shape: &[usize], v: &[f32]) -> Tensor {
+        Tensor::from_vec(shape.to_vec(), v.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn top1_agreement_counts_rows_with_the_same_largest_class() {
+        let host = t(&[3, 3], &[0.1, 0.7, 0.2, 0.5, 0.4, 0.1, 0.0, 0.0, 1.0]);
+        // Row 0 agrees, row 1 moves its top class, row 2 has a NaN (disagrees).
+        let got = t(&[3, 3], &[0.2, 0.6, 0.2, 0.4, 0.5, 0.1, f32::NAN, 0.0, 1.0]);
+        assert_eq!(top1_agreement(&host, &got), Some((1, 3)));
+        assert_eq!(top1_agreement(&host, &host), Some((3, 3)));
+        // No classes: a last axis of one value, or a scalar.
+        assert_eq!(
+            top1_agreement(&t(&[2, 1], &[1.0, 2.0]), &t(&[2, 1], &[1.0, 2.0])),
+            None
+        );
+        // A type mismatch is not compared.
+        assert_eq!(top1_agreement(&host, &t(&[9], &[0.0; 9])), None);
     }
 }

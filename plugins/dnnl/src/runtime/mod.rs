@@ -17,6 +17,7 @@
 mod attrs;
 mod exec;
 mod ops;
+mod pages;
 mod plan;
 mod team;
 

@@ -17,9 +17,9 @@
 use std::ffi::c_int;
 use std::sync::Arc;
 
-use byoc_core::tensor::AlignedBuf;
 use byoc_core::Tensor;
 
+use super::pages::PageBuf;
 use super::OpError;
 use crate::dnnl::{
     ffi, DataType, DnnlError, Engine, Memory, MemoryDesc, Primitive, PrimitiveDesc, Query, Stream,
@@ -45,14 +45,14 @@ pub(crate) enum ConstData {
     /// A graph constant, as bound (row-major).
     Graph(Arc<Tensor>),
     /// Weights reordered into a primitive's layout.
-    Packed(AlignedBuf),
+    Packed(PageBuf),
 }
 
 impl ConstData {
     pub fn ptr(&self) -> *mut u8 {
         match self {
             ConstData::Graph(t) => t.as_bytes().as_ptr().cast_mut(),
-            ConstData::Packed(b) => b.as_bytes().as_ptr().cast_mut(),
+            ConstData::Packed(b) => b.ptr(),
         }
     }
 }
@@ -253,15 +253,15 @@ impl<'e> Builder<'e> {
         src_ptr: *mut u8,
         src: &MemoryDesc,
         dst: &MemoryDesc,
-    ) -> Result<AlignedBuf, DnnlError> {
-        let mut out = AlignedBuf::zeroed(dst.size());
-        let mut scratch = AlignedBuf::zeroed(pd.query(Query::Scratchpad).size());
+    ) -> Result<PageBuf, DnnlError> {
+        let out = PageBuf::zeroed(dst.size());
+        let scratch = PageBuf::zeroed(pd.query(Query::Scratchpad).size());
         let prim = Primitive::new(pd)?;
         let stream = Stream::new(self.engine)?;
         let m_src = Memory::new(self.engine, src, src_ptr)?;
-        let m_dst = Memory::new(self.engine, dst, out.as_bytes_mut().as_mut_ptr())?;
+        let m_dst = Memory::new(self.engine, dst, out.ptr())?;
         let sd = pd.query(Query::Scratchpad);
-        let m_sp = Memory::new(self.engine, &sd, scratch.as_bytes_mut().as_mut_ptr())?;
+        let m_sp = Memory::new(self.engine, &sd, scratch.ptr())?;
         let mut args = vec![
             ffi::dnnl_exec_arg_t {
                 arg: ffi::DNNL_ARG_SRC,
