@@ -111,11 +111,11 @@ fn compare(name: &str, host: &Tensor, partitioned: &Tensor, floor: f64) -> Resul
 }
 
 /// How many rows of `partitioned` have their largest value at the same index as `host`'s,
-/// and how many rows there are (rows: all axes but the last, whose values are the classes).
-/// `None` for scalars and a last axis of fewer than two values. A row with a NaN on either
-/// side disagrees.
+/// and how many rows there are. The classes are the last axis of more than one value (a
+/// classifier's `(1, 1000, 1, 1)` has 1000 classes in one row), the rows all axes before it.
+/// `None` when no axis has more than one value. A row with a NaN on either side disagrees.
 pub fn top1_agreement(host: &Tensor, partitioned: &Tensor) -> Option<(usize, usize)> {
-    let classes = *host.shape().last()?;
+    let classes = host.shape().iter().rev().copied().find(|&d| d != 1)?;
     if classes < 2 || host.ty() != partitioned.ty() {
         return None;
     }
@@ -277,9 +277,15 @@ mod tests {
         let got = t(&[3, 3], &[0.2, 0.6, 0.2, 0.4, 0.5, 0.1, f32::NAN, 0.0, 1.0]);
         assert_eq!(top1_agreement(&host, &got), Some((1, 3)));
         assert_eq!(top1_agreement(&host, &host), Some((3, 3)));
-        // No classes: a last axis of one value, or a scalar.
+        // Trailing axes of one value are not the classes.
+        let col = |v: &[f32]| t(&[1, 3, 1, 1], v);
         assert_eq!(
-            top1_agreement(&t(&[2, 1], &[1.0, 2.0]), &t(&[2, 1], &[1.0, 2.0])),
+            top1_agreement(&col(&[0.0, 2.0, 1.0]), &col(&[0.0, 1.0, 2.0])),
+            Some((0, 1))
+        );
+        // No classes: no axis of more than one value.
+        assert_eq!(
+            top1_agreement(&t(&[1, 1], &[1.0]), &t(&[1, 1], &[2.0])),
             None
         );
         // A type mismatch is not compared.

@@ -10,7 +10,7 @@
 //! kernel refuses, the buffer simply stays on small pages.
 //!
 //! Buffers are zeroed when made, so their pages are faulted in at build (weights) or when an
-//! execution state is made, never during a timed run.
+//! execution state is made (before the first run's first step), not inside a step.
 
 use std::alloc::{self, Layout};
 use std::ptr::NonNull;
@@ -52,8 +52,9 @@ impl PageBuf {
         if align == HUGE_PAGE {
             advise_huge_pages(ptr, size);
         }
-        // SAFETY: `size` bytes at `ptr` were just allocated.
-        unsafe { ptr.as_ptr().write_bytes(0, size) };
+        // SAFETY: `size >= len` bytes at `ptr` were just allocated. The rounding beyond `len`
+        // is never read, so it stays untouched (no memory behind it).
+        unsafe { ptr.as_ptr().write_bytes(0, len) };
         PageBuf { ptr, layout }
     }
 
