@@ -70,6 +70,37 @@ fn compare(name: &str, host: &Tensor, partitioned: &Tensor, floor: f64) -> Resul
     })
 }
 
+/// How many rows of `partitioned` have their largest value at the same index as `host`'s,
+/// and how many rows there are. The classes are the last axis of more than one value (a
+/// classifier's `(1, 1000, 1, 1)` has 1000 classes in one row), the rows all axes before it.
+/// `None` when no axis has more than one value. A row with a NaN on either side disagrees.
+pub fn top1_agreement(host: &Tensor, partitioned: &Tensor) -> Option<(usize, usize)> {
+    let classes = host.shape().iter().rev().copied().find(|&d| d != 1)?;
+    if classes < 2 || host.ty() != partitioned.ty() {
+        return None;
+    }
+    let argmax = |row: &[f64]| -> Option<usize> {
+        let mut best = 0;
+        for (i, v) in row.iter().enumerate() {
+            if v.is_nan() {
+                return None;
+            }
+            if *v > row[best] {
+                best = i;
+            }
+        }
+        Some(best)
+    };
+    let (want, got) = (host.to_f64_vec(), partitioned.to_f64_vec());
+    let rows = want.len() / classes;
+    let agree = want
+        .chunks_exact(classes)
+        .zip(got.chunks_exact(classes))
+        .filter(|(w, g)| argmax(w).is_some_and(|i| argmax(g) == Some(i)))
+        .count();
+    Some((agree, rows))
+}
+
 /// A partitioned run checked against the host-only run on the same inputs.
 #[derive(Clone, Debug)]
 pub struct Verification {
@@ -118,4 +149,35 @@ pub fn verify_partitioned(
         errors,
         profile,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(shape: &[usize], v: &[f32]) -> Tensor {
+        Tensor::from_vec(shape.to_vec(), v.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn top1_agreement_counts_rows_with_the_same_largest_class() {
+        let host = t(&[3, 3], &[0.1, 0.7, 0.2, 0.5, 0.4, 0.1, 0.0, 0.0, 1.0]);
+        // Row 0 agrees, row 1 moves its top class, row 2 has a NaN (disagrees).
+        let got = t(&[3, 3], &[0.2, 0.6, 0.2, 0.4, 0.5, 0.1, f32::NAN, 0.0, 1.0]);
+        assert_eq!(top1_agreement(&host, &got), Some((1, 3)));
+        assert_eq!(top1_agreement(&host, &host), Some((3, 3)));
+        // Trailing axes of one value are not the classes.
+        let col = |v: &[f32]| t(&[1, 3, 1, 1], v);
+        assert_eq!(
+            top1_agreement(&col(&[0.0, 2.0, 1.0]), &col(&[0.0, 1.0, 2.0])),
+            Some((0, 1))
+        );
+        // No classes: no axis of more than one value.
+        assert_eq!(
+            top1_agreement(&t(&[1, 1], &[1.0]), &t(&[1, 1], &[2.0])),
+            None
+        );
+        // A type mismatch is not compared.
+        assert_eq!(top1_agreement(&host, &t(&[9], &[0.0; 9])), None);
+    }
 }

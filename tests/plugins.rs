@@ -605,6 +605,16 @@ fn verify_compares_partitioned_and_host_runs() {
         "{report}"
     );
 
+    // Several seeded input samples: the largest errors over all, and the top-1 agreement of
+    // the (2, 4) output's two rows per sample.
+    let samples = verify(&["--samples", "3"]);
+    assert!(samples.status.success(), "{}", stderr(&samples));
+    let report = String::from_utf8_lossy(&samples.stdout);
+    assert!(
+        report.contains("max_abs_err=0.000e0 max_rel_err=0.000e0 top1_agree=6/6 over 3 samples ok"),
+        "{report}"
+    );
+
     // A plugin computing wrong values: every output is off by one, exit code 1.
     let bad = verify(&["--plugin-option", "fault=wrong_values"]);
     assert_eq!(bad.status.code(), Some(1), "{}", stderr(&bad));

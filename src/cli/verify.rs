@@ -1,5 +1,7 @@
 //! `byoc verify`: run a model host-only and partitioned for targets on the same inputs and
 //! report the largest error of every output; exit code 1 when any exceeds the tolerance.
+//! With `--samples N` it checks N input samples and also reports each output's top-1
+//! agreement (for reduced-precision modes such as dnnl's `dnnl.fpmath=bf16`).
 //! Importing, compiling and both runs show progress on a terminal ([`crate::progress`]).
 
 use std::path::PathBuf;
@@ -11,7 +13,7 @@ use clap::Args;
 use super::targets::{load, partition_and_compile, TargetArgs};
 use super::CheckFailed;
 use crate::inputs::resolve_inputs;
-use crate::verify::verify_partitioned;
+use crate::verify::{top1_agreement, verify_partitioned, OutputError};
 
 /// Arguments of `byoc verify`.
 #[derive(Debug, Args)]
@@ -30,6 +32,12 @@ pub struct VerifyArgs {
     /// Seed for the inputs not given in --inputs.
     #[arg(long, value_name = "SEED", default_value_t = 0)]
     pub random_inputs: u64,
+    /// Input samples to compare on (--inputs or seed --random-inputs, then the following
+    /// seeds): the largest errors over all, and (N > 1) each output's top-1 agreement over its
+    /// rows (last axis as classes).
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub samples: u64,
     /// Relative tolerance: |partitioned - host| <= rtol * max(|host|, floor).
     #[arg(long, default_value_t = 1e-4)]
     pub rtol: f64,
@@ -50,24 +58,46 @@ pub fn verify(args: &VerifyArgs) -> Result<()> {
     let host = load(&args.model, &args.input_shapes)?;
     let targets = args.targets.with_executor_threads(args.threads);
     let (partitioned, externals) = partition_and_compile(&host, &targets, &name)?;
-    let inputs = resolve_inputs(&host, args.inputs.as_deref(), Some(args.random_inputs))?;
     let options = ExecOptions {
         threads: args.threads,
         profile: false,
     };
-    let checked = verify_partitioned(
-        &host,
-        &partitioned,
-        &externals,
-        &inputs,
-        options,
-        args.floor,
-    )?;
+    // Per output: the largest errors over the samples and the top-1 (agreeing, rows) sums.
+    let mut worst: Vec<(OutputError, Option<(usize, usize)>)> = Vec::new();
+    for seed in args.random_inputs..args.random_inputs.saturating_add(args.samples) {
+        let inputs = resolve_inputs(&host, args.inputs.as_deref(), Some(seed))?;
+        let checked = verify_partitioned(
+            &host,
+            &partitioned,
+            &externals,
+            &inputs,
+            options,
+            args.floor,
+        )?;
+        for (i, e) in checked.errors.into_iter().enumerate() {
+            let top1 = top1_agreement(&checked.host[&e.name], &checked.partitioned[&e.name]);
+            match worst.get_mut(i) {
+                None => worst.push((e, top1)),
+                Some((w, sum)) => {
+                    w.max_abs = w.max_abs.max(e.max_abs);
+                    w.max_rel = w.max_rel.max(e.max_rel);
+                    *sum = sum.zip(top1).map(|((a, r), (b, s))| (a + b, r + s));
+                }
+            }
+        }
+    }
     let mut failed = Vec::new();
-    for e in checked.errors {
+    for (e, top1) in worst {
         let ok = e.max_rel <= args.rtol;
+        let over = match top1 {
+            Some((agree, rows)) if args.samples > 1 => {
+                format!(" top1_agree={agree}/{rows} over {} samples", args.samples)
+            }
+            _ if args.samples > 1 => format!(" over {} samples", args.samples),
+            _ => String::new(),
+        };
         println!(
-            "{}: max_abs_err={:.3e} max_rel_err={:.3e} {}",
+            "{}: max_abs_err={:.3e} max_rel_err={:.3e}{over} {}",
             e.name,
             e.max_abs,
             e.max_rel,

@@ -9,6 +9,7 @@
 //!   many times, from several threads.
 //! - [`module`]: [`DnnlModule`], the compiled partition (graph + constants + runtime) and its
 //!   bytes (byoc-json-runtime's graph + constants record).
+//! - [`options`]: the plugin's options (`threads`, `dnnl.fpmath`), read in one place.
 //!
 //! The plugin ([`DnnlPlugin`]) compiles a partition with byoc-json-runtime's serializer and
 //! builds the runtime; `export_plugin!` makes the cdylib loadable by byoc.
@@ -16,6 +17,7 @@
 pub mod composite;
 pub mod dnnl;
 pub mod module;
+pub mod options;
 pub mod runtime;
 pub mod support;
 
@@ -23,7 +25,8 @@ use byoc_core::sdk::prelude::*;
 use byoc_json_runtime::serialize::{external_symbol, serialize};
 
 pub use module::DnnlModule;
-pub use runtime::{DnnlRuntime, RuntimeError};
+pub use options::{Bf16Support, FPMATH_OPTION};
+pub use runtime::{DnnlRuntime, FpMath, RuntimeError, RuntimeOptions};
 
 /// The compile option naming the OpenMP thread count of runs: the host's `--threads`, or
 /// `--plugin-option threads=N` (0 or absent: OpenMP's default, `OMP_NUM_THREADS` or all
@@ -33,6 +36,11 @@ pub use byoc_core::sdk::THREADS_OPTION;
 /// The dnnl plugin.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DnnlPlugin;
+
+/// The runtime options of a compile or load, with this CPU's bf16 support.
+fn runtime_options(options: &CompileOptions) -> Result<RuntimeOptions, PluginError> {
+    options::runtime_options(options, Bf16Support::probe)
+}
 
 impl Plugin for DnnlPlugin {
     fn name(&self) -> &str {
@@ -52,11 +60,15 @@ impl Plugin for DnnlPlugin {
         function: &PartitionedFunction,
         options: &CompileOptions,
     ) -> Result<Box<dyn CompiledModule>, PluginError> {
-        let threads = self.options().parse(options)?.threads();
+        let runtime = runtime_options(options)?;
         let symbol = external_symbol(&function.function)
             .unwrap_or_else(|| format!("{}_{}", support::TARGET, function.symbol));
         let s = serialize(&function.function, &symbol)?;
-        Ok(Box::new(DnnlModule::new(s, threads)?))
+        Ok(Box::new(DnnlModule::new(s, runtime)?))
+    }
+
+    fn options(&self) -> OptionSchema {
+        options::schema()
     }
 
     fn deserialize(
@@ -64,8 +76,10 @@ impl Plugin for DnnlPlugin {
         bytes: &[u8],
         options: &CompileOptions,
     ) -> Result<Box<dyn CompiledModule>, PluginError> {
-        let threads = self.options().parse(options)?.threads();
-        Ok(Box::new(DnnlModule::from_bytes(bytes, threads)?))
+        Ok(Box::new(DnnlModule::from_bytes(
+            bytes,
+            runtime_options(options)?,
+        )?))
     }
 }
 
