@@ -15,6 +15,7 @@
 //! | 1 | `emit_source` |
 //! | 2 | none: partitioned functions cross as function records instead of text |
 //! | 3 | `deserialize_with` (deserialize with the loading process's options) |
+//! | 4 | `counters` (a module's accelerator counters of its last run) |
 //!
 //! Rules every slot follows:
 //! - Every slot runs the plugin's code inside `catch_unwind`; a panic becomes
@@ -50,7 +51,7 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"BYOCPLUG");
 pub const ABI_MAJOR: u32 = 1;
 /// The ABI minor version: grows when slots are appended or a slot learns a new argument form
 /// (see the table in the module docs).
-pub const ABI_MINOR: u32 = 3;
+pub const ABI_MINOR: u32 = 4;
 /// The first minor version whose plugins read partitioned functions as function records.
 pub const ABI_MINOR_FUNCTION_RECORD: u32 = 2;
 /// The SDK version (the byoc-core crate version) this code was built as.
@@ -219,7 +220,11 @@ pub type DeserializeWithFn = unsafe extern "C" fn(
     out: *mut OwnedBuf,
 ) -> u32;
 
-/// The plugin's function table (ABI 1.3). Append-only within a major version.
+/// Writes the JSON of a module's accelerator counters of its last run
+/// (`[[name, value], ...]`) into the buffer. ABI 1.4.
+pub type CountersFn = unsafe extern "C" fn(module: *const ModuleHandle, out: *mut OwnedBuf) -> u32;
+
+/// The plugin's function table (ABI 1.4). Append-only within a major version.
 #[repr(C)]
 pub struct PluginVTable {
     /// The fixed header.
@@ -250,6 +255,8 @@ pub struct PluginVTable {
     pub emit_source: Option<EmitSourceFn>,
     /// See [`DeserializeWithFn`] (ABI 1.3; `None` in a widened older table).
     pub deserialize_with: Option<DeserializeWithFn>,
+    /// See [`CountersFn`] (ABI 1.4; `None` in a widened older table).
+    pub counters: Option<CountersFn>,
 }
 
 /// The size of an ABI 1.0 table: the smallest table a host of this major version reads.
@@ -341,6 +348,7 @@ impl<P: Plugin> Exported<P> {
             release_buf,
             emit_source: Some(emit_source::<E>),
             deserialize_with: Some(deserialize_with::<E>),
+            counters: Some(counters),
         };
         Exported {
             plugin,
@@ -658,6 +666,16 @@ unsafe extern "C" fn run(
 unsafe extern "C" fn serialize(module: *const ModuleHandle, out: *mut OwnedBuf) -> u32 {
     // SAFETY: the host passes a live handle and a writable buffer.
     unsafe { guard(out, || Ok(module_ref(module).serialize()?)) }
+}
+
+unsafe extern "C" fn counters(module: *const ModuleHandle, out: *mut OwnedBuf) -> u32 {
+    // SAFETY: the host passes a live handle and a writable buffer.
+    unsafe {
+        guard(out, || {
+            let counters = module_ref(module).counters()?;
+            serde_json::to_vec(&counters).map_err(|e| Failure::Error(e.to_string()))
+        })
+    }
 }
 
 unsafe extern "C" fn release_module(module: *mut ModuleHandle) {

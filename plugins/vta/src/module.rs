@@ -301,6 +301,11 @@ impl VtaModule {
         self.profile.lock().map(|p| p.clone()).unwrap_or_default()
     }
 
+    /// The layers' specifications, in execution order.
+    pub fn layers(&self) -> Vec<&LayerSpec> {
+        self.layers.iter().map(|l| &l.spec).collect()
+    }
+
     /// The layers' instruction counts and tilings, for tests and reports.
     pub fn programs(&self) -> Vec<&LayerProgram> {
         self.layers.iter().map(|l| &l.program).collect()
@@ -521,5 +526,22 @@ impl CompiledModule for VtaModule {
             out.extend_from_slice(blob);
         }
         Ok(out)
+    }
+
+    /// The last run's counters summed over the layers (programs run one after another).
+    fn counters(&self) -> Result<Vec<(String, f64)>, PluginError> {
+        let layers = self.last_profile();
+        if layers.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut total = Profile::default();
+        for p in &layers {
+            total.accumulate(p);
+        }
+        Ok(total
+            .counters()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect())
     }
 }
