@@ -109,7 +109,7 @@ fn plugins_lists_csource() -> Result<()> {
         .lines()
         .find(|l| l.starts_with("csource "))
         .ok_or_else(|| anyhow!("csource not listed:\n{out}"))?;
-    assert!(line.contains("(ABI 1.3, SDK "), "{line}");
+    assert!(line.contains("(ABI 1.4, SDK "), "{line}");
     assert!(
         out.contains("  pattern: csource.conv2d_bias_relu = "),
         "{out}"

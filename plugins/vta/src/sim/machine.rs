@@ -113,10 +113,11 @@ fn gemm_fixed<const B: usize>(acc: &mut [i32], inp: &[i8], wgt: &[i8]) {
     let inp: &[i8; B] = inp.try_into().expect("block-sized input row");
     for (a, w) in acc.iter_mut().zip(wgt.chunks_exact(B)) {
         let w: &[i8; B] = w.try_into().expect("block-sized weight row");
-        let mut s = 0i32;
-        for k in 0..B {
-            s += i32::from(inp[k]) * i32::from(w[k]);
-        }
+        let s: i32 = inp
+            .iter()
+            .zip(w)
+            .map(|(&x, &y)| i32::from(x) * i32::from(y))
+            .sum();
         *a = a.wrapping_add(s);
     }
 }
