@@ -9,6 +9,10 @@
 //! Exit code 0 when the vta run matches the host bit for bit, 1 when it does not, 2 on an
 //! error.
 
+#[allow(
+    dead_code,
+    reason = "this example uses only the shared report and exit-code helpers"
+)]
 #[path = "../common/mod.rs"]
 mod common;
 mod vta_resnet;
