@@ -142,6 +142,16 @@ impl VtaConfig {
     /// Checks that every buffer holds at least one element and that the instruction fields
     /// fit (see the module docs).
     pub fn validate(&self) -> Result<(), ConfigError> {
+        in_range("LOG_BLOCK", self.log_block.into(), 1, 6)?;
+        in_range("LOG_BUS_WIDTH", self.log_bus_width.into(), 3, 10)?;
+        for (key, v) in [
+            ("LOG_UOP_BUFF_SIZE", self.log_uop_buff_size),
+            ("LOG_INP_BUFF_SIZE", self.log_inp_buff_size),
+            ("LOG_WGT_BUFF_SIZE", self.log_wgt_buff_size),
+            ("LOG_ACC_BUFF_SIZE", self.log_acc_buff_size),
+        ] {
+            in_range(key, v.into(), 0, 30)?;
+        }
         let depths = [
             ("LOG_UOP_BUFF_SIZE", self.log_uop_buff_size, 2),
             ("LOG_INP_BUFF_SIZE", self.log_inp_buff_size, self.log_block),

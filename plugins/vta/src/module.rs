@@ -195,6 +195,29 @@ impl VtaModule {
                     spec.operands.len()
                 )));
             }
+            validate_operands(&spec).map_err(|m| bad(format!("layer {i}: {m}")))?;
+            let layer = Layer {
+                kind: spec.kind,
+                geometry: spec.geometry,
+                epilogue: spec.epilogue.clone(),
+                operands: spec.operands.clone(),
+                sources: Vec::new(),
+                out_shape: spec.out_shape.clone(),
+            };
+            let g = &spec.geometry;
+            let expected_out = match spec.kind {
+                LayerKind::Conv2d => vec![g.n, g.o, g.oh, g.ow],
+                LayerKind::Dense => vec![g.ow, g.o],
+            };
+            if spec.out_shape != expected_out {
+                return Err(bad(format!(
+                    "layer {i}: output shape {:?} does not match its geometry",
+                    spec.out_shape
+                )));
+            }
+            // Compiling checks every size against the DRAM image before anything is sized
+            // by the spec's numbers.
+            let program = compile_layer(&layer, &config, threads)?;
             for (k, input) in spec.inputs.iter().enumerate() {
                 match *input {
                     Input::Param(p) if p >= num_params => {
@@ -219,26 +242,6 @@ impl VtaModule {
                     _ => {}
                 }
             }
-            let layer = Layer {
-                kind: spec.kind,
-                geometry: spec.geometry,
-                epilogue: spec.epilogue.clone(),
-                operands: spec.operands.clone(),
-                sources: Vec::new(),
-                out_shape: spec.out_shape.clone(),
-            };
-            let g = &spec.geometry;
-            let expected_out = match spec.kind {
-                LayerKind::Conv2d => vec![g.n, g.o, g.oh, g.ow],
-                LayerKind::Dense => vec![g.ow, g.o],
-            };
-            if spec.out_shape != expected_out {
-                return Err(bad(format!(
-                    "layer {i}: output shape {:?} does not match its geometry",
-                    spec.out_shape
-                )));
-            }
-            let program = compile_layer(&layer, &config, threads)?;
             layers.push(CompiledLayer { spec, program });
         }
         for o in &outputs {
@@ -409,6 +412,42 @@ impl VtaModule {
         packer.output(&dram[p.dram.out..], &mut out);
         Ok((out, profile))
     }
+}
+
+/// Checks that a layer's epilogue names existing operands and that each operand's shape fits
+/// its role (broadcastable to the output; one value or one per channel for a per-channel one).
+fn validate_operands(spec: &LayerSpec) -> Result<(), String> {
+    for op in &spec.epilogue {
+        match *op {
+            EpilogueOp::Add(k) if k >= spec.operands.len() => {
+                return Err(format!(
+                    "epilogue adds operand {k} of {}",
+                    spec.operands.len()
+                ))
+            }
+            EpilogueOp::Shr(s) if s > 31 => return Err(format!("shift by {s}")),
+            _ => {}
+        }
+    }
+    let out = &spec.out_shape;
+    for (k, op) in spec.operands.iter().enumerate() {
+        let fits = op.shape.len() <= out.len()
+            && op
+                .shape
+                .iter()
+                .zip(&out[out.len() - op.shape.len()..])
+                .all(|(&d, &o)| d == 1 || d == o);
+        let channel_ok = op.role != OperandRole::Channel
+            || matches!(numel(&op.shape), 1)
+            || numel(&op.shape) == spec.geometry.o;
+        if !fits || !channel_ok {
+            return Err(format!(
+                "operand {k} of shape {:?} does not broadcast to the output {out:?} as a {:?} operand",
+                op.shape, op.role
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Packs input `k` of a layer (0 data, 1 weight, then operands) from a tensor view.

@@ -255,3 +255,68 @@ fn unsupported_layers_are_refused_with_reasons() -> Result<()> {
     assert!(e.contains("16-bit immediate"), "{e}");
     Ok(())
 }
+
+/// An edit of a serialized module's JSON header.
+type HeaderEdit = dyn Fn(&mut serde_json::Value);
+
+/// A serialized module with its JSON header edited by `edit`.
+fn with_header(bytes: &[u8], edit: impl Fn(&mut serde_json::Value)) -> Vec<u8> {
+    let len = u32::from_le_bytes([bytes[12], bytes[13], bytes[14], bytes[15]]) as usize;
+    let mut header: serde_json::Value = serde_json::from_slice(&bytes[16..16 + len]).unwrap();
+    edit(&mut header);
+    let json = serde_json::to_vec(&header).unwrap();
+    let mut out = bytes[..12].to_vec();
+    out.extend_from_slice(&(json.len() as u32).to_le_bytes());
+    out.extend_from_slice(&json);
+    out.extend_from_slice(&bytes[16 + len..]);
+    out
+}
+
+#[test]
+fn tampered_module_headers_are_refused() -> Result<()> {
+    let (m, _) = build(
+        &Case {
+            residual: true,
+            ..Case::conv(16, 5, 16)
+        },
+        2,
+    )?;
+    let vta = Vta::new();
+    let bytes = vta
+        .compile(&partitioned(&m)?, &CompileOptions::new())?
+        .serialize()?;
+    assert!(vta.deserialize(&with_header(&bytes, |_| {})).is_ok());
+    let cases: Vec<(&str, Box<HeaderEdit>)> = vec![
+        ("threads", Box::new(|h| h["threads"] = 7.into())),
+        (
+            "LOG_BLOCK",
+            Box::new(|h| h["config"]["log_block"] = 9.into()),
+        ),
+        ("parameter", Box::new(|h| h["num_params"] = 0.into())),
+        (
+            "16-bit DMA",
+            Box::new(|h| h["layers"][0]["geometry"]["w"] = 100000.into()),
+        ),
+        (
+            "broadcast",
+            Box::new(|h| h["layers"][0]["operands"][1]["shape"] = serde_json::json!([3, 3])),
+        ),
+        (
+            "operand",
+            Box::new(|h| h["layers"][0]["epilogue"][0] = serde_json::json!({"Add": 9})),
+        ),
+        (
+            "does not",
+            Box::new(|h| h["layers"][0]["geometry"]["o"] = 32.into()),
+        ),
+    ];
+    for (expect, edit) in cases {
+        let e = vta
+            .deserialize(&with_header(&bytes, edit))
+            .err()
+            .unwrap_or_else(|| panic!("{expect}: accepted"))
+            .to_string();
+        assert!(e.contains(expect), "{expect}: {e}");
+    }
+    Ok(())
+}
