@@ -487,8 +487,8 @@ fn pack_into(
             want(numel(&op.shape), "an epilogue operand")?;
             let values = t.as_slice::<i32>()?;
             match op.role {
-                OperandRole::Channel => packer.channel(values, dst),
-                OperandRole::Full => packer.full(&op.shape, values, dst),
+                OperandRole::Channel => packer.channel(values, op.offset, dst),
+                OperandRole::Full => packer.full(&op.shape, values, op.offset, dst),
             }
         }
     }

@@ -74,6 +74,10 @@ pub struct Operand {
     pub role: OperandRole,
     /// Its own shape (broadcast against the output shape).
     pub shape: Vec<usize>,
+    /// A constant added to every value when the operand is packed: an immediate addition
+    /// that followed the operand's addition in the epilogue, folded into it (wrapping
+    /// addition is associative), which saves one ALU pass over the tile.
+    pub offset: i32,
 }
 
 /// One accumulator operation of the epilogue.
@@ -337,7 +341,27 @@ pub(super) fn read_layer(r: &Resolver<'_>, body: ExprId) -> Result<Layer, Compil
         )));
     }
     layer.out_shape = tensor_type(f, body)?.0;
+    fold_immediate_adds(&mut layer);
     Ok(layer)
+}
+
+/// Folds an immediate addition into the tensor or immediate addition just before it:
+/// `(x + t) + v = x + (t + v)` with wrapping arithmetic, so the result is unchanged and the
+/// epilogue runs one ALU instruction less (the rounding constant of a requantization joins
+/// the bias).
+fn fold_immediate_adds(layer: &mut Layer) {
+    let mut folded: Vec<EpilogueOp> = Vec::with_capacity(layer.epilogue.len());
+    for &op in &layer.epilogue {
+        match (folded.last_mut(), op) {
+            (Some(EpilogueOp::Add(k)), EpilogueOp::AddImm(v)) => {
+                let operand = &mut layer.operands[*k];
+                operand.offset = operand.offset.wrapping_add(v);
+            }
+            (Some(EpilogueOp::AddImm(a)), EpilogueOp::AddImm(v)) => *a = a.wrapping_add(v),
+            _ => folded.push(op),
+        }
+    }
+    layer.epilogue = folded;
 }
 
 /// The single value of a constant whose elements are all equal.
@@ -391,7 +415,11 @@ fn add_operand(
     } else {
         OperandRole::Full
     };
-    layer.operands.push(Operand { role, shape });
+    layer.operands.push(Operand {
+        role,
+        shape,
+        offset: 0,
+    });
     layer.sources.push(r.source(other)?);
     layer
         .epilogue

@@ -91,23 +91,24 @@ impl Packer {
         }
     }
 
-    /// Packs a per-channel int32 operand (O values, or 1 broadcast) into `dst`.
-    pub fn channel(&self, values: &[i32], dst: &mut [u8]) {
+    /// Packs a per-channel int32 operand (O values, or 1 broadcast) plus `offset` into `dst`.
+    pub fn channel(&self, values: &[i32], offset: i32, dst: &mut [u8]) {
         let (_, ob) = self.blocks();
         for o in 0..ob * self.b {
             let v = if o >= self.g.o {
                 0
             } else if values.len() == 1 {
-                values[0]
+                values[0].wrapping_add(offset)
             } else {
-                values[o]
+                values[o].wrapping_add(offset)
             };
             dst[o * 4..o * 4 + 4].copy_from_slice(&v.to_le_bytes());
         }
     }
 
-    /// Packs a full int32 operand of `shape`, broadcast to the output, into `dst`.
-    pub fn full(&self, shape: &[usize], values: &[i32], dst: &mut [u8]) {
+    /// Packs a full int32 operand of `shape`, broadcast to the output, plus `offset` into
+    /// `dst`.
+    pub fn full(&self, shape: &[usize], values: &[i32], offset: i32, dst: &mut [u8]) {
         let (g, b) = (&self.g, self.b);
         let (_, ob) = self.blocks();
         let (_, rank) = self.out_coords(0, 0, 0, 0);
@@ -129,6 +130,7 @@ impl Packer {
                             let v = if o < g.o {
                                 let (c, _) = self.out_coords(n, o, y, x);
                                 values[(0..4).map(|d| c[d] * strides[d]).sum::<usize>()]
+                                    .wrapping_add(offset)
                             } else {
                                 0
                             };
