@@ -79,7 +79,7 @@ impl fmt::Display for Report {
                 100.0 * l.runs[1].1
             )?;
         }
-        write!(
+        writeln!(
             f,
             "outputs {} the host-only run",
             if self.identical {
