@@ -110,7 +110,7 @@ fn plugins_lists_csource() -> Result<()> {
         .lines()
         .find(|l| l.starts_with("csource "))
         .ok_or_else(|| anyhow!("csource not listed:\n{out}"))?;
-    assert!(line.contains("(ABI 2.0, SDK "), "{line}");
+    assert!(line.contains("(ABI 2.1, SDK "), "{line}");
     assert!(
         out.contains("  pattern: csource.conv2d_bias_relu = "),
         "{out}"

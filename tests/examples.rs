@@ -18,6 +18,8 @@ mod detection;
 mod forum;
 #[path = "../examples/quickstart/quickstart.rs"]
 mod quickstart;
+#[path = "../examples/vta_resnet/vta_resnet.rs"]
+mod vta_resnet;
 
 fn strings(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
@@ -283,4 +285,22 @@ fn readme_quick_tour_works_as_written() {
     }
     let _ = std::fs::remove_dir_all(&scratch);
     assert!(ran >= 10, "only {ran} commands in the quick tour");
+}
+
+#[test]
+fn vta_resnet_runs_every_layer_on_vta_bit_exact() {
+    let result = vta_resnet::run();
+    assert_eq!(common::exit_code("vta_resnet", &result), 0);
+    let report = result.expect("the example runs");
+    assert!(report.identical);
+    // Two 3x3 convolutions (the second with the residual add) and the dense head.
+    assert_eq!(report.layers.len(), 3, "{report}");
+    for l in &report.layers {
+        let ([(c1, u1), (c2, u2)], ideal) = (l.runs, l.ideal);
+        assert!(c1 >= ideal && c2 >= ideal, "{report}");
+        assert!(
+            (0.0..=1.0).contains(&u1) && (0.0..=1.0).contains(&u2),
+            "{report}"
+        );
+    }
 }

@@ -167,7 +167,7 @@ fn tinyacc_partitions_run_through_the_so_and_match_the_host() {
     let x = inputs(&m);
     let want = host_run(&m, &x);
     let plugin = tinyacc();
-    assert_eq!(plugin.abi_version(), (2, 0));
+    assert_eq!(plugin.abi_version(), (2, 1));
     let target = Target::from_description(&plugin.describe()).unwrap();
     let parts = partition(&m, &[target], &PartitionOptions::default()).unwrap();
     // The broadcasting add is declined by the plugin's predicate, across the ABI.
@@ -360,7 +360,7 @@ fn bad_plugin_files_are_refused_with_clear_messages() {
     assert!(
         err.contains("incompatible SDK version")
             && err.contains("byoc SDK 99.0.0 (plugin ABI 99.3)")
-            && err.contains("this byoc has SDK 0.1.0 (plugin ABI 2.0)"),
+            && err.contains("this byoc has SDK 0.1.0 (plugin ABI 2.1)"),
         "{err}"
     );
     let err = load_plugin(&no_entry).unwrap_err();
@@ -433,7 +433,7 @@ fn cli_lists_builds_and_runs_artifacts_in_separate_processes() {
     let listing = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
-        listing.contains("tinyacc 0.1.0 (ABI 2.0, SDK 0.1.0)"),
+        listing.contains("tinyacc 0.1.0 (ABI 2.1, SDK 0.1.0)"),
         "{listing}"
     );
     assert!(
@@ -451,7 +451,7 @@ fn cli_lists_builds_and_runs_artifacts_in_separate_processes() {
     let out = byoc_with(&["plugins"], Some(&env_dir));
     let listing = String::from_utf8_lossy(&out.stdout);
     assert!(
-        listing.contains("faulty 0.0.1 (ABI 2.0, SDK 0.1.0)"),
+        listing.contains("faulty 0.0.1 (ABI 2.1, SDK 0.1.0)"),
         "{listing}"
     );
 

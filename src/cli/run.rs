@@ -111,6 +111,18 @@ pub fn run(args: &RunArgs) -> Result<()> {
         for op in profile.ops.iter().filter(|o| o.op.starts_with('@')) {
             eprintln!("partition {}: {} call(s), {:?}", op.op, op.calls, op.total);
         }
+        for a in externals
+            .counters()
+            .with_context(|| format!("{name}: accelerator counters"))?
+        {
+            let values: Vec<String> = a.counters.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            eprintln!(
+                "accelerator @{} ({}): {}",
+                a.function,
+                a.target,
+                values.join(", ")
+            );
+        }
     }
     let named = output_map(&module, outputs);
     for (name, t) in &named {

@@ -333,4 +333,16 @@ impl CompiledModule for LoadedModule {
         // SAFETY: the handle is live; the slot fills the buffer.
         table.ok(|out| unsafe { (table.0.serialize)(handle, out) })
     }
+
+    fn counters(&self) -> Result<Vec<(String, f64)>, PluginError> {
+        // A plugin of ABI 2.0 has no such slot: its modules keep no counters.
+        let Some(slot) = self.table.0.counters else {
+            return Ok(Vec::new());
+        };
+        let handle = self.handle;
+        // SAFETY: the handle is live; the slot fills the buffer.
+        let bytes = self.table.ok(|out| unsafe { slot(handle, out) })?;
+        serde_json::from_slice(&bytes)
+            .map_err(|e| PluginError::new(format!("malformed accelerator counters: {e}")))
+    }
 }

@@ -134,7 +134,7 @@ mod tests {
             err,
             format!(
                 "'old.so': incompatible SDK version: the plugin was built with byoc SDK 0.1.0-abi1 \
-                 (plugin ABI 1.3), this byoc has SDK {SDK_VERSION} (plugin ABI 2.0); rebuild the \
+                 (plugin ABI 1.3), this byoc has SDK {SDK_VERSION} (plugin ABI 2.1); rebuild the \
                  plugin against SDK {SDK_VERSION}"
             )
         );

@@ -12,6 +12,7 @@
 //! | version | table |
 //! |---|---|
 //! | 2.0 | `describe` .. `release_buf`, `emit_source`; `deserialize` takes the loading process's options |
+//! | 2.1 | `counters` (a module's accelerator counters of its last run) |
 //!
 //! ABI 1.x plugins (SDK 0.1 before the vendor SDK settled) are refused with a message naming
 //! both versions: rebuilding against this SDK is the upgrade path.
@@ -44,7 +45,7 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"BYOCPLUG");
 /// The ABI major version: plugins of another major are refused.
 pub const ABI_MAJOR: u32 = 2;
 /// The ABI minor version: grows when slots are appended (see the table in the module docs).
-pub const ABI_MINOR: u32 = 0;
+pub const ABI_MINOR: u32 = 1;
 /// The SDK version (the byoc-core crate version) this code was built as.
 pub const SDK_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// The symbol every plugin exports.
@@ -208,7 +209,11 @@ pub type ReleaseBufFn = unsafe extern "C" fn(buf: OwnedBuf);
 pub type EmitSourceFn =
     unsafe extern "C" fn(function: StrView, options: StrView, out: *mut OwnedBuf) -> u32;
 
-/// The plugin's function table (ABI 2.0). Append-only within a major version.
+/// Writes the JSON of a module's accelerator counters of its last run
+/// (`[[name, value], ...]`) into the buffer. ABI 2.1.
+pub type CountersFn = unsafe extern "C" fn(module: *const ModuleHandle, out: *mut OwnedBuf) -> u32;
+
+/// The plugin's function table (ABI 2.1). Append-only within a major version.
 #[repr(C)]
 pub struct PluginVTable {
     /// The fixed header.
@@ -237,11 +242,13 @@ pub struct PluginVTable {
     pub release_buf: ReleaseBufFn,
     /// See [`EmitSourceFn`] (`None`: the plugin has no source to show).
     pub emit_source: Option<EmitSourceFn>,
+    /// See [`CountersFn`] (ABI 2.1; `None` in a widened 2.0 table).
+    pub counters: Option<CountersFn>,
 }
 
 /// The size of an ABI 2.0 table: the smallest table a host of this major version reads.
 /// Slots appended in later minor versions lie beyond it and must be `Option`s.
-pub const TABLE_SIZE_2_0: usize = std::mem::size_of::<PluginVTable>();
+pub const TABLE_SIZE_2_0: usize = std::mem::offset_of!(PluginVTable, counters);
 
 impl PluginVTable {
     /// The table behind `header`, widened to this SDK's layout: slots beyond the plugin's
@@ -328,6 +335,7 @@ impl<P: Plugin> Exported<P> {
             release_module,
             release_buf,
             emit_source: Some(emit_source::<E>),
+            counters: Some(counters),
         };
         Exported {
             plugin,
@@ -630,6 +638,16 @@ unsafe extern "C" fn run(
 unsafe extern "C" fn serialize(module: *const ModuleHandle, out: *mut OwnedBuf) -> u32 {
     // SAFETY: the host passes a live handle and a writable buffer.
     unsafe { guard(out, || Ok(module_ref(module).serialize()?)) }
+}
+
+unsafe extern "C" fn counters(module: *const ModuleHandle, out: *mut OwnedBuf) -> u32 {
+    // SAFETY: the host passes a live handle and a writable buffer.
+    unsafe {
+        guard(out, || {
+            let counters = module_ref(module).counters()?;
+            serde_json::to_vec(&counters).map_err(|e| Failure::Error(e.to_string()))
+        })
+    }
 }
 
 unsafe extern "C" fn release_module(module: *mut ModuleHandle) {

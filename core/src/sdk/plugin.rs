@@ -170,4 +170,12 @@ pub trait CompiledModule: Send + Sync {
 
     /// The module as bytes, for artifacts; [`Plugin::deserialize`] reads them back.
     fn serialize(&self) -> Result<Vec<u8>, PluginError>;
+
+    /// Accelerator counters of the last [`CompiledModule::run`] (simulated cycles,
+    /// utilisation, bytes moved, ...) as `(name, value)` pairs in the plugin's order, for
+    /// `byoc run --profile` and `byoc bench`. The default, for modules that keep none, is
+    /// empty.
+    fn counters(&self) -> Result<Vec<(String, f64)>, PluginError> {
+        Ok(Vec::new())
+    }
 }
