@@ -127,7 +127,11 @@ impl Plugin for PositPlugin {
         Err(Self::no_partitions())
     }
 
-    fn deserialize(&self, _bytes: &[u8]) -> Result<Box<dyn CompiledModule>, PluginError> {
+    fn deserialize(
+        &self,
+        _bytes: &[u8],
+        _options: &CompileOptions,
+    ) -> Result<Box<dyn CompiledModule>, PluginError> {
         Err(Self::no_partitions())
     }
 }
