@@ -7,6 +7,7 @@
 
 pub mod analysis;
 pub mod artifact;
+pub mod byoc;
 pub mod exec;
 pub mod io;
 pub mod ir;

@@ -4,10 +4,8 @@
 
 mod bench;
 mod build;
-pub mod inputs;
-mod inspect;
+pub mod inspect;
 mod plugins;
-mod progress;
 mod run;
 mod targets;
 mod verify;
@@ -23,7 +21,7 @@ pub use inspect::InspectArgs;
 pub use plugins::PluginsArgs;
 pub use run::RunArgs;
 pub use targets::TargetArgs;
-pub use verify::{compare_outputs, verify_partitioned, OutputError, Verification, VerifyArgs};
+pub use verify::VerifyArgs;
 
 /// byoc: partition deep-learning models across accelerator backends, inspect and run them.
 #[derive(Debug, Parser)]

@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
+use crate::byoc::is_external;
 use crate::ir::{Attrs, Function, FunctionBuilder, Module, Type};
-use crate::passes::is_external;
 use crate::sdk::placeholders::{lift_constants, restore_constants};
 use crate::tensor::Tensor;
 

@@ -6,7 +6,7 @@
 //! with several problems of one kind reports them together (all unsupported op types in one
 //! error).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use prost::Message;
@@ -17,6 +17,7 @@ use super::error::{NodeRef, UnsupportedOp};
 use super::proto::{GraphProto, ModelProto, NodeProto, ValueInfoProto};
 use super::tensor_proto::{dtype_of, tensor_from_proto};
 use super::{ImportOptions, OnnxError, MAX_OPSET, MIN_OPSET};
+use crate::analysis::graph::toposort_by_key;
 use crate::ir::rewrite::Rebuild;
 use crate::ir::{AttrValue, Attrs, ExprId, FunctionBuilder, IrError, Module, Type};
 
@@ -251,7 +252,7 @@ fn topological_order(graph: &GraphProto) -> Result<Vec<usize>, OnnxError> {
             }
         }
     }
-    let mut pending = vec![0usize; n];
+    let mut pending = vec![0u32; n];
     let mut users: Vec<Vec<usize>> = vec![Vec::new(); n];
     for (i, node) in graph.node.iter().enumerate() {
         for input in node.input.iter().filter(|x| !x.is_empty()) {
@@ -270,39 +271,33 @@ fn topological_order(graph: &GraphProto) -> Result<Vec<usize>, OnnxError> {
             }
         }
     }
-    // Kahn's algorithm, always taking the earliest ready node.
-    let mut ready: BTreeSet<usize> = (0..n).filter(|&i| pending[i] == 0).collect();
-    let mut order = Vec::with_capacity(n);
-    while let Some(i) = ready.pop_first() {
-        order.push(i);
-        for &u in &users[i] {
-            pending[u] -= 1;
-            if pending[u] == 0 {
-                ready.insert(u);
-            }
+    // Taking the earliest ready node first keeps the file's order where it is topological.
+    let keys: Vec<Option<usize>> = (0..n).map(Some).collect();
+    toposort_by_key(&keys, pending, |i| users[i].iter().copied()).map_err(|cycle| {
+        OnnxError::Cycle {
+            nodes: cycle_nodes(graph, &cycle.left, &users),
         }
-    }
-    if order.len() == n {
-        return Ok(order);
-    }
-    Err(OnnxError::Cycle {
-        nodes: cycle_nodes(graph, &pending, &users),
     })
 }
 
-/// The nodes left by Kahn's algorithm (`pending > 0`) that lie on a cycle: those that also
-/// survive peeling off, from the sink side, every node none of whose users remain.
-fn cycle_nodes(graph: &GraphProto, pending: &[usize], users: &[Vec<usize>]) -> Vec<String> {
-    let mut left: Vec<bool> = pending.iter().map(|&p| p > 0).collect();
+/// The nodes a topological sort could not place (`left`, in increasing order) that lie on a
+/// cycle: those that also survive peeling off, from the sink side, every node none of whose
+/// users remain.
+fn cycle_nodes(graph: &GraphProto, left: &[usize], users: &[Vec<usize>]) -> Vec<String> {
+    let mut on_cycle = vec![false; users.len()];
+    for &i in left {
+        on_cycle[i] = true;
+    }
     loop {
-        let sink = (0..left.len()).find(|&i| left[i] && !users[i].iter().any(|&u| left[u]));
+        let sink =
+            (0..on_cycle.len()).find(|&i| on_cycle[i] && !users[i].iter().any(|&u| on_cycle[u]));
         match sink {
-            Some(i) => left[i] = false,
+            Some(i) => on_cycle[i] = false,
             None => break,
         }
     }
-    (0..left.len())
-        .filter(|&i| left[i])
+    (0..on_cycle.len())
+        .filter(|&i| on_cycle[i])
         .map(|i| node_ref(&graph.node[i], i).name)
         .collect()
 }

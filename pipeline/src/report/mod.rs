@@ -4,8 +4,8 @@
 //! layout), and a self-contained HTML page with the drawing and the summary tables ([`html`]).
 //!
 //! Every output is deterministic: the same [`Partitioned`] and target list give byte-identical
-//! text. The summary, the graph and the page describe a partitioned module, so they need the
-//! `partition` stage ([`ReportError::NeedsPartition`] otherwise).
+//! text. The JSON summary works after every stage; the graph and the page draw partitions, so
+//! they need the `partition` stage ([`ReportError::NeedsPartition`] otherwise).
 
 pub mod dot;
 pub mod graph;
@@ -13,6 +13,7 @@ pub mod html;
 pub mod summary;
 pub mod svg;
 
+use byoc_core::analysis::regions::RegionError;
 use thiserror::Error;
 
 use crate::pipeline::{Partitioned, Stage};
@@ -22,8 +23,9 @@ use crate::pipeline::{Partitioned, Stage};
 pub enum Format {
     /// The module in the Relay text format.
     Text,
-    /// The partitioning summary as one JSON object (functions, host ops, rejected, pruned,
-    /// declined composites).
+    /// The summary as one JSON object: after `partition` the functions, host ops, rejected,
+    /// pruned and declined composites; before it the composites, the annotations per target
+    /// and the host ops.
     Json,
     /// The dataflow graph of `@main` in Graphviz DOT, one cluster per partition.
     Dot,
@@ -44,12 +46,12 @@ impl Format {
 }
 
 /// A report that cannot be made.
-#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[derive(Debug, Error, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum ReportError {
-    /// A summary format asked for before partitioning.
+    /// A drawing of partitions asked for before partitioning.
     #[error(
-        "--format {format} describes partitions and needs --stage partition (the stage was {stage}); use --format text to see earlier stages"
+        "--format {format} draws partitions and needs --stage partition (the stage was {stage}); use --format text or json to see earlier stages"
     )]
     NeedsPartition {
         /// The format asked for.
@@ -60,18 +62,22 @@ pub enum ReportError {
     /// The module has no `@main` to draw.
     #[error("the partitioned module has no @main function to draw")]
     NoMain,
+    /// The module's compiler annotations are malformed, so they cannot be summarized (boxed:
+    /// the located messages are large).
+    #[error(transparent)]
+    Regions(#[from] Box<RegionError>),
 }
 
 /// Renders `result` in `format`; `targets` are the selected target names in priority order
-/// (they fix the colours), `stage` is where the pipeline stopped. Text works after any stage,
-/// the other formats after `partition`.
+/// (they fix the colours and the order of the annotation summary), `stage` is where the
+/// pipeline stopped. Text and JSON work after any stage, DOT and HTML after `partition`.
 pub fn render(
     format: Format,
     stage: Stage,
     result: &Partitioned,
     targets: &[&str],
 ) -> Result<String, ReportError> {
-    if format != Format::Text && stage != Stage::Partition {
+    if matches!(format, Format::Dot | Format::Html) && stage != Stage::Partition {
         return Err(ReportError::NeedsPartition {
             format: format.name(),
             stage: stage.name(),
@@ -81,7 +87,8 @@ pub fn render(
     let graph = || graph::ViewGraph::of_main(&result.module, targets).ok_or(ReportError::NoMain);
     Ok(match format {
         Format::Text => byoc_core::text::print_module(&result.module),
-        Format::Json => summary().to_json(),
+        Format::Json if stage == Stage::Partition => summary().to_json(),
+        Format::Json => summary::StageSummary::of(stage, result, targets)?.to_json(),
         Format::Dot => dot::render(&graph()?),
         Format::Html => html::render(&graph()?, &summary()),
     })

@@ -1,6 +1,7 @@
 //! Targets from plugins, and the selection of targets and runtimes for a command.
 //!
-//! A loaded plugin's [`TargetDescription`] becomes a pipeline [`Target`]: its op rules and
+//! A loaded plugin's description becomes a pipeline [`Target`] through
+//! [`Target::from_description`], the path target-spec files take too: its op rules and
 //! predicates (which call into the plugin across the ABI) form the `TargetSupport`, its
 //! patterns the `PatternTable` (checks call the plugin with the root call of each match).
 //! [`select_targets`] resolves `--target NAME` (a plugin by name, or a target-spec file when
@@ -11,17 +12,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use byoc_core::ir::{ExprId, Function, Type};
-use byoc_core::op::OpRegistry;
 use byoc_core::plugin::{PluginRegistry, PluginSearch, RegistryError, Runtimes, REFERENCE_RUNTIME};
-use byoc_core::sdk::{CallView, Plugin, TargetDescription};
-use byoc_core::target::OpPredicate;
-use byoc_patterns::Check;
+use byoc_core::sdk::Plugin;
 use thiserror::Error;
 
-use crate::target::{
-    check_target_name, pattern_table, Target, TargetSpecError, TargetSpecFileError,
-};
+use crate::target::{Target, TargetSpecError, TargetSpecFileError};
 
 /// Errors of selecting targets.
 #[derive(Debug, Error)]
@@ -41,58 +36,6 @@ pub enum SelectError {
         /// What is wrong.
         source: TargetSpecError,
     },
-}
-
-impl Target {
-    /// The pipeline target of a plugin's description; op names and patterns are checked
-    /// like a target spec's.
-    pub fn from_description(d: &TargetDescription) -> Result<Target, TargetSpecError> {
-        check_target_name(&d.target)?;
-        for (index, op) in d.ops.iter().enumerate() {
-            if OpRegistry::lookup(&op.rule.op).is_none() {
-                return Err(TargetSpecError::UnknownOp {
-                    place: format!("ops[{index}]"),
-                    op: op.rule.op.clone(),
-                });
-            }
-        }
-        let patterns = pattern_table(
-            &d.target,
-            d.patterns.iter().map(|p| {
-                (
-                    p.name.as_str(),
-                    p.pattern.as_str(),
-                    p.check.clone().map(root_call_check),
-                )
-            }),
-        )?;
-        Ok(Target {
-            support: d.support(),
-            patterns,
-            simplify_inference: d.simplify_inference,
-            fold_scale_axis: d.fold_scale_axis,
-        })
-    }
-}
-
-/// A pattern check that hands the typed root call of a match to a plugin predicate.
-fn root_call_check(predicate: OpPredicate) -> Check {
-    Arc::new(move |f: &Function, root: ExprId| {
-        let Some((op, call)) = f.expr(root).as_op_call() else {
-            return Err("the match's root is not an op call".to_string());
-        };
-        let arg_types: Option<Vec<Type>> = call.args.iter().map(|&a| f.ty(a).cloned()).collect();
-        let (Some(arg_types), Some(result_type)) = (arg_types, f.ty(root)) else {
-            return Err(format!("{} is not typed", op.name()));
-        };
-        predicate(&CallView {
-            op,
-            attrs: &call.attrs,
-            arg_types: &arg_types,
-            result_type,
-        })
-        .map_err(|reason| reason.0)
-    })
 }
 
 /// Targets in priority order, the runtime of each, and the plugins they come from.
