@@ -12,7 +12,9 @@ engine's fastest run is reported beside it, and the ratio is byoc's median over 
 `--target NAME` (repeatable, e.g. `--target dnnl`) adds a column per target: `byoc bench
 --target NAME` (partitions offloaded to that plugin, found next to the byoc binary), timed in
 the same alternating rounds, with the plugin told the thread count (`--plugin-option
-threads=N`), and its ratio to onnxruntime. `--skip-host` drops the host-only column.
+threads=N`), and its ratio to onnxruntime. `--target NAME:KEY=VALUE[,KEY=VALUE...]` adds
+those plugin options to that column (e.g. `--target dnnl --target dnnl:dnnl.fpmath=bf16` times
+float32 and bf16 side by side). `--skip-host` drops the host-only column.
 
 Usage:
     python3 bench/compare_ort.py [--byoc target/release/byoc] [--threads 2] [--iters 10]
@@ -50,11 +52,15 @@ LIGHT = [
 
 def byoc_times(byoc: str, model: str, inputs: str, threads: int, iters: int, warmup: int,
                target: str | None = None):
-    """One `byoc bench` round: (median, min, max) in ms; `target` offloads to that plugin."""
+    """One `byoc bench` round: (median, min, max) in ms; `target` (`NAME[:KEY=VALUE,...]`)
+    offloads to that plugin, with those plugin options."""
     cmd = [byoc, "bench", model, "--inputs", inputs, "--threads", str(threads),
            "--iters", str(iters), "--warmup", str(warmup)]
     if target:
-        cmd += ["--target", target, "--plugin-option", f"threads={threads}"]
+        name, _, options = target.partition(":")
+        cmd += ["--target", name, "--plugin-option", f"threads={threads}"]
+        for kv in filter(None, options.split(",")):
+            cmd += ["--plugin-option", kv]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     report = json.loads(out)
     return report["median_ms"], report["min_ms"], report["max_ms"]
@@ -101,7 +107,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--target", action="append", default=[],
-                    help="also time byoc with this target (repeatable)")
+                    help="also time byoc with this target, NAME[:KEY=VALUE,...] (repeatable)")
     ap.add_argument("--skip-host", action="store_true", help="no host-only byoc column")
     args = ap.parse_args()
 

@@ -1,12 +1,11 @@
-//! The byoc driver library: loading models from files, targets (declarative specs and
-//! plugins), the partitioning pipeline, its reports (summary, DOT, SVG, HTML), and the commands of the `byoc` tool. The binary in `main.rs` only parses arguments and maps
-//! errors to exit codes.
+//! The byoc driver library: the command-line tool's library side (checking a partitioned
+//! build against the host, progress indicators) over byoc-pipeline, whose modules it re-exports, and the commands of the
+//! `byoc` tool ([`cli`]: argument parsing and printing). The binary in `main.rs` only parses
+//! arguments and maps errors to exit codes.
 
 pub mod cli;
-pub mod model;
-pub mod pipeline;
-pub mod plugins;
-pub mod report;
-pub mod target;
+pub mod progress;
+pub mod verify;
 
 pub use byoc_core as core;
+pub use byoc_pipeline::{conformance, inputs, model, pipeline, plugins, report, target};

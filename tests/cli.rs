@@ -373,6 +373,174 @@ fn strict_refuses_host_fallback_and_names_the_ops() {
     assert!(ok.status.success(), "stderr: {}", stderr(&ok));
 }
 
+/// `inspect` with the README's model and target spec, plus `extra` arguments.
+fn inspect_small_cnn(extra: &[&str]) -> Output {
+    let mut args = vec![
+        "inspect",
+        "examples/models/small_cnn.relay",
+        "--target-spec",
+        "examples/targets/myacc.json",
+    ];
+    args.extend_from_slice(extra);
+    byoc(&args)
+}
+
+/// The part of `--print-*` output under the `// <when> <pass>` line, up to the next one.
+fn printed<'a>(err: &'a str, when: &str, pass: &str) -> Option<&'a str> {
+    let start = err.find(&format!("// {when} {pass}\n"))?;
+    let body = &err[start..];
+    let body = &body[body.find('\n')? + 1..];
+    Some(body.find("\n// ").map_or(body, |end| &body[..end]))
+}
+
+#[test]
+fn print_before_and_after_work_for_every_pass_of_the_pipeline() {
+    // What each pass of the pipeline leaves in small_cnn for myacc, checked in the printout.
+    let after = [
+        ("fold-constant", "nn.conv2d("),
+        ("dead-code-elimination", "nn.conv2d("),
+        ("merge-composite", "Composite=\"myacc.conv2d_bias_relu\""),
+        ("annotate-target", "annotation.compiler_begin"),
+        ("merge-compiler-regions", "compiler=\"myacc\""),
+        ("partition-graph", "Compiler=\"myacc\""),
+        ("prune", "def @myacc_0("),
+    ];
+    for (pass, mark) in after {
+        let out = inspect_small_cnn(&["--print-before", pass, "--print-after", pass]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(0), "{pass}: {err}");
+        let before = printed(&err, "before", pass).unwrap_or_else(|| panic!("{pass}: {err}"));
+        let after = printed(&err, "after", pass).unwrap_or_else(|| panic!("{pass}: {err}"));
+        assert!(after.contains(mark), "after {pass}: no {mark:?} in {after}");
+        assert!(before.contains("def @main("), "before {pass}: {before}");
+        byoc::core::text::parse_module(after).unwrap_or_else(|e| panic!("after {pass}: {e}"));
+    }
+    // Composites appear with merge-composite, annotations with annotate-target.
+    let out = inspect_small_cnn(&[
+        "--print-before",
+        "merge-composite",
+        "--print-before",
+        "annotate-target",
+    ]);
+    let err = stderr(&out);
+    assert!(!printed(&err, "before", "merge-composite")
+        .expect("printed")
+        .contains("Composite="));
+    let before_annotate = printed(&err, "before", "annotate-target").expect("printed");
+    assert!(before_annotate.contains("Composite=") && !before_annotate.contains("annotation."));
+    // Passes that do not run for this target or stage say so; standard output is unchanged.
+    let plain = inspect_small_cnn(&[]);
+    for pass in ["simplify-inference", "fold-scale-axis"] {
+        let out = inspect_small_cnn(&["--print-after", pass]);
+        assert!(
+            stderr(&out).contains(&format!("// {pass} did not run")),
+            "{}",
+            stderr(&out)
+        );
+        assert_eq!(out.stdout, plain.stdout);
+    }
+    let out = inspect_small_cnn(&["--stage", "composite", "--print-after", "prune"]);
+    assert!(stderr(&out).contains("// prune did not run"));
+}
+
+#[test]
+fn print_after_refuses_an_unknown_pass_and_lists_the_names() {
+    let out = inspect_small_cnn(&["--print-after", "merge-regions"]);
+    assert_bad_input(
+        &out,
+        &["merge-regions", "merge-compiler-regions", "partition-graph"],
+    );
+    for pass in byoc::pipeline::pass_names() {
+        assert!(
+            stderr(&out).contains(pass),
+            "{pass} not listed: {}",
+            stderr(&out)
+        );
+    }
+    let out = inspect_small_cnn(&["--stage", "parse", "--print-after", "prune"]);
+    assert_bad_input(
+        &out,
+        &["--print-before / --print-after need a pipeline stage"],
+    );
+}
+
+#[test]
+fn json_works_at_every_stage() {
+    let json = |stage: &str| -> serde_json::Value {
+        let out = inspect_small_cnn(&["--stage", stage, "--format", "json"]);
+        assert_eq!(out.status.code(), Some(0), "{stage}: {}", stderr(&out));
+        serde_json::from_slice(&out.stdout).expect("valid JSON")
+    };
+    let strings = |v: &serde_json::Value| -> Vec<String> {
+        v.as_array()
+            .expect("a list")
+            .iter()
+            .map(|s| s.as_str().expect("a string").to_string())
+            .collect()
+    };
+    // small_cnn: two conv2d+bias_add+relu blocks (myacc's pattern), then max_pool2d between
+    // them, global_avg_pool2d, batch_flatten, dense, bias_add and softmax (myacc takes none).
+    let composites = serde_json::json!([{
+        "name": "myacc.conv2d_bias_relu",
+        "PartitionedFromPattern": "nn.conv2d_nn.bias_add_nn.relu_",
+        "count": 2
+    }]);
+    let tail = [
+        "nn.batch_flatten",
+        "nn.bias_add",
+        "nn.dense",
+        "nn.global_avg_pool2d",
+        "nn.max_pool2d",
+        "nn.softmax",
+    ];
+    let composite = json("composite");
+    assert_eq!(composite["stage"], "composite");
+    assert_eq!(composite["composites"], composites);
+    assert_eq!(composite["annotations"][0]["target"], "myacc");
+    assert_eq!(composite["annotations"][0]["regions"], 0);
+    let mut all: Vec<String> = tail.iter().map(|s| s.to_string()).collect();
+    all.extend(
+        [
+            "nn.bias_add",
+            "nn.bias_add",
+            "nn.conv2d",
+            "nn.conv2d",
+            "nn.relu",
+            "nn.relu",
+        ]
+        .map(String::from),
+    );
+    all.sort();
+    assert_eq!(strings(&composite["host_ops"]), all);
+    for (stage, regions) in [("annotate", 2), ("merge", 2)] {
+        let v = json(stage);
+        assert_eq!(v["stage"], stage);
+        assert_eq!(v["composites"], composites);
+        let acc = &v["annotations"][0];
+        assert_eq!(acc["regions"], regions, "{stage}");
+        assert_eq!(
+            strings(&acc["ops"]),
+            [
+                "nn.bias_add",
+                "nn.bias_add",
+                "nn.conv2d",
+                "nn.conv2d",
+                "nn.relu",
+                "nn.relu"
+            ]
+        );
+        assert_eq!(strings(&acc["composites"]), ["myacc.conv2d_bias_relu"; 2]);
+        assert_eq!(strings(&v["host_ops"]), tail);
+        assert!(v["rejected"]
+            .as_array()
+            .expect("a list")
+            .iter()
+            .any(|r| r["op"] == "nn.softmax" && r["target"] == "myacc"));
+    }
+    // After partitioning the summary of partitions, as before.
+    assert!(json("partition")["functions"].is_array());
+}
+
 #[test]
 fn quantize_writes_the_realized_int8_module_and_verify_reports_its_accuracy() {
     let out_path = tmp("small_cnn_int8.relay");

@@ -3,7 +3,8 @@
 //! without a C compiler (`CC=false` at run time); a failing compiler and a corrupt shared
 //! object inside an artifact give clear errors; `byoc inspect --emit-source` writes the C of
 //! each partition; and SqueezeNet (random weights, from the ONNX light models) partitioned to
-//! csource matches onnxruntime (when `BYOC_ONNX_LIGHT_DIR` is set, see tests/onnx_light.rs).
+//! csource matches onnxruntime (ignored by default; `./scripts/dev test` runs it with the light
+//! models, see tests/onnx_light.rs).
 
 mod common;
 mod plugin_build;
@@ -14,7 +15,7 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use anyhow::{anyhow, ensure, Context, Result};
-use byoc::cli::inputs::{output_map, resolve_inputs};
+use byoc::inputs::{output_map, resolve_inputs};
 use byoc::pipeline::{partition, PartitionOptions};
 use byoc::target::Target;
 use byoc_core::artifact::Artifact;
@@ -109,7 +110,7 @@ fn plugins_lists_csource() -> Result<()> {
         .lines()
         .find(|l| l.starts_with("csource "))
         .ok_or_else(|| anyhow!("csource not listed:\n{out}"))?;
-    assert!(line.contains("(ABI 1.3, SDK "), "{line}");
+    assert!(line.contains("(ABI 2.1, SDK "), "{line}");
     assert!(
         out.contains("  pattern: csource.conv2d_bias_relu = "),
         "{out}"
@@ -315,11 +316,10 @@ fn inspect_emits_the_c_of_each_partition() -> Result<()> {
 }
 
 #[test]
+#[ignore = "needs the ONNX light models: ./scripts/fetch_onnx_light.sh"]
 fn squeezenet_partitioned_to_csource_matches_onnxruntime() -> Result<()> {
-    let Some(light) = std::env::var_os("BYOC_ONNX_LIGHT_DIR") else {
-        eprintln!("BYOC_ONNX_LIGHT_DIR is not set: the SqueezeNet test is not configured");
-        return Ok(());
-    };
+    let light = std::env::var_os("BYOC_ONNX_LIGHT_DIR")
+        .context("BYOC_ONNX_LIGHT_DIR names the prepared models (./scripts/fetch_onnx_light.sh)")?;
     let dir = PathBuf::from(light).join("squeezenet");
     let model = dir.join("random.onnx");
     let module = byoc::model::load_model(&model, &BTreeMap::new())?;

@@ -3,9 +3,9 @@
 //! then its report is checked for what the example claims (placement, numerics against
 //! host-only execution, exit code). The CLI equivalents named in the README run too.
 //!
-//! The quickstart needs ONNX's light ResNet-50: it runs when `BYOC_ONNX_LIGHT_DIR` names the
-//! directory `scripts/fetch_onnx_light.sh` prepared, and says so and passes when it is unset
-//! (as `tests/onnx_light.rs` does).
+//! The quickstart needs ONNX's light ResNet-50: its test is ignored by default and run by
+//! `./scripts/dev test` with `BYOC_ONNX_LIGHT_DIR` naming the directory
+//! `scripts/fetch_onnx_light.sh` prepared (as `tests/onnx_light.rs` is).
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -18,6 +18,8 @@ mod detection;
 mod forum;
 #[path = "../examples/quickstart/quickstart.rs"]
 mod quickstart;
+#[path = "../examples/vta_resnet/vta_resnet.rs"]
+mod vta_resnet;
 
 fn strings(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
@@ -151,14 +153,10 @@ fn detection_keeps_nms_on_the_host_and_offloads_the_rest() {
 }
 
 #[test]
+#[ignore = "needs the ONNX light models: ./scripts/fetch_onnx_light.sh"]
 fn quickstart_on_resnet50() {
-    let Some(dir) = std::env::var_os("BYOC_ONNX_LIGHT_DIR") else {
-        eprintln!(
-            "BYOC_ONNX_LIGHT_DIR is not set: the ResNet-50 quickstart is not run \
-             (./scripts/dev test prepares it with scripts/fetch_onnx_light.sh)"
-        );
-        return;
-    };
+    let dir = std::env::var_os("BYOC_ONNX_LIGHT_DIR")
+        .expect("BYOC_ONNX_LIGHT_DIR names the prepared models (./scripts/fetch_onnx_light.sh)");
     let artifact =
         std::env::temp_dir().join(format!("byoc-quickstart-{}.byoc", std::process::id()));
     let options = quickstart::Options {
@@ -287,4 +285,22 @@ fn readme_quick_tour_works_as_written() {
     }
     let _ = std::fs::remove_dir_all(&scratch);
     assert!(ran >= 10, "only {ran} commands in the quick tour");
+}
+
+#[test]
+fn vta_resnet_runs_every_layer_on_vta_bit_exact() {
+    let result = vta_resnet::run();
+    assert_eq!(common::exit_code("vta_resnet", &result), 0);
+    let report = result.expect("the example runs");
+    assert!(report.identical);
+    // Two 3x3 convolutions (the second with the residual add) and the dense head.
+    assert_eq!(report.layers.len(), 3, "{report}");
+    for l in &report.layers {
+        let ([(c1, u1), (c2, u2)], ideal) = (l.runs, l.ideal);
+        assert!(c1 >= ideal && c2 >= ideal, "{report}");
+        assert!(
+            (0.0..=1.0).contains(&u1) && (0.0..=1.0).contains(&u2),
+            "{report}"
+        );
+    }
 }

@@ -1,6 +1,7 @@
 //! Text-based pass tests: every `tests/cases/**/*.case` file is one case (format in
 //! `tests/cases/README.md`). A case gives an input module, a pattern table or target specs,
-//! options and a stage, and the expected printed module, check lines, or expected error.
+//! options and a stage or the passes to run, and the expected printed module, check lines,
+//! or expected error; a differing output is shown as a unified diff.
 //! Every case whose module can run is also executed on the host, original against
 //! transformed, on seeded random inputs.
 //!
@@ -11,22 +12,23 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use byoc::cli::inputs::random_tensor;
-use byoc::pipeline::{partition, PartitionOptions, Stage};
+use byoc::inputs::random_tensor;
+use byoc::pipeline::{create_pass, partition, PartitionOptions, Stage};
 use byoc::target::Target;
 use byoc_core::exec::{ExecOptions, Executor};
-use byoc_core::passes::{infer_types, Pass, PassContext, QConfig, Quantize};
+use byoc_core::passes::{infer_types, Pass, PassContext, PassManager, QConfig, Quantize};
 use byoc_core::plugin::{compile_externals, Runtimes};
 use byoc_core::sdk::CompileOptions;
+use byoc_core::target::TargetSupport;
 use byoc_core::text::{parse_module, print_module};
 use byoc_core::{Module, Tensor};
-use byoc_patterns::{merge_composite, PatternTable};
+use byoc_patterns::{MergeComposite, PatternTable};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
 /// Section headers, in the order a case writes them.
-const SECTIONS: [&str; 7] = [
-    "module", "patterns", "target", "options", "expected", "check", "error",
+const SECTIONS: [&str; 8] = [
+    "module", "patterns", "target", "passes", "options", "expected", "check", "error",
 ];
 
 /// Outputs of the original and transformed module may differ by this much (relative, with
@@ -184,22 +186,53 @@ fn transform(
             .map(|()| m)
             .map_err(|e| e.to_string()));
     }
-    if let Some(table) = case.one("patterns")? {
-        if !targets.is_empty() || opts.partition.stop_after != Stage::Composite {
-            return Err("a 'patterns' section needs stage=composite and no targets".to_string());
-        }
-        let table = match PatternTable::parse(table) {
-            Ok(t) => t,
-            Err(e) => return Ok(Err(e.to_string())),
-        };
-        let mut m = module.clone();
-        return Ok(merge_composite(&mut m, &table)
-            .map(|()| m)
-            .map_err(|e| e.to_string()));
+    let table = match case.one("patterns")?.map(PatternTable::parse) {
+        None => None,
+        Some(Ok(t)) => Some(t),
+        Some(Err(e)) => return Ok(Err(e.to_string())),
+    };
+    let passes = case.one("passes")?;
+    if table.is_some() && !targets.is_empty() {
+        return Err("a 'patterns' section needs no targets".to_string());
     }
-    Ok(partition(module, &targets, &opts.partition)
-        .map(|p| p.module)
-        .map_err(|e| format!("{e:#}")))
+    if table.is_some() && passes.is_none() && opts.partition.stop_after != Stage::Composite {
+        return Err("a 'patterns' section without 'passes' needs stage=composite".to_string());
+    }
+    if passes.is_none() && table.is_none() {
+        return Ok(partition(module, &targets, &opts.partition)
+            .map(|p| p.module)
+            .map_err(|e| format!("{e:#}")));
+    }
+    // The named passes only (a pattern table alone runs MergeComposite alone), with no
+    // implicit prepare; the manager verifies the module after each of them.
+    let names: Vec<&str> =
+        passes.map_or(vec!["merge-composite"], |p| p.split_whitespace().collect());
+    let supports: Vec<TargetSupport> = targets.iter().map(|t| t.support.clone()).collect();
+    let mut manager = PassManager::new().verify_each(true);
+    for name in names {
+        let pass: Box<dyn Pass> = match (&table, name) {
+            (Some(table), "merge-composite") => Box::new(MergeComposite::new(table)),
+            _ => match create_pass(name, &targets, &supports, &opts.partition) {
+                Ok(pass) => pass,
+                Err(e) => return Ok(Err(e.to_string())),
+            },
+        };
+        manager.push(pass);
+    }
+    let mut m = module.clone();
+    Ok(manager
+        .run(&mut m, &mut PassContext::new())
+        .map(|()| m)
+        .map_err(|e| e.to_string()))
+}
+
+/// `expected` and `actual` as a unified diff of lines.
+fn unified_diff(expected: &str, actual: &str) -> String {
+    similar::TextDiff::from_lines(expected, actual)
+        .unified_diff()
+        .context_radius(3)
+        .header("expected", "actual")
+        .to_string()
 }
 
 fn check_lines(checks: &str, actual: &str) -> Result<(), String> {
@@ -286,7 +319,11 @@ fn run_case(path: &Path, bless: bool) -> Result<(), String> {
         _ if bless => std::fs::write(path, case.blessed(&actual)).map_err(|e| e.to_string())?,
         Some(want) if want.trim_end() != actual.trim_end() => {
             return Err(format!(
-                "output differs\n--- got\n{actual}--- expected\n{want}"
+                "output differs (BYOC_BLESS=1 rewrites it):\n{}",
+                unified_diff(
+                    &format!("{}\n", want.trim_end()),
+                    &format!("{}\n", actual.trim_end())
+                )
             ))
         }
         Some(_) => {}

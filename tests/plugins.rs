@@ -167,7 +167,7 @@ fn tinyacc_partitions_run_through_the_so_and_match_the_host() {
     let x = inputs(&m);
     let want = host_run(&m, &x);
     let plugin = tinyacc();
-    assert_eq!(plugin.abi_version(), (1, 3));
+    assert_eq!(plugin.abi_version(), (2, 1));
     let target = Target::from_description(&plugin.describe()).unwrap();
     let parts = partition(&m, &[target], &PartitionOptions::default()).unwrap();
     // The broadcasting add is declined by the plugin's predicate, across the ABI.
@@ -214,13 +214,13 @@ fn tinyacc_partitions_run_through_the_so_and_match_the_host() {
         let bytes = e.module.serialize().unwrap();
         assert!(bytes.starts_with(b"BYOCJSON"), "{name}");
         let err = plugin
-            .deserialize(&bytes[..bytes.len() - 1])
+            .deserialize(&bytes[..bytes.len() - 1], &CompileOptions::new())
             .err()
             .expect("truncated bytes are refused")
             .to_string();
         assert!(err.contains("JSON graph record truncated"), "{err}");
         let mut copy = e.clone();
-        copy.module = Arc::from(plugin.deserialize(&bytes).unwrap());
+        copy.module = Arc::from(plugin.deserialize(&bytes, &CompileOptions::new()).unwrap());
         again.insert(name, copy);
     }
     assert_close(&run_with(&parts.module, &again, &x).unwrap(), &want);
@@ -360,7 +360,7 @@ fn bad_plugin_files_are_refused_with_clear_messages() {
     assert!(
         err.contains("incompatible SDK version")
             && err.contains("byoc SDK 99.0.0 (plugin ABI 99.3)")
-            && err.contains("this byoc has SDK 0.1.0 (plugin ABI 1.3)"),
+            && err.contains("this byoc has SDK 0.1.0 (plugin ABI 2.1)"),
         "{err}"
     );
     let err = load_plugin(&no_entry).unwrap_err();
@@ -433,7 +433,7 @@ fn cli_lists_builds_and_runs_artifacts_in_separate_processes() {
     let listing = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
-        listing.contains("tinyacc 0.1.0 (ABI 1.3, SDK 0.1.0)"),
+        listing.contains("tinyacc 0.1.0 (ABI 2.1, SDK 0.1.0)"),
         "{listing}"
     );
     assert!(
@@ -451,7 +451,7 @@ fn cli_lists_builds_and_runs_artifacts_in_separate_processes() {
     let out = byoc_with(&["plugins"], Some(&env_dir));
     let listing = String::from_utf8_lossy(&out.stdout);
     assert!(
-        listing.contains("faulty 0.0.1 (ABI 1.3, SDK 0.1.0)"),
+        listing.contains("faulty 0.0.1 (ABI 2.1, SDK 0.1.0)"),
         "{listing}"
     );
 
@@ -605,6 +605,16 @@ fn verify_compares_partitioned_and_host_runs() {
         "{report}"
     );
 
+    // Several seeded input samples: the largest errors over all, and the top-1 agreement of
+    // the (2, 4) output's two rows per sample.
+    let samples = verify(&["--samples", "3"]);
+    assert!(samples.status.success(), "{}", stderr(&samples));
+    let report = String::from_utf8_lossy(&samples.stdout);
+    assert!(
+        report.contains("max_abs_err=0.000e0 max_rel_err=0.000e0 top1_agree=6/6 over 3 samples ok"),
+        "{report}"
+    );
+
     // A plugin computing wrong values: every output is off by one, exit code 1.
     let bad = verify(&["--plugin-option", "fault=wrong_values"]);
     assert_eq!(bad.status.code(), Some(1), "{}", stderr(&bad));
@@ -617,6 +627,16 @@ fn verify_compares_partitioned_and_host_runs() {
         stderr(&bad).contains("exceed rtol=0.0001"),
         "{}",
         stderr(&bad)
+    );
+
+    // A plugin writing half of its output is refused as a plugin failure, not a crash or a
+    // silently short result.
+    let short = verify(&["--plugin-option", "fault=wrong_size"]);
+    assert_eq!(short.status.code(), Some(2), "{}", stderr(&short));
+    let err = stderr(&short);
+    assert!(
+        err.contains("plugin 'faulty' failed running @faulty_0") && !err.contains("panicked"),
+        "{err}"
     );
 
     // Without a target there is nothing to compare: bad usage.

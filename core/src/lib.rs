@@ -7,10 +7,12 @@
 
 pub mod analysis;
 pub mod artifact;
+pub mod byoc;
 pub mod exec;
 pub mod io;
 pub mod ir;
 mod kernels;
+pub mod memory;
 pub mod onnx;
 pub mod op;
 mod ops;

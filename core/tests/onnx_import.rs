@@ -16,6 +16,8 @@ use byoc_core::onnx::{import_bytes, import_file, ImportOptions, OnnxError};
 use byoc_core::Module;
 use proptest::prelude::*;
 
+mod onnx_reference;
+
 fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/onnx")
 }
@@ -205,55 +207,10 @@ fn shape_chains_and_constant_of_shape_fold_away() {
 }
 
 /// Imports fixture `case`, runs it on the host executor with its recorded inputs, and compares
-/// every output with onnxruntime's (`|got - want| <= 1e-5 + 1e-4 * |want|`).
+/// every output with onnxruntime's (`onnx_reference`).
 fn check_against_onnxruntime(case: &str) {
-    use byoc_core::exec::{ExecOptions, Executor};
-    use byoc_core::onnx::read_tensor_file;
-    let dir = data_dir().join(case);
-    let data = dir.join("test_data_set_0");
-    let read_all = |prefix: &str| {
-        let mut tensors = Vec::new();
-        while let Ok(t) = read_tensor_file(&data.join(format!("{prefix}_{}.pb", tensors.len()))) {
-            tensors.push(t);
-        }
-        tensors
-    };
-    let inputs = read_all("input");
-    let expected = read_all("output");
-    assert!(!expected.is_empty(), "{case}: no recorded outputs");
-    let model = import_file(dir.join("model.onnx"), &no_opts())
-        .or_else(|_| {
-            // Models with symbolic dims: fix them from the recorded inputs.
-            let m = std::fs::read(dir.join("model.onnx")).unwrap();
-            let proto =
-                <byoc_core::onnx::proto::ModelProto as prost::Message>::decode(m.as_slice())
-                    .unwrap();
-            let names = proto.graph.unwrap().input.into_iter().map(|i| i.name);
-            let input_shapes = names
-                .zip(&inputs)
-                .map(|(n, t)| (n, t.shape().to_vec()))
-                .collect();
-            import_file(dir.join("model.onnx"), &ImportOptions { input_shapes })
-        })
-        .unwrap_or_else(|e| panic!("{case}: import failed: {e}"));
-    let exec = Executor::new(
-        &model,
-        ExecOptions {
-            threads: 1,
-            profile: false,
-        },
-    )
-    .unwrap_or_else(|e| panic!("{case}: {e}"));
-    let got = exec.run(&inputs).unwrap_or_else(|e| panic!("{case}: {e}"));
-    assert_eq!(got.len(), expected.len(), "{case}: output count");
-    for (i, (g, w)) in got.iter().zip(&expected).enumerate() {
-        assert_eq!(g.ty(), w.ty(), "{case}: output {i} type");
-        for (k, (a, b)) in g.to_f64_vec().iter().zip(w.to_f64_vec()).enumerate() {
-            assert!(
-                (a - b).abs() <= 1e-5 + 1e-4 * b.abs(),
-                "{case}: output {i} element {k}: got {a}, onnxruntime gives {b}"
-            );
-        }
+    if let Err(e) = onnx_reference::check_case(&data_dir().join(case)) {
+        panic!("{case}: {e}");
     }
 }
 
@@ -284,4 +241,7 @@ onnxruntime_cases!(
     shape_chain,
     resize_opset13,
     upsample_opset9,
+    pool_ceil_mode,
+    resize_fractional_scales,
+    flatten_negative_axis,
 );

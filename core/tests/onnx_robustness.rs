@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use byoc_core::onnx::proto::{
     attribute_type, AttributeProto, Dimension, GraphProto, ModelProto, NodeProto,
-    OperatorSetIdProto, TensorShapeProto, TypeProto, TypeProtoTensor, ValueInfoProto,
+    OperatorSetIdProto, TensorProto, TensorShapeProto, TypeProto, TypeProtoTensor, ValueInfoProto,
 };
 use byoc_core::onnx::{import_bytes, ImportOptions, OnnxError};
 use prost::Message;
@@ -182,6 +182,239 @@ fn a_model_without_ir_version_is_rejected() {
         import_bytes(&m.encode_to_vec(), &ImportOptions::default()),
         Err(OnnxError::NotAModel { .. })
     ));
+}
+
+/// `model` with its graph changed by `edit`.
+fn edited(bytes: Vec<u8>, edit: impl FnOnce(&mut GraphProto)) -> Vec<u8> {
+    let mut m = ModelProto::decode(&bytes[..]).unwrap();
+    edit(m.graph.as_mut().unwrap());
+    m.encode_to_vec()
+}
+
+fn floats(name: &str, dims: &[i64], values: &[f32]) -> TensorProto {
+    TensorProto {
+        name: name.into(),
+        dims: dims.to_vec(),
+        data_type: FLOAT,
+        float_data: values.to_vec(),
+        ..TensorProto::default()
+    }
+}
+
+fn relu_model() -> Vec<u8> {
+    model(vec![node("relu", "Relu", &["x"], &["y"])], &["y"], 13)
+}
+
+#[test]
+fn a_graph_without_outputs_is_refused() {
+    let bytes = edited(relu_model(), |g| g.output.clear());
+    assert_eq!(
+        import_err(&bytes),
+        "invalid ONNX graph: the graph has no outputs"
+    );
+}
+
+#[test]
+fn graph_inputs_declared_twice_are_refused() {
+    let bytes = edited(relu_model(), |g| g.input.push(tensor_info("x", &[1, 4])));
+    assert_eq!(
+        import_err(&bytes),
+        "invalid ONNX graph: graph input 'x' is declared twice"
+    );
+}
+
+#[test]
+fn initializers_that_contradict_their_graph_input_are_refused() {
+    let add = || model(vec![node("add", "Add", &["x", "b"], &["y"])], &["y"], 13);
+    let bytes = edited(add(), |g| {
+        g.input.push(tensor_info("b", &[1, 4]));
+        g.initializer.push(floats("b", &[4, 1], &[1.0; 4]));
+    });
+    assert_eq!(
+        import_err(&bytes),
+        "invalid ONNX graph: initializer 'b' has shape [4, 1] but graph input 'b' declares [1, 4]"
+    );
+    let bytes = edited(add(), |g| {
+        let mut int_input = tensor_info("b", &[1, 4]);
+        let tensor = int_input
+            .r#type
+            .as_mut()
+            .unwrap()
+            .tensor_type
+            .as_mut()
+            .unwrap();
+        tensor.elem_type = 7;
+        g.input.push(int_input);
+        g.initializer.push(floats("b", &[1, 4], &[1.0; 4]));
+    });
+    assert_eq!(
+        import_err(&bytes),
+        "invalid ONNX graph: initializer 'b' has element type float32 but graph input 'b' \
+         declares int64"
+    );
+    // Agreeing ones are the input's default value.
+    let bytes = edited(add(), |g| {
+        g.input.push(tensor_info("b", &[1, 4]));
+        g.initializer.push(floats("b", &[1, 4], &[1.0; 4]));
+    });
+    import_bytes(&bytes, &ImportOptions::default()).unwrap();
+}
+
+fn split_model(opset: i64, outputs: &[&str], split: Option<&[i64]>, as_attr: bool) -> Vec<u8> {
+    let mut split_node = node("split0", "Split", &["x"], outputs);
+    split_node.attribute.push(AttributeProto {
+        name: "axis".into(),
+        r#type: attribute_type::INT,
+        i: 1,
+        ..AttributeProto::default()
+    });
+    let mut inits = Vec::new();
+    if let Some(sizes) = split {
+        if as_attr {
+            split_node.attribute.push(AttributeProto {
+                name: "split".into(),
+                r#type: attribute_type::INTS,
+                ints: sizes.to_vec(),
+                ..AttributeProto::default()
+            });
+        } else {
+            split_node.input.push("sizes".into());
+            inits.push(TensorProto {
+                name: "sizes".into(),
+                dims: vec![sizes.len() as i64],
+                data_type: 7,
+                int64_data: sizes.to_vec(),
+                ..TensorProto::default()
+            });
+        }
+    }
+    edited(model(vec![split_node], outputs, opset), |g| {
+        g.initializer = inits;
+    })
+}
+
+/// Opset, outputs, split sizes, sizes given as an attribute, expected error.
+type SplitCase = (
+    i64,
+    &'static [&'static str],
+    Option<&'static [i64]>,
+    bool,
+    &'static str,
+);
+
+#[test]
+fn impossible_splits_are_refused_not_split_equally() {
+    let cases: [SplitCase; 6] = [
+        (
+            11,
+            &["a", "b"],
+            Some(&[1, 1]),
+            true,
+            "attribute 'split' [1, 1] does not add up to dim 1 of [1, 4]",
+        ),
+        (
+            11,
+            &["a", "b"],
+            Some(&[1, 1, 2]),
+            true,
+            "attribute 'split' [1, 1, 2] has 3 sizes for 2 outputs",
+        ),
+        (
+            13,
+            &["a", "b"],
+            Some(&[3, 3]),
+            false,
+            "input 1 (split) [3, 3] does not add up to dim 1 of [1, 4]",
+        ),
+        (
+            13,
+            &["a", "b"],
+            Some(&[1, 3]),
+            true,
+            "attribute 'split' is not part of the op from opset 13 (it is input 1)",
+        ),
+        (
+            13,
+            &["a", "b", "c"],
+            None,
+            false,
+            "dim 1 of [1, 4] does not split into 3 equal parts",
+        ),
+        (
+            11,
+            &["a", "b"],
+            Some(&[-1, 5]),
+            true,
+            "attribute 'split' [-1, 5] has a negative size",
+        ),
+    ];
+    for (opset, outputs, split, as_attr, want) in cases {
+        let err = import_err(&split_model(opset, outputs, split, as_attr));
+        assert_eq!(err, format!("node 'split0' (Split): {want}"));
+    }
+    // A valid split still imports.
+    let ok = split_model(13, &["a", "b"], Some(&[1, 3]), false);
+    import_bytes(&ok, &ImportOptions::default()).unwrap();
+}
+
+#[test]
+fn non_finite_attributes_name_node_and_attribute() {
+    for value in [f32::INFINITY, f32::NAN] {
+        let mut leaky = node("leaky0", "LeakyRelu", &["x"], &["y"]);
+        leaky.attribute.push(AttributeProto {
+            name: "alpha".into(),
+            r#type: attribute_type::FLOAT,
+            f: value,
+            ..AttributeProto::default()
+        });
+        assert_eq!(
+            import_err(&model(vec![leaky], &["y"], 13)),
+            format!("node 'leaky0' (LeakyRelu): attribute 'alpha' must be finite, got {value}")
+        );
+    }
+}
+
+/// `Resize(x: [1, 1, 2, 2], scales)` with `scales` an initializer.
+fn resize_model(scales: [f32; 4]) -> Vec<u8> {
+    let resize = node("resize0", "Resize", &["x", "", "scales"], &["y"]);
+    edited(model(vec![resize], &["y"], 13), |g| {
+        g.input = vec![tensor_info("x", &[1, 1, 2, 2])];
+        g.initializer = vec![floats("scales", &[4], &scales)];
+    })
+}
+
+#[test]
+fn resize_scales_that_are_not_finite_or_too_large_are_refused() {
+    for bad in [f32::NAN, f32::INFINITY, -2.0, 0.0] {
+        let err = import_err(&resize_model([1.0, 1.0, bad, 2.0]));
+        assert!(
+            err.starts_with("node 'resize0' (Resize): scales [")
+                && err.ends_with("every scale must be finite and positive"),
+            "{err}"
+        );
+    }
+    let err = import_err(&resize_model([1.0, 1.0, 1e30, 2.0]));
+    assert!(
+        err.starts_with("node 'resize0' (Resize): scales [")
+            && err.contains("give an output dim of 2.0000000"),
+        "{err}"
+    );
+}
+
+#[test]
+fn graph_inputs_too_large_to_address_are_refused() {
+    let bytes = edited(relu_model(), |g| {
+        g.input = vec![tensor_info("x", &[i64::MAX, 2])];
+        g.output = vec![tensor_info("y", &[i64::MAX, 2])];
+    });
+    let err = import_err(&bytes);
+    assert_eq!(
+        err,
+        format!(
+            "'x': graph input Tensor[({}, 2), float32] is too large: its size overflows 64 bits",
+            i64::MAX
+        )
+    );
 }
 
 /// Iterations of the mutation fuzzer over all fixture models together.

@@ -11,8 +11,9 @@ use byoc_core::ir::{structural_eq_module, Attrs, Callee, Expr, ExprId, FunctionB
 use byoc_core::passes::annotate_target::{AnnotateTarget, Rejection};
 use byoc_core::passes::infer_types;
 use byoc_core::passes::merge_compiler_regions::MergeCompilerRegions;
-use byoc_core::passes::partition_graph::{PartitionError, PartitionGraph};
+use byoc_core::passes::partition_graph::PartitionGraph;
 use byoc_core::passes::prune::{op_names, Prune, PruneReason};
+use byoc_core::passes::PartitionError;
 use byoc_core::plugin::{compile_externals, Runtimes};
 use byoc_core::sdk::CompileOptions;
 use byoc_core::target::{CallView, PruneConfig, Support, TargetSupport};
@@ -45,13 +46,6 @@ fn assert_same(got: &Module, want: &Module) {
     if let Err(m) = structural_eq_module(got, want) {
         panic!("{m}\ngot: {got:#?}");
     }
-}
-
-fn ext_attrs(target: &str, name: &str) -> Attrs {
-    Attrs::new()
-        .with("Compiler", target)
-        .with("global_symbol", name)
-        .with("Primitive", 1i64)
 }
 
 /// The op calls of every function with `Compiler` = target, by function name.
@@ -268,31 +262,6 @@ fn pipeline(m: &Module, targets: &[TargetSupport], merge: bool) -> Module {
     out
 }
 
-#[test]
-fn partition_outlines_a_region_with_parameters_named_after_it() {
-    let targets = [relu_only()];
-    let got = pipeline(&relu_add(), &targets, true);
-    let mut want = Module::new();
-    let mut b = FunctionBuilder::new();
-    let i0 = b.param("test_0_i0", t22());
-    let r = op(&mut b, "nn.relu", &[i0]);
-    want.add(
-        "test_0",
-        b.finish(vec![i0], r, ext_attrs("test", "test_0")).unwrap(),
-    )
-    .unwrap();
-    let mut b = FunctionBuilder::new();
-    let x = b.param("x", t22());
-    let y = b.param("y", t22());
-    let c = b.call_global("test_0", &[x]).unwrap();
-    let s = op(&mut b, "add", &[c, y]);
-    want.add("main", b.finish(vec![x, y], s, Attrs::new()).unwrap())
-        .unwrap();
-    assert_same(&got, &want);
-    let ext = got.get("test_0").unwrap();
-    assert_eq!(ext.var(ext.params[0]).unwrap().name, "test_0_i0");
-}
-
 /// TVM's restriction case (RFC example shape): `a1 -> host -> a2 -> a3` with a direct edge
 /// `a1 -> a3`. a2 and a3 merge; a1 cannot join them without a cycle through the host op.
 #[test]
@@ -389,38 +358,6 @@ fn merge_sees_paths_through_unannotated_nodes() {
     assert_eq!(partitions(&parts), want);
     // x feeds both the relu and the add: one parameter.
     assert_eq!(parts.get("test_0").unwrap().params.len(), 1);
-}
-
-#[test]
-fn multiple_outputs_return_a_tuple_read_by_get_items() {
-    // r = relu(x); s = add(r, r) (both test); host: add(r, s).
-    let mut b = FunctionBuilder::new();
-    let x = b.param("x", t22());
-    let r = op(&mut b, "nn.relu", &[x]);
-    let s = op(&mut b, "nn.relu", &[r]);
-    let h = op(&mut b, "add", &[r, s]);
-    let m = main_of(b, vec![x], h);
-    let got = pipeline(&m, &[relu_only()], true);
-    let mut want = Module::new();
-    let mut b = FunctionBuilder::new();
-    let i0 = b.param("i0", t22());
-    let r = op(&mut b, "nn.relu", &[i0]);
-    let s = op(&mut b, "nn.relu", &[r]);
-    let t = b.tuple(&[r, s]).unwrap();
-    want.add(
-        "test_0",
-        b.finish(vec![i0], t, ext_attrs("test", "test_0")).unwrap(),
-    )
-    .unwrap();
-    let mut b = FunctionBuilder::new();
-    let x = b.param("x", t22());
-    let c = b.call_global("test_0", &[x]).unwrap();
-    let g0 = b.tuple_get_item(c, 0).unwrap();
-    let g1 = b.tuple_get_item(c, 1).unwrap();
-    let h = op(&mut b, "add", &[g0, g1]);
-    want.add("main", b.finish(vec![x], h, Attrs::new()).unwrap())
-        .unwrap();
-    assert_same(&got, &want);
 }
 
 #[test]

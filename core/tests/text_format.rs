@@ -1,4 +1,4 @@
-//! The text format: the DESIGN example, printing, round trips (fixed and property-based),
+//! The text format: the example of `docs/text-format.md`, printing, round trips (fixed and property-based),
 //! every error kind with its position, and a bounded fuzz of the reader.
 
 use std::sync::Arc;
@@ -10,7 +10,7 @@ use byoc_core::text::{parse_module, print_module, print_module_with, PrintOption
 use byoc_core::{DType, Tensor, TensorType, Type};
 use proptest::prelude::*;
 
-const DESIGN_EXAMPLE: &str = r#"#[version = "0.0.5"]
+const FORMAT_EXAMPLE: &str = r#"#[version = "0.0.5"]
 def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(16, 3, 3, 3), float32], %b: Tensor[(16), float32]) {
   %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1], channels=16, kernel_size=[3, 3]);
   %1 = nn.bias_add(%0, %b);
@@ -43,7 +43,7 @@ fn err(src: &str) -> String {
 
 #[test]
 fn design_example_parses_with_attrs_and_spans() {
-    let m = parse(DESIGN_EXAMPLE);
+    let m = parse(FORMAT_EXAMPLE);
     let main = m.main().unwrap();
     assert_eq!(main.params.len(), 3);
     let Expr::TupleGetItem { tuple, index: 0 } = main.expr(main.body) else {
@@ -69,7 +69,7 @@ fn design_example_parses_with_attrs_and_spans() {
     // The printer writes the same text back (defaults omitted, shortest forms).
     assert_eq!(
         assert_round_trip(&m),
-        DESIGN_EXAMPLE.replace("  %3.0\n", "  %4 = %3.0;\n  %4\n")
+        FORMAT_EXAMPLE.replace("  %3.0\n", "  %4 = %3.0;\n  %4\n")
     );
 }
 
@@ -487,7 +487,7 @@ const INTERESTING: &[char] = &[
 ];
 
 fn fuzz_seeds() -> Vec<String> {
-    let mut seeds = vec![DESIGN_EXAMPLE.to_string()];
+    let mut seeds = vec![FORMAT_EXAMPLE.to_string()];
     seeds.push(print_module(&random_module(&[
         vec![
             Step::Const(1, 3),

@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use anyhow::{Context, Result};
-use byoc::cli::OutputError;
 use byoc::core::exec::ExternalModules;
 use byoc::core::plugin::{compile_externals, Runtimes};
 use byoc::core::sdk::CompileOptions;
@@ -15,6 +14,7 @@ use byoc::core::Module;
 use byoc::pipeline::{partition, PartitionOptions, Partitioned};
 use byoc::report::summary::Summary;
 use byoc::target::Target;
+use byoc::verify::OutputError;
 
 /// Largest relative error a partitioned output may have against the host-only run (the
 /// default of `byoc verify --rtol`).

@@ -13,14 +13,14 @@ use std::fmt;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use byoc::cli::inputs::resolve_inputs;
-use byoc::cli::{verify_partitioned, OutputError};
 use byoc::core::exec::ExecOptions;
 use byoc::core::passes::infer_types;
 use byoc::core::plugin::Runtimes;
 use byoc::core::text::parse_module;
+use byoc::inputs::resolve_inputs;
 use byoc::report::summary::Summary;
 use byoc::target::{Target, HOST_TARGET};
+use byoc::verify::{verify_partitioned, OutputError};
 
 use crate::common::{all_within, errors_text, partition_and_compile, summary_text, Checked, FLOOR};
 

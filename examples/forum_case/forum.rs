@@ -18,16 +18,16 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use byoc::cli::inputs::resolve_inputs;
-use byoc::cli::{verify_partitioned, OutputError};
 use byoc::core::exec::ExecOptions;
 use byoc::core::ir::{ExprId, Function, Module, Type};
 use byoc::core::passes::infer_types;
 use byoc::core::plugin::Runtimes;
 use byoc::core::target::{CallView, RejectReason, TargetSupport};
 use byoc::core::text::{parse_module, print_module};
+use byoc::inputs::resolve_inputs;
 use byoc::report::summary::Summary;
 use byoc::target::Target;
+use byoc::verify::{verify_partitioned, OutputError};
 use byoc_patterns::{Pattern, PatternTable};
 
 use crate::common::{all_within, errors_text, partition_and_compile, summary_text, Checked, FLOOR};

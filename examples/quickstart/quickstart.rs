@@ -13,17 +13,17 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use byoc::cli::inputs::resolve_inputs;
-use byoc::cli::{verify_partitioned, OutputError};
 use byoc::core::artifact::Artifact;
 use byoc::core::exec::ExecOptions;
 use byoc::core::plugin::{PluginRegistry, Runtimes};
 use byoc::core::sdk::CompileOptions;
 use byoc::core::Tensor;
+use byoc::inputs::resolve_inputs;
 use byoc::model::load_model;
 use byoc::plugins::find_plugin;
 use byoc::report::summary::Summary;
 use byoc::target::Target;
+use byoc::verify::{verify_partitioned, OutputError};
 
 use crate::common::{all_within, errors_text, partition_and_compile, summary_text, Checked, FLOOR};
 

@@ -1,7 +1,7 @@
 //! The serializer: a typed partitioned function → a [`JsonGraph`] plus its constants, as TVM's
 //! `JSONSerializer` (codegen_json.h) and `DNNLJSONSerializer` produce them.
 //!
-//! Mapping (reference `json-runtime-and-dnnl.md` §1.1, §1.4):
+//! Mapping (TVM's `JSONSerializer` in `src/relay/backend/contrib/codegen_json/codegen_json.h`):
 //! - parameters → `input` nodes `0..P-1` in order, used or not; a tuple-typed parameter is one
 //!   node with several outputs;
 //! - constants → `const` nodes named `<symbol>_const_<N>` (N counts constants in visit order);

@@ -14,7 +14,7 @@ use byoc_json_runtime::{
 use common::{assert_close, const_text, fixture, run, values};
 
 /// The module `partition_for_dnnl` gives for conv2d+bias+relu → batch_flatten → dense+bias
-/// (reference §1.4/§1.5), weights bound as constants.
+/// (the graphs TVM's DNNL codegen writes), weights bound as constants.
 fn dnnl_module() -> Module {
     let src = format!(
         r#"

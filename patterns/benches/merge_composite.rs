@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use byoc_core::ir::{ExprId, FunctionBuilder};
 use byoc_core::Module;
-use byoc_patterns::{merge_composite, PatternTable};
+use byoc_patterns::{MergeComposite, PatternTable};
 use common::{call, finish, t};
 
 const TABLE: &[(&str, &str)] = &[
@@ -118,7 +118,9 @@ fn main() {
         for _ in 0..reps {
             let mut m = module.clone();
             let start = Instant::now();
-            merge_composite(&mut m, &table).expect("merge composite succeeds");
+            MergeComposite::new(&table)
+                .apply(&mut m)
+                .expect("merge composite succeeds");
             best = best.min(start.elapsed().as_secs_f64());
             let main = m.main().expect("main");
             composites = main

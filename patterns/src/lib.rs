@@ -1,10 +1,10 @@
 //! byoc-patterns: the dataflow pattern language of byoc and the passes built on it.
 //!
-//! - [`Pattern`]: the language (DESIGN §3.2), built with the builder API or parsed from text
+//! - [`Pattern`]: the language (`docs/patterns.md`), built with the builder API or parsed from text
 //!   (`"nn.relu(add(nn.conv2d(*, *), *))".parse::<Pattern>()`), printed back with `Display`.
 //! - [`Matcher`] / [`match_at`]: TVM's matching semantics on a typed function.
 //! - [`partition()`]: every match becomes a call of a local function literal.
-//! - [`PatternTable`] and [`merge_composite()`]: MergeComposite, the first BYOC pass.
+//! - [`PatternTable`] and [`MergeComposite`]: the first BYOC pass.
 //! - [`Rewriter`]: callback rewriting to a fixed point with an iteration limit.
 
 mod graph;
@@ -17,12 +17,10 @@ mod rewrite;
 mod syntax;
 mod table;
 
+pub use byoc_core::passes::DeclinedMatch;
 pub use graph::Graph;
 pub use matcher::{match_at, Match, Matcher};
-pub use merge_composite::{
-    is_skipped, merge_composite, merge_composite_explained, merge_composite_function,
-    merge_composite_function_explained, DeclinedMatch, MergeCompositeError, COMPOSITE,
-};
+pub use merge_composite::{MergeComposite, MergeCompositeError, COMPOSITE};
 pub use partition::{
     find_groups, partition, try_partition, Check, Declined, Group, PartitionError,
     PARTITIONED_FROM_PATTERN,

@@ -1,5 +1,5 @@
 //! Matching a pattern against an expression of a typed function, with TVM's semantics
-//! (`DFPatternMatcher`, reference §2.2 to §2.4).
+//! (`DFPatternMatcher`, `src/relay/ir/dataflow_matcher.cc` in TVM v0.16).
 //!
 //! - Binding identity: within one match, a pattern node that matched an expression is bound to
 //!   it, and any later occurrence of the same node (a shared handle, or a `?x` of the same

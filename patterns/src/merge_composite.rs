@@ -1,13 +1,15 @@
-//! MergeComposite (reference §3): applies a pattern table to every optimizable function,
-//! turning each match into a composite function literal with `Composite=<entry name>` and
-//! `PartitionedFromPattern=<ops>`.
+//! MergeComposite (TVM Relay's `MergeComposite`): applies pattern tables to every function
+//! the passes visit, turning each match into a composite function literal with
+//! `Composite=<entry name>` and `PartitionedFromPattern=<ops>`. [`MergeComposite`] is a
+//! [`Pass`] (`merge-composite`) whose declined matches go to [`PassContext::declined`]; its
+//! typed entry points return them directly.
 //!
 //! Needs: a verified module; types are inferred first when the module is not typed yet.
 //! Holds after: types stay inferred (each composite carries them over; no whole-function
-//! re-inference between entries, unlike TVM). Entries apply in table order, so earlier entries
-//! win; nodes already inside a composite are never matched again, though a later entry may
-//! match a call of one with a wildcard. Functions with a `Compiler` attribute, or a non-zero
-//! `Extern` or `SkipOptimization`, are left alone (TVM's function-pass skipping).
+//! re-inference between entries, unlike TVM). Tables apply in the order given (the pipeline gives the
+//! targets' tables in priority order), entries in table order, so earlier entries win; nodes already inside a composite are never matched again, though a later entry may
+//! match a call of one with a wildcard. Functions [`is_external`] leaves alone (`Compiler`, or a
+//! non-zero `Extern` or `SkipOptimization`) are not visited (TVM's function-pass skipping).
 //!
 //! How: the entries run over one overlay of the function (`crate::overlay`): each entry sees
 //! the graph as if the earlier entries' composites were built, and the function is rebuilt once
@@ -19,16 +21,16 @@
 //! live node for patterns rooted at a tuple or wildcard), plus the size and users of each
 //! match; one rebuild. Linear in the graph size for a fixed table.
 
+use byoc_core::byoc::is_external;
 use byoc_core::ir::{Attrs, Expr, ExprId, Function, Module};
-use byoc_core::passes::{infer_types, TypeInferError};
+use byoc_core::passes::{infer_types, DeclinedMatch, Pass, PassContext, PassError, TypeInferError};
 use thiserror::Error;
 
 use crate::overlay::Overlay;
 use crate::partition::{partition_into, Declined, PartitionError};
 use crate::table::PatternTable;
 
-/// The function attribute naming a composite's table entry.
-pub const COMPOSITE: &str = "Composite";
+pub use byoc_core::byoc::COMPOSITE;
 
 /// Errors of MergeComposite.
 #[derive(Debug, Error, Clone, PartialEq)]
@@ -47,38 +49,78 @@ pub enum MergeCompositeError {
     },
 }
 
-/// True for functions function passes skip: already external, or marked to be left alone.
-pub fn is_skipped(f: &Function) -> bool {
-    f.attrs.contains("Compiler")
-        || f.attrs.get_int("Extern").is_some_and(|v| v != 0)
-        || f.attrs.get_int("SkipOptimization").is_some_and(|v| v != 0)
+impl From<MergeCompositeError> for PassError {
+    fn from(e: MergeCompositeError) -> Self {
+        match e {
+            MergeCompositeError::TypeInfer(e) => PassError::Type(e),
+            MergeCompositeError::Partition { function, source } => PassError::Rewrite {
+                function,
+                message: source.to_string(),
+            },
+        }
+    }
 }
 
-/// A match of a table entry that the entry's check rejected.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DeclinedMatch {
-    /// The global function.
-    pub function: String,
-    /// The table entry.
-    pub pattern: String,
-    /// The op of the match's root call (`tuple`, `var`, ... for other roots).
-    pub op: String,
-    /// The check's reason.
-    pub reason: String,
+/// The MergeComposite pass over one or more pattern tables.
+#[derive(Clone, Debug, Default)]
+pub struct MergeComposite<'t> {
+    tables: Vec<&'t PatternTable>,
 }
 
-/// Applies `table` to one typed function (`name` is for error messages).
-pub fn merge_composite_function(
-    name: &str,
-    f: &Function,
-    table: &PatternTable,
-) -> Result<Function, MergeCompositeError> {
-    merge_composite_function_explained(name, f, table).map(|(f, _)| f)
+impl<'t> MergeComposite<'t> {
+    /// MergeComposite with one table.
+    pub fn new(table: &'t PatternTable) -> Self {
+        MergeComposite {
+            tables: vec![table],
+        }
+    }
+
+    /// MergeComposite with several tables, applied in this order (targets in priority order).
+    pub fn with_tables(tables: impl IntoIterator<Item = &'t PatternTable>) -> Self {
+        MergeComposite {
+            tables: tables.into_iter().collect(),
+        }
+    }
+
+    /// Applies the tables to every function of `module` that the passes visit, and returns
+    /// the matches that checks rejected (table by table, function by function, in entry
+    /// order): what `byoc inspect` reports as declined composites.
+    pub fn apply(&self, module: &mut Module) -> Result<Vec<DeclinedMatch>, MergeCompositeError> {
+        let untyped = module
+            .functions()
+            .any(|(_, f)| !is_external(f) && f.ty(f.body).is_none());
+        if untyped {
+            infer_types(module)?;
+        }
+        let mut explained = Vec::new();
+        for table in &self.tables {
+            for name in module.names() {
+                let Some(f) = module.get(&name).filter(|f| !is_external(f)) else {
+                    continue;
+                };
+                let (merged, declined) = apply_table(&name, f, table)?;
+                explained.extend(declined);
+                module.insert(name, merged);
+            }
+        }
+        Ok(explained)
+    }
 }
 
-/// [`merge_composite_function`], also returning the matches that checks rejected, in table
-/// order.
-pub fn merge_composite_function_explained(
+impl Pass for MergeComposite<'_> {
+    fn name(&self) -> &'static str {
+        "merge-composite"
+    }
+
+    /// Applies the tables; declined matches go to [`PassContext::declined`].
+    fn run(&self, module: &mut Module, cx: &mut PassContext) -> Result<(), PassError> {
+        cx.declined.extend(self.apply(module)?);
+        Ok(())
+    }
+}
+
+/// Applies one table to one typed function.
+fn apply_table(
     name: &str,
     f: &Function,
     table: &PatternTable,
@@ -127,36 +169,4 @@ fn root_label(f: &Function, root: ExprId) -> String {
         Expr::Constant(_) => "constant".to_string(),
         Expr::Function(_) => "function".to_string(),
     }
-}
-
-/// Applies `table` to every function of `module` that function passes visit.
-pub fn merge_composite(
-    module: &mut Module,
-    table: &PatternTable,
-) -> Result<(), MergeCompositeError> {
-    merge_composite_explained(module, table).map(|_| ())
-}
-
-/// [`merge_composite`], also returning the matches that checks rejected (function by function,
-/// in table order): what `byoc inspect` reports as declined composites.
-pub fn merge_composite_explained(
-    module: &mut Module,
-    table: &PatternTable,
-) -> Result<Vec<DeclinedMatch>, MergeCompositeError> {
-    let untyped = module
-        .functions()
-        .any(|(_, f)| !is_skipped(f) && f.ty(f.body).is_none());
-    if untyped {
-        infer_types(module)?;
-    }
-    let mut explained = Vec::new();
-    for name in module.names() {
-        let Some(f) = module.get(&name).filter(|f| !is_skipped(f)) else {
-            continue;
-        };
-        let (merged, declined) = merge_composite_function_explained(&name, f, table)?;
-        explained.extend(declined);
-        module.insert(name, merged);
-    }
-    Ok(explained)
 }

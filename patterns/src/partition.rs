@@ -1,4 +1,4 @@
-//! Partition by pattern (TVM's `pattern.partition`, reference §2.5): every match of a pattern
+//! Partition by pattern (TVM's `pattern.partition`, `PatternPartitioner` in `dataflow_matcher.cc`): every match of a pattern
 //! becomes a call of a local function literal holding the matched subgraph.
 //!
 //! Needs: a typed function (run `byoc_core::passes::infer_types` first). Holds after: each
@@ -54,8 +54,7 @@ pub struct Declined {
     pub reason: String,
 }
 
-/// The attribute naming the pattern a composite came from.
-pub const PARTITIONED_FROM_PATTERN: &str = "PartitionedFromPattern";
+pub use byoc_core::byoc::PARTITIONED_FROM_PATTERN;
 
 /// Errors of partitioning.
 #[derive(Debug, Error, Clone, PartialEq)]

@@ -1,4 +1,4 @@
-//! Callback rewriting (TVM's `rewrite(callbacks, expr)`, reference §2.5 (f)): each rule is a
+//! Callback rewriting (TVM's `rewrite(callbacks, expr)`, `PatternRewriter` in `dataflow_matcher.cc`): each rule is a
 //! pattern and a callback that builds a replacement for a match.
 //!
 //! Matches are found as partition finds them (from the output backwards, no overlap, the
@@ -18,9 +18,9 @@ use byoc_core::passes::{infer_types, TypeInferError};
 use thiserror::Error;
 
 use crate::matcher::Match;
-use crate::merge_composite::is_skipped;
 use crate::partition::find_groups;
 use crate::pattern::Pattern;
+use byoc_core::byoc::is_external;
 
 /// What a rewrite callback sees.
 pub struct RewriteCtx<'a, 'f> {
@@ -119,7 +119,7 @@ impl Rewriter {
             let mut changed = false;
             for (pattern, callback) in &self.rules {
                 for name in module.names() {
-                    let Some(f) = module.get(&name).filter(|f| !is_skipped(f)) else {
+                    let Some(f) = module.get(&name).filter(|f| !is_external(f)) else {
                         continue;
                     };
                     let ir = |source| RewriteError::Ir {

@@ -2,7 +2,7 @@
 //!
 //! Invariants, checked when an entry is added: names are non-empty, free of whitespace and
 //! unique in the table; in a table made for a target ([`PatternTable::for_target`]) every name
-//! is `<target>.<rest>`, as composite names are (DESIGN §2); every op a pattern names is
+//! is `<target>.<rest>`, as composite names are; every op a pattern names is
 //! registered; a pattern can only match a call, tuple or tuple-get-item (a pattern that may
 //! match a bare leaf would make an empty composite).
 //!

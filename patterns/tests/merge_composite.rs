@@ -8,7 +8,7 @@ use byoc_core::ir::Module;
 use byoc_core::ir::{AttrValue, Attrs, Expr, ExprId, Function, FunctionBuilder};
 use byoc_core::DType;
 use byoc_core::Tensor;
-use byoc_patterns::{merge_composite_explained, DeclinedMatch, Pattern, PatternTable};
+use byoc_patterns::{DeclinedMatch, MergeComposite, Pattern, PatternTable};
 use common::*;
 
 #[test]
@@ -456,7 +456,9 @@ fn pattern_with_check_can_reject() {
     assert_same(&got, &net);
     // The rejection is kept: entry, root op and the check's reason.
     let mut m = Module::from_main(net.clone());
-    let declined = merge_composite_explained(&mut m, &check_table("NHWC")).unwrap();
+    let declined = MergeComposite::new(&check_table("NHWC"))
+        .apply(&mut m)
+        .unwrap();
     assert_eq!(
         declined,
         [DeclinedMatch {
@@ -467,7 +469,8 @@ fn pattern_with_check_can_reject() {
         }]
     );
     let mut m = Module::from_main(net.clone());
-    assert!(merge_composite_explained(&mut m, &check_table("NCHW"))
+    assert!(MergeComposite::new(&check_table("NCHW"))
+        .apply(&mut m)
         .unwrap()
         .is_empty());
     let got = merge(net, &check_table("NCHW"));
@@ -675,7 +678,7 @@ fn functions_for_external_compilers_are_skipped() {
     let c = b.call_global("ext", &[x]).unwrap();
     m.add("main", b.finish(vec![x], c, Attrs::new()).unwrap())
         .unwrap();
-    byoc_patterns::merge_composite(&mut m, &tab).unwrap();
+    MergeComposite::new(&tab).apply(&mut m).unwrap();
     assert_same(m.get("ext").unwrap(), &f);
     assert_eq!(
         DType::Float32,

@@ -5,7 +5,7 @@
 //! Each timed run is profiled, and the kernel time is split by the target that ran it
 //! (`shares`, summing to 1): `host` for the host executor's kernels, and each target chosen
 //! with `--target` (or named by an artifact) for the calls of its partitions. Loading and the
-//! iterations show progress on a terminal ([`super::progress`]); piped output stays quiet and
+//! iterations show progress on a terminal ([`crate::progress`]); piped output stays quiet and
 //! holds only the JSON.
 
 use std::collections::BTreeMap;
@@ -13,13 +13,13 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use byoc_core::exec::{ExecOptions, Executor, Profile};
+use byoc_core::exec::{AcceleratorCounters, ExecOptions, Executor, Profile};
 use clap::Args;
 
-use super::inputs::resolve_inputs;
-use super::progress;
 use super::run::load_runnable;
 use super::targets::TargetArgs;
+use crate::inputs::resolve_inputs;
+use crate::progress;
 use crate::target::HOST_TARGET;
 
 /// The target name of kernels the host executor runs itself.
@@ -70,11 +70,13 @@ pub struct BenchReport {
     pub threads: usize,
     /// Fraction of kernel time per target, summing to 1 (empty when no kernel ran).
     pub shares: BTreeMap<String, f64>,
+    /// The accelerator counters of the last timed run, per partition that reports any.
+    pub accelerators: Vec<AcceleratorCounters>,
 }
 
 impl BenchReport {
     /// The report as one JSON object (`median_ms`, `min_ms`, `max_ms`, `iters`, `warmup`,
-    /// `threads`, `shares`).
+    /// `threads`, `shares`, and `accelerators`: `[{"function", "target", counters...}]`).
     pub fn to_json(&self) -> String {
         let ms = |d: Duration| format!("{:.4}", d.as_secs_f64() * 1e3);
         let shares: Vec<String> = self
@@ -82,16 +84,36 @@ impl BenchReport {
             .iter()
             .map(|(t, s)| format!("{}: {s:.4}", json_string(t)))
             .collect();
+        let accelerators: Vec<String> = self
+            .accelerators
+            .iter()
+            .map(|a| {
+                let mut fields = vec![
+                    format!("\"function\": {}", json_string(&a.function)),
+                    format!("\"target\": {}", json_string(&a.target)),
+                ];
+                fields.extend(a.counters.iter().map(|(k, v)| {
+                    let v = if v.is_finite() {
+                        v.to_string()
+                    } else {
+                        "null".to_string()
+                    };
+                    format!("{}: {v}", json_string(k))
+                }));
+                format!("{{{}}}", fields.join(", "))
+            })
+            .collect();
         format!(
             "{{\"median_ms\": {}, \"min_ms\": {}, \"max_ms\": {}, \"iters\": {}, \"warmup\": {}, \
-             \"threads\": {}, \"shares\": {{{}}}}}",
+             \"threads\": {}, \"shares\": {{{}}}, \"accelerators\": [{}]}}",
             ms(self.median),
             ms(self.min),
             ms(self.max),
             self.iters,
             self.warmup,
             self.threads,
-            shares.join(", ")
+            shares.join(", "),
+            accelerators.join(", ")
         )
     }
 }
@@ -195,5 +217,8 @@ pub fn run_bench(args: &BenchArgs) -> Result<BenchReport> {
         warmup: args.warmup,
         threads: executor.threads(),
         shares: target_shares(&profiles),
+        accelerators: externals
+            .counters()
+            .with_context(|| format!("{}: accelerator counters", args.model.display()))?,
     })
 }

@@ -1,14 +1,18 @@
 //! `byoc inspect`: print a model after a stage of the partitioning pipeline.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use byoc_core::plugin::{emit_sources, PartitionSource};
-use byoc_core::text::{print_module_with, PrintOptions};
+use byoc_core::text::{print_module, print_module_with, PrintOptions};
+use clap::builder::PossibleValuesParser;
 use clap::{Args, ValueEnum};
 
 use super::targets::{load, TargetArgs};
-use crate::pipeline::{partition, PartitionOptions, Stage as PipelineStage};
+use crate::pipeline::{
+    partition, pass_names, PartitionOptions, Partitioned, Stage as PipelineStage,
+};
 use crate::report::{render, Format};
 use crate::target::Target;
 
@@ -29,6 +33,12 @@ pub struct InspectArgs {
     /// Skip MergeCompilerRegions: every annotated call becomes its own partition.
     #[arg(long)]
     pub no_merge: bool,
+    /// Print the module to standard error before this pass of the pipeline (repeatable).
+    #[arg(long = "print-before", value_name = "PASS", value_parser = pass_name_parser())]
+    pub print_before: Vec<String>,
+    /// Print the module to standard error after this pass of the pipeline (repeatable).
+    #[arg(long = "print-after", value_name = "PASS", value_parser = pass_name_parser())]
+    pub print_after: Vec<String>,
     /// Output format: the module as text, or (after `partition`) the summary as JSON, the
     /// graph as Graphviz DOT, or a self-contained HTML report.
     #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -40,6 +50,11 @@ pub struct InspectArgs {
     /// one file per partition named after its global symbol (`DIR/csource_0.c`).
     #[arg(long = "emit-source", value_name = "DIR")]
     pub emit_source: Option<PathBuf>,
+}
+
+/// Accepts the names of the pipeline's passes ([`crate::pipeline::PIPELINE`]).
+fn pass_name_parser() -> PossibleValuesParser {
+    PossibleValuesParser::new(pass_names())
 }
 
 /// Pipeline stages `inspect` can stop after.
@@ -76,6 +91,10 @@ pub fn inspect(args: &InspectArgs) -> Result<()> {
     if args.emit_source.is_some() && args.stage != Stage::Partition {
         bail!("--emit-source needs --stage partition (the default)");
     }
+    if args.stage == Stage::Parse && !(args.print_before.is_empty() && args.print_after.is_empty())
+    {
+        bail!("--print-before / --print-after need a pipeline stage, not --stage parse");
+    }
     let module = load(&args.model, &args.input_shapes)?;
     let text = match args.stage.pipeline_stage() {
         None if args.format == Format::Text => {
@@ -89,10 +108,13 @@ pub fn inspect(args: &InspectArgs) -> Result<()> {
             let options = PartitionOptions {
                 stop_after,
                 merge: !args.no_merge,
+                print_before: args.print_before.iter().cloned().collect(),
+                print_after: args.print_after.iter().cloned().collect(),
                 ..PartitionOptions::default()
             };
             let result = partition(&module, targets, &options)
                 .with_context(|| format!("{}: partitioning failed", args.model.display()))?;
+            print_snapshots(&result, &options);
             if let Some(dir) = &args.emit_source {
                 let options = args.targets.compile_options()?;
                 let sources = emit_sources(&result.module, &selection.runtimes, &options)
@@ -110,6 +132,22 @@ pub fn inspect(args: &InspectArgs) -> Result<()> {
         None => {
             print!("{text}");
             Ok(())
+        }
+    }
+}
+
+/// Prints the modules asked for with `--print-before` / `--print-after` to standard error,
+/// each under a `// before|after <pass>` line, and names the asked-for passes that did not run.
+fn print_snapshots(result: &Partitioned, options: &PartitionOptions) {
+    for s in &result.snapshots {
+        eprint!("// {} {}\n{}", s.when, s.pass, print_module(&s.module));
+    }
+    let asked: BTreeSet<&String> = options.print_before.union(&options.print_after).collect();
+    for name in asked {
+        if !result.snapshots.iter().any(|s| &s.pass == name) {
+            eprintln!(
+                "// {name} did not run (a later stage, an option that turns it off, or no selected target asks for it)"
+            );
         }
     }
 }

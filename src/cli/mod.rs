@@ -4,10 +4,8 @@
 
 mod bench;
 mod build;
-pub mod inputs;
-mod inspect;
+pub mod inspect;
 mod plugins;
-mod progress;
 mod quantize;
 mod run;
 mod targets;
@@ -25,9 +23,7 @@ pub use plugins::PluginsArgs;
 pub use quantize::{QuantizeArgs, QuantizeOptions};
 pub use run::RunArgs;
 pub use targets::TargetArgs;
-pub use verify::{
-    compare_outputs, verify_partitioned, Accuracy, OutputError, Verification, VerifyArgs,
-};
+pub use verify::VerifyArgs;
 
 /// byoc: partition deep-learning models across accelerator backends, inspect and run them.
 #[derive(Debug, Parser)]
@@ -36,6 +32,10 @@ pub struct Cli {
     /// The command.
     #[command(subcommand)]
     pub command: Command,
+    /// The most bytes one tensor may take (e.g. 512M, 8G); larger shapes are refused with their
+    /// size. Default: the machine's available memory.
+    #[arg(long, global = true, value_name = "BYTES", value_parser = crate::core::memory::parse_bytes)]
+    pub max_memory: Option<u64>,
 }
 
 /// The commands.
@@ -71,6 +71,9 @@ impl std::error::Error for CheckFailed {}
 
 /// Runs a parsed command line, writing results to standard output.
 pub fn execute(cli: Cli) -> Result<()> {
+    if let Some(bytes) = cli.max_memory {
+        crate::core::memory::set_budget(bytes);
+    }
     match cli.command {
         Command::Inspect(args) => inspect::inspect(&args),
         Command::Run(args) => run::run(&args),

@@ -38,8 +38,11 @@ pub fn plugins(args: &PluginsArgs) -> Result<()> {
         }
         for dt in &d.datatypes {
             println!(
-                "  datatype: custom[{}]{} (code {})",
-                dt.name, dt.bits, dt.code
+                "  datatype: custom[{}]{} (code {}, {} library functions)",
+                dt.name,
+                dt.widths_text(),
+                dt.code,
+                dt.lowerings.len()
             );
         }
     }

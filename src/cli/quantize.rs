@@ -11,9 +11,9 @@ use byoc_core::text::print_module;
 use byoc_core::{Module, Tensor};
 use clap::Args;
 
-use super::inputs::{model_inputs, resolve_inputs};
-use super::progress;
 use super::targets::load;
+use crate::inputs::{model_inputs, resolve_inputs};
+use crate::progress;
 
 /// The quantizer's configuration and calibration data (TVM's `qconfig`).
 #[derive(Clone, Debug, Args)]

@@ -9,8 +9,8 @@ use byoc_core::plugin::{PluginRegistry, REFERENCE_RUNTIME};
 use byoc_core::Module;
 use clap::Args;
 
-use super::inputs::{output_map, resolve_inputs};
 use super::targets::{load_model_for, partition_and_compile, TargetArgs};
+use crate::inputs::{output_map, resolve_inputs};
 use crate::plugins::{discover_plugins, find_plugin};
 
 /// Arguments of `byoc run`.
@@ -116,6 +116,18 @@ pub fn run(args: &RunArgs) -> Result<()> {
         }
         for op in profile.ops.iter().filter(|o| o.op.starts_with('@')) {
             eprintln!("partition {}: {} call(s), {:?}", op.op, op.calls, op.total);
+        }
+        for a in externals
+            .counters()
+            .with_context(|| format!("{name}: accelerator counters"))?
+        {
+            let values: Vec<String> = a.counters.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            eprintln!(
+                "accelerator @{} ({}): {}",
+                a.function,
+                a.target,
+                values.join(", ")
+            );
         }
     }
     let named = output_map(&module, outputs);

@@ -1,6 +1,6 @@
 //! The target-selection arguments shared by the commands, and the steps they share: load a
 //! model, partition it for the selected targets and compile its partitions. Loading shows a
-//! spinner and compiling a bar with one step per partition (see [`super::progress`]).
+//! spinner and compiling a bar with one step per partition (see [`crate::progress`]).
 
 use std::path::{Path, PathBuf};
 
@@ -11,10 +11,11 @@ use byoc_core::sdk::{CompileOptions, THREADS_OPTION};
 use byoc_core::Module;
 use clap::Args;
 
-use super::{progress, CheckFailed, QuantizeOptions};
+use super::{CheckFailed, QuantizeOptions};
 use crate::model::{load_model, parse_input_shapes};
 use crate::pipeline::{partition, PartitionOptions};
 use crate::plugins::{select_targets, Selection};
+use crate::progress;
 use crate::report::summary::Summary;
 
 /// Which targets to use and where their plugins are.
@@ -24,7 +25,7 @@ pub struct TargetArgs {
     /// order, before the --target-spec targets).
     #[arg(long = "target", value_name = "NAME")]
     pub targets: Vec<String>,
-    /// A declarative target (JSON target spec, DESIGN §3.3), run by the reference runtime;
+    /// A declarative target (JSON target spec, docs/partitioning.md), run by the reference runtime;
     /// repeat for several targets, in priority order.
     #[arg(long = "target-spec", value_name = "FILE")]
     pub target_specs: Vec<PathBuf>,

@@ -1,19 +1,21 @@
 //! `byoc verify`: run a model host-only and partitioned for targets on the same inputs and
 //! report the largest error of every output; exit code 1 when any exceeds the tolerance.
-//! Importing, compiling and both runs show progress on a terminal ([`super::progress`]).
+//! With `--samples N` it checks N input samples and also reports each output's top-1
+//! agreement (for reduced-precision modes such as dnnl's `dnnl.fpmath=bf16`).
+//! Importing, compiling and both runs show progress on a terminal ([`crate::progress`]).
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use std::collections::BTreeMap;
+
 use anyhow::{bail, Context, Result};
-use byoc_core::exec::{ExecError, ExecOptions, Executor, ExternalModules, Profile};
-use byoc_core::{Module, Tensor};
+use byoc_core::exec::{ExecOptions, ExternalModules};
 use clap::Args;
 
-use super::inputs::{output_map, resolve_inputs};
-use super::progress;
 use super::targets::{load, partition_and_compile, TargetArgs};
 use super::{CheckFailed, QuantizeOptions};
+use crate::inputs::resolve_inputs;
+use crate::verify::{top1_agreement, verify_partitioned, Accuracy, OutputError};
 
 /// Arguments of `byoc verify`.
 #[derive(Debug, Args)]
@@ -32,6 +34,12 @@ pub struct VerifyArgs {
     /// Seed for the inputs not given in --inputs.
     #[arg(long, value_name = "SEED", default_value_t = 0)]
     pub random_inputs: u64,
+    /// Input samples to compare on (--inputs or seed --random-inputs, then the following
+    /// seeds): the largest errors over all, and (N > 1, or with --quantize) each output's top-1
+    /// agreement over its rows (last axis as classes).
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub samples: u64,
     /// Relative tolerance: |partitioned - host| <= rtol * max(|host|, floor).
     #[arg(long, default_value_t = 1e-4)]
     pub rtol: f64,
@@ -44,181 +52,9 @@ pub struct VerifyArgs {
     /// With --quantize: the quantizer's configuration and calibration data.
     #[command(flatten)]
     pub quantizer: QuantizeOptions,
-    /// With --quantize: input samples to compare on (--inputs or seed --random-inputs, then
-    /// the following seeds).
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub samples: u64,
     /// With --quantize: the smallest cosine similarity accepted for each output.
     #[arg(long, default_value_t = 0.99)]
     pub min_cosine: f64,
-}
-
-/// How close a quantized model's output is to the float model's over several samples.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Accuracy {
-    /// The largest absolute error.
-    pub max_abs: f64,
-    /// Σ float · quantized.
-    dot: f64,
-    /// Σ float².
-    float_sq: f64,
-    /// Σ quantized².
-    quant_sq: f64,
-    /// Rows (the last axis is the class axis) whose arg-max agrees.
-    pub top1_agree: usize,
-    /// Rows compared for top-1 (0 when the last axis has fewer than two classes).
-    pub top1_rows: usize,
-}
-
-impl Accuracy {
-    /// Adds one sample's float and quantized values of an output of `classes` classes.
-    pub fn add(&mut self, float: &[f64], quantized: &[f64], classes: usize) {
-        for (&f, &q) in float.iter().zip(quantized) {
-            let err = (f - q).abs();
-            self.max_abs = self
-                .max_abs
-                .max(if err.is_nan() { f64::INFINITY } else { err });
-            self.dot += f * q;
-            self.float_sq += f * f;
-            self.quant_sq += q * q;
-        }
-        if classes < 2 {
-            return;
-        }
-        let argmax = |row: &[f64]| {
-            row.iter()
-                .enumerate()
-                .fold((0, f64::NEG_INFINITY), |best, (i, &v)| {
-                    if v > best.1 {
-                        (i, v)
-                    } else {
-                        best
-                    }
-                })
-                .0
-        };
-        for (f, q) in float.chunks(classes).zip(quantized.chunks(classes)) {
-            self.top1_rows += 1;
-            self.top1_agree += usize::from(argmax(f) == argmax(q));
-        }
-    }
-
-    /// The cosine similarity of all float and quantized values (1 when both are all zero).
-    pub fn cosine(&self) -> f64 {
-        if self.float_sq == 0.0 && self.quant_sq == 0.0 {
-            return 1.0;
-        }
-        self.dot / (self.float_sq.sqrt() * self.quant_sq.sqrt()).max(f64::MIN_POSITIVE)
-    }
-}
-
-/// The comparison of one output of a partitioned run with the host-only run.
-#[derive(Clone, Debug, PartialEq)]
-pub struct OutputError {
-    /// The output's name.
-    pub name: String,
-    /// The largest absolute error.
-    pub max_abs: f64,
-    /// The largest error relative to max(|host|, floor · max|host|).
-    pub max_rel: f64,
-}
-
-/// Compares every output of a partitioned run (`partitioned`) with the host-only run
-/// (`host`), both keyed by output name. Errors are relative to max(|host|, `floor` · the
-/// output's largest |host| value); a NaN on one side only is an infinite error. Fails when an
-/// output is missing or its type differs.
-pub fn compare_outputs(
-    host: &BTreeMap<String, Tensor>,
-    partitioned: &BTreeMap<String, Tensor>,
-    floor: f64,
-) -> Result<Vec<OutputError>> {
-    host.iter()
-        .map(|(name, want)| {
-            let got = partitioned
-                .get(name)
-                .with_context(|| format!("the partitioned build has no output '{name}'"))?;
-            compare(name, want, got, floor)
-        })
-        .collect()
-}
-
-fn compare(name: &str, host: &Tensor, partitioned: &Tensor, floor: f64) -> Result<OutputError> {
-    if host.ty() != partitioned.ty() {
-        bail!(
-            "output '{name}': partitioned run gives {}, host gives {}",
-            partitioned.ty(),
-            host.ty()
-        );
-    }
-    let want = host.to_f64_vec();
-    let got = partitioned.to_f64_vec();
-    let peak = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    let (mut max_abs, mut max_rel) = (0.0f64, 0.0f64);
-    for (w, g) in want.iter().zip(&got) {
-        if w.is_nan() && g.is_nan() {
-            continue;
-        }
-        let abs = (w - g).abs();
-        // A NaN on one side only is an infinite error.
-        let abs = if abs.is_nan() { f64::INFINITY } else { abs };
-        max_abs = max_abs.max(abs);
-        max_rel = max_rel.max(abs / w.abs().max(floor * peak).max(f64::MIN_POSITIVE));
-    }
-    Ok(OutputError {
-        name: name.to_string(),
-        max_abs,
-        max_rel,
-    })
-}
-
-/// A partitioned run checked against the host-only run on the same inputs.
-#[derive(Clone, Debug)]
-pub struct Verification {
-    /// The host-only outputs, by output name.
-    pub host: BTreeMap<String, Tensor>,
-    /// The partitioned outputs, by output name.
-    pub partitioned: BTreeMap<String, Tensor>,
-    /// Each output's largest error (see [`compare_outputs`]).
-    pub errors: Vec<OutputError>,
-    /// The partitioned run's profile, when `options.profile` asked for it.
-    pub profile: Option<Profile>,
-}
-
-/// Runs `host` on the host executor alone and `partitioned` with its compiled partitions
-/// (`externals`) on the same `inputs`, then compares every output with `floor` (see
-/// [`compare_outputs`]). Both runs show a spinner on a terminal.
-pub fn verify_partitioned(
-    host: &Module,
-    partitioned: &Module,
-    externals: &ExternalModules,
-    inputs: &BTreeMap<String, Tensor>,
-    options: ExecOptions,
-    floor: f64,
-) -> Result<Verification> {
-    let host_only = ExecOptions {
-        profile: false,
-        ..options
-    };
-    let want = progress::while_running("running host-only", || {
-        Executor::new(host, host_only)
-            .and_then(|e| e.run_named(inputs))
-            .context("host-only run failed")
-    })?;
-    let (got, profile) = progress::while_running("running partitioned", || {
-        let executor = Executor::with_externals(partitioned, options, externals)?;
-        let outputs = executor.run_named(inputs)?;
-        Ok::<_, ExecError>((outputs, executor.last_profile()))
-    })
-    .context("partitioned run failed")?;
-    let host_outputs = output_map(host, want);
-    let partitioned_outputs = output_map(partitioned, got);
-    let errors = compare_outputs(&host_outputs, &partitioned_outputs, floor)?;
-    Ok(Verification {
-        host: host_outputs,
-        partitioned: partitioned_outputs,
-        errors,
-        profile,
-    })
 }
 
 /// `byoc verify --quantize`: the float model on the host against the quantized model (on the
@@ -306,24 +142,46 @@ pub fn verify(args: &VerifyArgs) -> Result<()> {
     let host = load(&args.model, &args.input_shapes)?;
     let targets = args.targets.with_executor_threads(args.threads);
     let (partitioned, externals) = partition_and_compile(&host, &targets, &name)?;
-    let inputs = resolve_inputs(&host, args.inputs.as_deref(), Some(args.random_inputs))?;
     let options = ExecOptions {
         threads: args.threads,
         profile: false,
     };
-    let checked = verify_partitioned(
-        &host,
-        &partitioned,
-        &externals,
-        &inputs,
-        options,
-        args.floor,
-    )?;
+    // Per output: the largest errors over the samples and the top-1 (agreeing, rows) sums.
+    let mut worst: Vec<(OutputError, Option<(usize, usize)>)> = Vec::new();
+    for seed in args.random_inputs..args.random_inputs.saturating_add(args.samples) {
+        let inputs = resolve_inputs(&host, args.inputs.as_deref(), Some(seed))?;
+        let checked = verify_partitioned(
+            &host,
+            &partitioned,
+            &externals,
+            &inputs,
+            options,
+            args.floor,
+        )?;
+        for (i, e) in checked.errors.into_iter().enumerate() {
+            let top1 = top1_agreement(&checked.host[&e.name], &checked.partitioned[&e.name]);
+            match worst.get_mut(i) {
+                None => worst.push((e, top1)),
+                Some((w, sum)) => {
+                    w.max_abs = w.max_abs.max(e.max_abs);
+                    w.max_rel = w.max_rel.max(e.max_rel);
+                    *sum = sum.zip(top1).map(|((a, r), (b, s))| (a + b, r + s));
+                }
+            }
+        }
+    }
     let mut failed = Vec::new();
-    for e in checked.errors {
+    for (e, top1) in worst {
         let ok = e.max_rel <= args.rtol;
+        let over = match top1 {
+            Some((agree, rows)) if args.samples > 1 => {
+                format!(" top1_agree={agree}/{rows} over {} samples", args.samples)
+            }
+            _ if args.samples > 1 => format!(" over {} samples", args.samples),
+            _ => String::new(),
+        };
         println!(
-            "{}: max_abs_err={:.3e} max_rel_err={:.3e} {}",
+            "{}: max_abs_err={:.3e} max_rel_err={:.3e}{over} {}",
             e.name,
             e.max_abs,
             e.max_rel,

@@ -9,7 +9,7 @@
 use std::path::Path;
 
 use anyhow::{bail, ensure, Result};
-use byoc::core::Tensor;
+use byoc_core::Tensor;
 
 /// Largest relative error allowed.
 pub const RTOL: f64 = 1e-4;

@@ -11,8 +11,9 @@
 //! - `random.onnx` with `random_input.npz` / `random_expected.npz`: the same graph with seeded
 //!   random weights, and onnxruntime's outputs.
 //!
-//! When `BYOC_ONNX_LIGHT_DIR` is set, every model must be there and match; when it is unset
-//! the tests say so and pass, so a bare `cargo test` works without Python.
+//! The tests are `#[ignore]`d, so a bare `cargo test` works without Python; `./scripts/dev
+//! test` prepares the data and runs them with `--ignored`. Run that way, every model must be
+//! there and match, and an unset `BYOC_ONNX_LIGHT_DIR` fails the tests.
 //!
 //! Tolerance: `tests/common/mod.rs` (`compare`): a relative error of at most 1e-4.
 
@@ -20,26 +21,28 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{ensure, Context, Result};
-use byoc::cli::inputs::{output_map, resolve_inputs};
-use byoc::core::exec::Executor;
-use byoc::core::io::read_npz;
-use byoc::core::Module;
-use byoc::model::load_model;
+use byoc_core::exec::Executor;
+use byoc_core::io::read_npz;
+use byoc_core::Module;
+use byoc_pipeline::inputs::{output_map, resolve_inputs};
+use byoc_pipeline::model::load_model;
 
 use crate::common::compare;
 
-/// The data directory, or `None` (after saying so) when the tests are not configured.
-pub fn light_dir() -> Option<PathBuf> {
-    match std::env::var_os("BYOC_ONNX_LIGHT_DIR") {
-        Some(dir) => Some(PathBuf::from(dir)),
-        None => {
-            eprintln!(
-                "BYOC_ONNX_LIGHT_DIR is not set: ONNX light-model tests not configured \
-                 (./scripts/dev test prepares them with scripts/fetch_onnx_light.sh)"
-            );
-            None
-        }
-    }
+/// The data directory named by `BYOC_ONNX_LIGHT_DIR`; an error when it is unset or missing.
+pub fn light_dir() -> Result<PathBuf> {
+    let dir = std::env::var_os("BYOC_ONNX_LIGHT_DIR")
+        .map(PathBuf::from)
+        .context(
+            "BYOC_ONNX_LIGHT_DIR is not set: this test needs the ONNX light models \
+         (./scripts/fetch_onnx_light.sh prepares them; ./scripts/dev test runs it)",
+        )?;
+    ensure!(
+        dir.is_dir(),
+        "BYOC_ONNX_LIGHT_DIR names '{}', which is not a directory",
+        dir.display()
+    );
+    Ok(dir)
 }
 
 /// Runs `model` on `inputs` with the executor `make` builds for the loaded module and compares
@@ -96,6 +99,7 @@ macro_rules! light_model_tests {
     };
     ($($model:ident),*) => {$(
         #[test]
+        #[ignore = "needs the ONNX light models: ./scripts/fetch_onnx_light.sh"]
         fn $model() -> anyhow::Result<()> {
             light_model(stringify!($model))
         }

@@ -27,20 +27,18 @@
 //!
 //! Cost: linear in the function size plus `O(v log v)` for the region graph's order.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::fmt;
 
 use thiserror::Error;
 
+use super::graph::{toposort_by_key, UnionFind};
+use crate::byoc::HOST_TARGET;
 use crate::ir::{Callee, Expr, ExprId, Function};
 
 /// `annotation.compiler_begin`.
 pub const COMPILER_BEGIN: &str = "annotation.compiler_begin";
 /// `annotation.compiler_end`.
 pub const COMPILER_END: &str = "annotation.compiler_end";
-/// The target of everything the host runs.
-pub const DEFAULT_TARGET: &str = "default";
 
 /// Which side of a region an annotation marks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,7 +70,7 @@ pub fn annotation(expr: &Expr) -> Option<Annotation<'_>> {
     };
     Some(Annotation {
         kind,
-        target: call.attrs.get_str("compiler").unwrap_or(DEFAULT_TARGET),
+        target: call.attrs.get_str("compiler").unwrap_or(HOST_TARGET),
         arg: *call.args.first()?,
     })
 }
@@ -150,7 +148,7 @@ fn describe_kind(f: &Function, id: ExprId) -> String {
 }
 
 fn describe_annotation(f: &Function, id: ExprId) -> String {
-    let target = annotation(f.expr(id)).map_or(DEFAULT_TARGET, |a| a.target);
+    let target = annotation(f.expr(id)).map_or(HOST_TARGET, |a| a.target);
     format!("{} (compiler=\"{target}\")", describe(f, id))
 }
 
@@ -308,19 +306,6 @@ impl RegionGraph {
     }
 }
 
-struct UnionFind(Vec<u32>);
-
-impl UnionFind {
-    fn find(&mut self, mut x: u32) -> u32 {
-        while self.0[x as usize] != x {
-            let up = self.0[self.0[x as usize] as usize];
-            self.0[x as usize] = up;
-            x = up;
-        }
-        x
-    }
-}
-
 impl RegionSet {
     /// Builds the regions of `f` (named `function` in errors). With `transparent_default`,
     /// `default` annotations delimit nothing.
@@ -335,7 +320,7 @@ impl RegionSet {
             live[id.index()] = true;
         }
         // Provisional regions, one per begin, merged by union-find.
-        let mut uf = UnionFind(Vec::new());
+        let mut uf = UnionFind::default();
         let mut targets: Vec<&str> = Vec::new();
         let mut prov: Vec<Option<u32>> = vec![None; n];
         let mut ends = vec![false; n];
@@ -346,8 +331,7 @@ impl RegionSet {
         for id in f.ids().filter(|id| live[id.index()]) {
             let expr = f.expr(id);
             let delimiting = |id: ExprId| {
-                annotation(f.expr(id))
-                    .filter(|a| !(transparent_default && a.target == DEFAULT_TARGET))
+                annotation(f.expr(id)).filter(|a| !(transparent_default && a.target == HOST_TARGET))
             };
             let ann = delimiting(id);
             if let Some(a) = ann {
@@ -365,8 +349,7 @@ impl RegionSet {
                     target,
                     ..
                 }) => {
-                    let r = uf.0.len() as u32;
-                    uf.0.push(r);
+                    let r = uf.push() as u32;
                     targets.push(target);
                     prov[id.index()] = Some(r);
                 }
@@ -383,7 +366,7 @@ impl RegionSet {
                             arg: describe(f, arg),
                         });
                     };
-                    let r = uf.find(r);
+                    let r = uf.find(r as usize) as u32;
                     if targets[r as usize] != target {
                         return Err(RegionError::TargetMismatch {
                             function: err_fn(),
@@ -409,7 +392,7 @@ impl RegionSet {
                             outside = outside.or(Some(a));
                             continue;
                         };
-                        let r = uf.find(r);
+                        let r = uf.find(r as usize) as u32;
                         match joined {
                             None => joined = Some((r, a)),
                             Some((into, at)) if into != r => {
@@ -423,7 +406,7 @@ impl RegionSet {
                                 }
                                 // Keep the earlier region's id as the representative.
                                 let (lo, hi) = (into.min(r), into.max(r));
-                                uf.0[hi as usize] = lo;
+                                uf.attach(hi as usize, lo as usize);
                                 joined = Some((lo, at));
                             }
                             Some(_) => {}
@@ -445,12 +428,12 @@ impl RegionSet {
             }
         }
         // Compact: number regions by their first member in arena order.
-        let mut final_id: Vec<Option<RegionId>> = vec![None; uf.0.len()];
+        let mut final_id: Vec<Option<RegionId>> = vec![None; uf.len()];
         let mut regions: Vec<Region> = Vec::new();
         let mut region_of = vec![None; n];
         for id in f.ids() {
             let Some(p) = prov[id.index()] else { continue };
-            let root = uf.find(p) as usize;
+            let root = uf.find(p as usize);
             let rid = *final_id[root].get_or_insert_with(|| {
                 let rid = RegionId(regions.len() as u32);
                 regions.push(Region {
@@ -599,50 +582,30 @@ impl RegionSet {
                 }
             }
         }
-        let mut indegree: Vec<u32> = (0..nv).map(|i| pred_start[i + 1] - pred_start[i]).collect();
-        let mut g = RegionGraph {
-            order: Vec::new(),
+        let indegree: Vec<u32> = (0..nv).map(|i| pred_start[i + 1] - pred_start[i]).collect();
+        let vertex = |vi: usize| match vi.checked_sub(nr) {
+            None => Vertex::Region(RegionId(vi as u32)),
+            Some(node) => Vertex::Node(ExprId::from_index(node)),
+        };
+        // Ties go to the vertex whose first member comes first in the arena.
+        let order = toposort_by_key(&key, indegree, |vi| {
+            succ_list[succ_start[vi] as usize..succ_start[vi + 1] as usize]
+                .iter()
+                .map(|&s| index(s))
+        })
+        .map_err(|cycle| RegionError::Cycle {
+            function: function.to_string(),
+            first: describe(
+                f,
+                key[cycle.left[0]].expect("unplaced vertices are in the graph"),
+            ),
+        })?;
+        let g = RegionGraph {
+            order: order.into_iter().map(vertex).collect(),
             pred_list,
             pred_start,
             num_regions: nr,
         };
-        let mut heap: BinaryHeap<Reverse<(ExprId, Vertex)>> = BinaryHeap::new();
-        let mut total = 0;
-        for (vi, k) in key.iter().enumerate() {
-            if let Some(k) = *k {
-                total += 1;
-                if indegree[vi] == 0 {
-                    let v = if vi < nr {
-                        Vertex::Region(RegionId(vi as u32))
-                    } else {
-                        Vertex::Node(ExprId::from_index(vi - nr))
-                    };
-                    heap.push(Reverse((k, v)));
-                }
-            }
-        }
-        while let Some(Reverse((_, v))) = heap.pop() {
-            g.order.push(v);
-            let vi = g.index(v);
-            for &s in &succ_list[succ_start[vi] as usize..succ_start[vi + 1] as usize] {
-                let si = g.index(s);
-                indegree[si] -= 1;
-                if indegree[si] == 0 {
-                    heap.push(Reverse((key[si].expect("vertex has a member"), s)));
-                }
-            }
-        }
-        if g.order.len() != total {
-            let first = key
-                .iter()
-                .zip(&indegree)
-                .find_map(|(k, &d)| k.filter(|_| d > 0))
-                .expect("an unordered vertex remains");
-            return Err(RegionError::Cycle {
-                function: function.to_string(),
-                first: describe(f, first),
-            });
-        }
         Ok(g)
     }
 }
@@ -655,6 +618,20 @@ pub fn strip_annotations(f: &Function, mut id: ExprId) -> ExprId {
     id
 }
 
+/// Marks the nodes inside local function literals (their parameters and body subgraphs):
+/// composite and primitive bodies, which annotation and regions leave as they are.
+pub fn literal_members(f: &Function) -> Vec<bool> {
+    let mut inside = vec![false; f.len()];
+    for id in f.ids().rev() {
+        if inside[id.index()] || f.expr(id).as_function().is_some() {
+            for o in f.expr(id).operand_iter() {
+                inside[o.index()] = true;
+            }
+        }
+    }
+    inside
+}
+
 /// True when `id` calls a local function literal carrying a `Composite` attribute, which is
 /// then returned with the composite's name.
 pub fn composite_call(f: &Function, id: ExprId) -> Option<(ExprId, &str)> {
@@ -662,6 +639,10 @@ pub fn composite_call(f: &Function, id: ExprId) -> Option<(ExprId, &str)> {
     let Callee::Local(lit) = call.callee else {
         return None;
     };
-    let name = f.expr(lit).as_function()?.attrs.get_str("Composite")?;
+    let name = f
+        .expr(lit)
+        .as_function()?
+        .attrs
+        .get_str(crate::byoc::COMPOSITE)?;
     Some((lit, name))
 }

@@ -422,7 +422,7 @@ impl Artifact {
 
     /// Rebuilds the compiled partitions without recompiling: each partition's plugin is
     /// found by name with `resolve`, its version checked against the artifact's, and its
-    /// bytes deserialized with this process's `options` ([`Plugin::deserialize_with`]: the
+    /// bytes deserialized with this process's `options` ([`Plugin::deserialize`]: the
     /// executor's thread count, the user's plugin options).
     pub fn load_externals<E: std::fmt::Display>(
         &self,
@@ -446,14 +446,15 @@ impl Artifact {
                     loaded: plugin.version().to_string(),
                 });
             }
-            let module = plugin
-                .deserialize_with(&p.bytes, options)
-                .map_err(|error| ArtifactError::Plugin {
-                    operation: "deserialize",
-                    function: p.function.clone(),
-                    plugin: t.plugin.clone(),
-                    error,
-                })?;
+            let module =
+                plugin
+                    .deserialize(&p.bytes, options)
+                    .map_err(|error| ArtifactError::Plugin {
+                        operation: "deserialize",
+                        function: p.function.clone(),
+                        plugin: t.plugin.clone(),
+                        error,
+                    })?;
             out.insert(
                 p.function.clone(),
                 ExternalModule {

@@ -1,18 +1,25 @@
 //! The host program section: the partitioned module with constants lifted out as parameters
 //! (placeholders shared with the function record, [`crate::sdk::placeholders`]) and external
-//! function bodies replaced by zero-filled stubs of their result type.
+//! function bodies replaced by stubs that return zeros of their result type.
 
 use std::sync::Arc;
 
-use crate::ir::{Function, FunctionBuilder, Module, Type};
-use crate::passes::is_external;
+use crate::byoc::is_external;
+use crate::ir::{Attrs, Function, FunctionBuilder, Module, Type};
 use crate::sdk::placeholders::{lift_constants, restore_constants};
 use crate::tensor::Tensor;
 
-/// A zero-filled value of type `ty` built in `b` (tensors and tuples of them).
+/// A zero-filled value of type `ty` built in `b` (tensors and tuples of them): `zeros` calls,
+/// so the stub costs no memory however large the partition's outputs are.
 fn zeros(b: &mut FunctionBuilder, ty: &Type) -> Result<crate::ir::ExprId, String> {
     match ty {
-        Type::Tensor(t) => Ok(b.constant(Tensor::zeros(t.clone()))),
+        Type::Tensor(t) => {
+            let shape: Vec<i64> = t.shape.iter().map(|&d| d as i64).collect();
+            let attrs = Attrs::new()
+                .with("shape", shape)
+                .with("dtype", t.dtype.to_string());
+            b.call("zeros", &[], attrs).map_err(|e| e.to_string())
+        }
         Type::Tuple(fields) => {
             let ids = fields
                 .iter()

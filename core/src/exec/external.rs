@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::sdk::CompiledModule;
+use crate::sdk::{CompiledModule, PluginError};
 
 /// One compiled partition.
 #[derive(Clone)]
@@ -70,4 +70,34 @@ impl ExternalModules {
     pub fn is_empty(&self) -> bool {
         self.modules.is_empty()
     }
+
+    /// The accelerator counters of each module's last run, by function name; modules that
+    /// keep none are left out.
+    pub fn counters(&self) -> Result<Vec<AcceleratorCounters>, PluginError> {
+        let mut all = Vec::new();
+        for (function, m) in &self.modules {
+            let counters = m.module.counters().map_err(|e| {
+                PluginError::new(format!("@{function} ({}): {}", m.target, e.message))
+            })?;
+            if !counters.is_empty() {
+                all.push(AcceleratorCounters {
+                    function: function.clone(),
+                    target: m.target.clone(),
+                    counters,
+                });
+            }
+        }
+        Ok(all)
+    }
+}
+
+/// The accelerator counters one compiled partition reported for its last run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AcceleratorCounters {
+    /// The external function.
+    pub function: String,
+    /// Its target.
+    pub target: String,
+    /// `(name, value)` in the plugin's order.
+    pub counters: Vec<(String, f64)>,
 }

@@ -17,7 +17,7 @@ mod storage;
 
 pub use error::ExecError;
 pub use executor::{ExecOptions, Executor};
-pub use external::{ExternalModule, ExternalModules};
+pub use external::{AcceleratorCounters, ExternalModule, ExternalModules};
 pub use plan::InputInfo;
 pub use profile::{CallTime, OpTime, Profile, TargetTime};
 pub use storage::MemoryReport;

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use super::error::ExecError;
 use super::external::{ExternalModule, ExternalModules};
 use super::promote;
+use crate::byoc::{COMPILER, HOST_TARGET};
 use crate::ir::{Call, Callee, Expr, ExprId, Function, Module, TensorType, Type};
 use crate::op::{HostKernel, Op};
 use crate::tensor::Tensor;
@@ -55,9 +56,6 @@ pub(crate) enum Kernel {
         module: ExternalModule,
     },
 }
-
-/// The target name of host instructions in profiles.
-pub(crate) const HOST_TARGET: &str = "default";
 
 /// One kernel call.
 pub(crate) struct Instr {
@@ -307,7 +305,7 @@ impl<'m> Lowerer<'m> {
                 site: site.to_string(),
                 name: name.to_string(),
             })?;
-        if let Some(target) = callee.attrs.get_str("Compiler") {
+        if let Some(target) = callee.attrs.get_str(COMPILER) {
             return self.lower_external_call(site, name, target, callee, &args);
         }
         if self.stack.iter().any(|s| s == name) {

@@ -50,6 +50,21 @@ pub struct CustomDType {
     pub name: String,
     /// The type code.
     pub code: u8,
+    /// The storage widths it comes in; empty means any storage width.
+    pub widths: Vec<u16>,
+}
+
+impl fmt::Display for CustomDType {
+    /// `custom[name]8|16|32 (code 132)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let widths: Vec<String> = self.widths.iter().map(u16::to_string).collect();
+        let widths = if widths.is_empty() {
+            "<bits>".to_string()
+        } else {
+            widths.join("|")
+        };
+        write!(f, "custom[{}]{widths} (code {})", self.name, self.code)
+    }
 }
 
 /// Errors of dtype parsing and custom dtype registration.
@@ -60,8 +75,23 @@ pub enum DTypeError {
     #[error("unknown dtype '{0}' (expected float32, float16, bfloat16, float64, int8, int16, int32, int64, uint8, bool or custom[<name>]<bits>)")]
     Unknown(String),
     /// `custom[name]bits` names a datatype nobody registered.
-    #[error("custom datatype '{0}' is not registered (a plugin registers it, e.g. the posit plugin registers 'posit')")]
-    UnregisteredCustom(String),
+    #[error("custom datatype '{name}' is not registered; registered: {registered} (a plugin registers datatypes when it is loaded, e.g. the posit plugin registers 'posites2')")]
+    UnregisteredCustom {
+        /// The name given.
+        name: String,
+        /// The registered datatypes, listed.
+        registered: String,
+    },
+    /// `custom[name]bits` with a width the datatype does not come in.
+    #[error("custom datatype '{name}' does not come in {bits} bits; registered: {registered}")]
+    UnsupportedWidth {
+        /// The datatype.
+        name: String,
+        /// The bits given.
+        bits: u32,
+        /// The registered datatypes, listed.
+        registered: String,
+    },
     /// The bit width of a custom datatype is not a storage width.
     #[error("custom datatype '{name}' has {bits} bits; custom datatypes are stored in 8, 16, 32 or 64 bits")]
     BadCustomBits {
@@ -71,12 +101,14 @@ pub enum DTypeError {
         bits: u32,
     },
     /// A name or code is registered twice with different values.
-    #[error("custom datatype '{name}' conflicts with an existing registration (code {code})")]
+    #[error("custom datatype '{name}' with code {code} conflicts with the registered {existing}")]
     Conflict {
         /// The datatype name.
         name: String,
         /// The code.
         code: u8,
+        /// The registration it conflicts with.
+        existing: CustomDType,
     },
 }
 
@@ -85,26 +117,49 @@ fn custom_table() -> &'static RwLock<Vec<CustomDType>> {
     TABLE.get_or_init(|| RwLock::new(Vec::new()))
 }
 
-/// Registers a custom datatype name with a type code (TVM's `register_custom_type`).
+/// Registers a custom datatype name with a type code (TVM's `register_custom_type`) and the
+/// widths it comes in (empty: any storage width).
 ///
-/// Registering the same name with the same code again is a no-op; reusing a name or a code for
+/// Registering the same name, code and widths again is a no-op; reusing a name or a code for
 /// something else is an error.
-pub fn register_custom_dtype(name: &str, code: u8) -> Result<(), DTypeError> {
+pub fn register_custom_dtype(name: &str, code: u8, widths: &[u16]) -> Result<(), DTypeError> {
     let mut table = custom_table().write().unwrap_or_else(|e| e.into_inner());
     if let Some(existing) = table.iter().find(|c| c.name == name || c.code == code) {
-        if existing.name == name && existing.code == code {
+        if existing.name == name && existing.code == code && existing.widths == widths {
             return Ok(());
         }
         return Err(DTypeError::Conflict {
             name: name.to_string(),
-            code: existing.code,
+            code,
+            existing: existing.clone(),
         });
     }
     table.push(CustomDType {
         name: name.to_string(),
         code,
+        widths: widths.to_vec(),
     });
     Ok(())
+}
+
+/// The registered custom datatypes, in registration order.
+pub fn custom_dtypes() -> Vec<CustomDType> {
+    custom_table()
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+}
+
+/// The registered datatypes as one line for error messages.
+fn registered_list() -> String {
+    let all = custom_dtypes();
+    if all.is_empty() {
+        return "none".to_string();
+    }
+    all.iter()
+        .map(CustomDType::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Looks up a registered custom datatype by name.
@@ -233,9 +288,19 @@ fn parse_custom(s: &str) -> Result<DType, DTypeError> {
     let code = match name.parse::<u8>() {
         Ok(code) => code,
         Err(_) => {
-            custom_dtype_by_name(name)
-                .ok_or_else(|| DTypeError::UnregisteredCustom(name.to_string()))?
-                .code
+            let registered =
+                custom_dtype_by_name(name).ok_or_else(|| DTypeError::UnregisteredCustom {
+                    name: name.to_string(),
+                    registered: registered_list(),
+                })?;
+            if !registered.widths.is_empty() && !registered.widths.contains(&(bits as u16)) {
+                return Err(DTypeError::UnsupportedWidth {
+                    name: name.to_string(),
+                    bits,
+                    registered: registered_list(),
+                });
+            }
+            registered.code
         }
     };
     Ok(DType::Custom {
@@ -259,7 +324,7 @@ mod tests {
     fn custom_dtypes_need_registration() {
         let err = "custom[notregistered]16".parse::<DType>().unwrap_err();
         assert!(err.to_string().contains("not registered"), "{err}");
-        register_custom_dtype("testfmt", 200).unwrap();
+        register_custom_dtype("testfmt", 200, &[]).unwrap();
         let d: DType = "custom[testfmt]16".parse().unwrap();
         assert_eq!(
             d,
@@ -270,8 +335,32 @@ mod tests {
         );
         assert_eq!(d.to_string(), "custom[testfmt]16");
         assert_eq!(d.size_bytes(), 2);
-        assert!(register_custom_dtype("other", 200).is_err());
+        let conflict = register_custom_dtype("other", 200, &[]).unwrap_err();
+        assert!(
+            conflict
+                .to_string()
+                .contains("custom[testfmt]<bits> (code 200)"),
+            "{conflict}"
+        );
         let bad = "custom[testfmt]12".parse::<DType>().unwrap_err();
         assert!(bad.to_string().contains("12 bits"), "{bad}");
+    }
+
+    #[test]
+    fn custom_widths_and_unknown_names_list_the_registry() {
+        register_custom_dtype("widthfmt", 201, &[8, 16]).unwrap();
+        assert!("custom[widthfmt]16".parse::<DType>().is_ok());
+        let err = "custom[widthfmt]32"
+            .parse::<DType>()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("does not come in 32 bits"), "{err}");
+        assert!(err.contains("custom[widthfmt]8|16 (code 201)"), "{err}");
+        let err = "custom[nosuch]16".parse::<DType>().unwrap_err().to_string();
+        assert!(
+            err.contains("'nosuch' is not registered; registered: "),
+            "{err}"
+        );
+        assert!(err.contains("custom[widthfmt]8|16 (code 201)"), "{err}");
     }
 }

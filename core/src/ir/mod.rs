@@ -20,8 +20,8 @@ mod verify;
 
 pub use attrs::{escape, AttrValue, Attrs};
 pub use dtype::{
-    custom_dtype_by_code, custom_dtype_by_name, register_custom_dtype, CustomDType, DType,
-    DTypeError,
+    custom_dtype_by_code, custom_dtype_by_name, custom_dtypes, register_custom_dtype, CustomDType,
+    DType, DTypeError,
 };
 pub use error::IrError;
 pub use expr::{Call, Callee, Expr, ExprId, LocalFunction, Node, Operands, Span, Var};

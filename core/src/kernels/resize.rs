@@ -2,7 +2,8 @@
 //! interpolation under the ONNX/TVM coordinate transformation modes.
 //!
 //! Every output row and column is mapped to source taps and weights once; the per-pixel loop
-//! then only gathers. Coordinates are computed in f64.
+//! then only gathers. Coordinates are computed in f64 (divisions by an ONNX scale in float32,
+//! see [`CoordMode`]).
 
 use super::numeric::Real;
 
@@ -29,19 +30,27 @@ impl CoordMode {
         })
     }
 
-    fn map(self, o: usize, in_size: usize, out_size: usize) -> f64 {
-        let scale = in_size as f64 / out_size as f64;
+    /// The input coordinate of output coordinate `o`. Without `scale` the length ratio is
+    /// `in_size / out_size` in f64 (TVM's rule). With `scale` (ONNX's `scales`, output over
+    /// input, which need not equal `out_size / in_size`) the division by it is float32, as in
+    /// onnxruntime: a coordinate on a rounding boundary in float32 (`1.5 / 0.6 = 2.5`) would
+    /// fall just below it in f64 and pick another nearest neighbour.
+    fn map(self, o: usize, in_size: usize, out_size: usize, scale: Option<f32>) -> f64 {
+        let unscale = |v: f64| match scale {
+            None => v * (in_size as f64 / out_size as f64),
+            Some(s) => f64::from(v as f32 / s),
+        };
         let o = o as f64;
         match self {
-            CoordMode::HalfPixel => (o + 0.5) * scale - 0.5,
+            CoordMode::HalfPixel => unscale(o + 0.5) - 0.5,
             CoordMode::AlignCorners if out_size > 1 => {
                 o * (in_size as f64 - 1.0) / (out_size as f64 - 1.0)
             }
             CoordMode::AlignCorners => 0.0,
-            CoordMode::Asymmetric => o * scale,
-            CoordMode::PytorchHalfPixel if out_size > 1 => (o + 0.5) * scale - 0.5,
+            CoordMode::Asymmetric => unscale(o),
+            CoordMode::PytorchHalfPixel if out_size > 1 => unscale(o + 0.5) - 0.5,
             CoordMode::PytorchHalfPixel => 0.0,
-            CoordMode::TfHalfPixelForNn => (o + 0.5) * scale,
+            CoordMode::TfHalfPixelForNn => unscale(o + 0.5),
         }
     }
 }
@@ -118,10 +127,16 @@ fn cubic_weights(t: f64, a: f64) -> [f64; 4] {
     [w(1.0 + t), w(t), w(1.0 - t), w(2.0 - t)]
 }
 
-fn axis_taps(method: Method, mode: CoordMode, in_size: usize, out_size: usize) -> Vec<Taps> {
+fn axis_taps(
+    method: Method,
+    mode: CoordMode,
+    in_size: usize,
+    out_size: usize,
+    scale: Option<f32>,
+) -> Vec<Taps> {
     (0..out_size)
         .map(|o| {
-            let c = mode.map(o, in_size, out_size);
+            let c = mode.map(o, in_size, out_size, scale);
             match method {
                 Method::Nearest(r) => vec![(clamp(r.apply(c), in_size), 1.0)],
                 Method::Linear => {
@@ -154,7 +169,7 @@ fn axis_taps(method: Method, mode: CoordMode, in_size: usize, out_size: usize) -
 }
 
 /// Geometry of a resize in logical N, C, H, W terms.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct ResizeGeom {
     pub batch: usize,
     pub channels: usize,
@@ -162,6 +177,9 @@ pub(crate) struct ResizeGeom {
     pub in_w: usize,
     pub out_h: usize,
     pub out_w: usize,
+    /// The ONNX `scales` (output over input length, height and width) the size was computed
+    /// from, if any; otherwise the ratio is `out / in`.
+    pub scale: Option<[f32; 2]>,
     /// NHWC data (otherwise NCHW).
     pub channels_last: bool,
 }
@@ -174,8 +192,8 @@ pub(crate) fn resize2d<T: Real>(
     x: &[T],
     y: &mut [T],
 ) {
-    let ys = axis_taps(method, mode, g.in_h, g.out_h);
-    let xs = axis_taps(method, mode, g.in_w, g.out_w);
+    let ys = axis_taps(method, mode, g.in_h, g.out_h, g.scale.map(|s| s[0]));
+    let xs = axis_taps(method, mode, g.in_w, g.out_w, g.scale.map(|s| s[1]));
     let c = g.channels;
     // Element strides of (n, c, h, w) in the input and output.
     let (si, so) = if g.channels_last {

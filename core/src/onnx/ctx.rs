@@ -234,11 +234,12 @@ impl<'a> NodeCtx<'a> {
         Ok(self.attr_int(name)?.unwrap_or(default))
     }
 
-    /// A FLOAT attribute or its default.
+    /// A FLOAT attribute or its default; NaN and infinities are refused.
     pub fn float_or(&self, name: &str, default: f64) -> Result<f64, OnnxError> {
-        Ok(self
-            .typed_attr(name, attribute_type::FLOAT)?
-            .map_or(default, |a| f64::from(a.f)))
+        match self.typed_attr(name, attribute_type::FLOAT)? {
+            None => Ok(default),
+            Some(a) => self.finite(name, &[a.f]).map(|v| v[0]),
+        }
     }
 
     /// An INTS attribute, if present.
@@ -248,11 +249,19 @@ impl<'a> NodeCtx<'a> {
             .map(|a| a.ints.clone()))
     }
 
-    /// A FLOATS attribute, if present.
+    /// A FLOATS attribute, if present; NaN and infinities are refused.
     pub fn attr_floats(&self, name: &str) -> Result<Option<Vec<f64>>, OnnxError> {
-        Ok(self
-            .typed_attr(name, attribute_type::FLOATS)?
-            .map(|a| a.floats.iter().map(|&f| f64::from(f)).collect()))
+        self.typed_attr(name, attribute_type::FLOATS)?
+            .map(|a| self.finite(name, &a.floats))
+            .transpose()
+    }
+
+    /// `values` of attribute `name` widened, or an error naming the first non-finite one.
+    fn finite(&self, name: &str, values: &[f32]) -> Result<Vec<f64>, OnnxError> {
+        match values.iter().find(|v| !v.is_finite()) {
+            Some(v) => Err(self.err(format!("attribute '{name}' must be finite, got {v}"))),
+            None => Ok(values.iter().map(|&f| f64::from(f)).collect()),
+        }
     }
 
     /// A STRING attribute or its default.

@@ -111,6 +111,13 @@ pub enum OnnxError {
         /// The second definition.
         second: String,
     },
+    /// The graph breaks a whole-graph rule (no outputs, a graph input declared twice, an
+    /// initializer that contradicts its graph input).
+    #[error("invalid ONNX graph: {reason}")]
+    InvalidGraph {
+        /// What is wrong, naming the values involved.
+        reason: String,
+    },
     /// The nodes form a cycle.
     #[error("the graph has a cycle through nodes {}", quoted(.nodes))]
     Cycle {

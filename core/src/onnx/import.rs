@@ -6,7 +6,7 @@
 //! with several problems of one kind reports them together (all unsupported op types in one
 //! error).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use prost::Message;
@@ -17,6 +17,7 @@ use super::error::{NodeRef, UnsupportedOp};
 use super::proto::{GraphProto, ModelProto, NodeProto, ValueInfoProto};
 use super::tensor_proto::{dtype_of, tensor_from_proto};
 use super::{ImportOptions, OnnxError, MAX_OPSET, MIN_OPSET};
+use crate::analysis::graph::toposort_by_key;
 use crate::ir::rewrite::Rebuild;
 use crate::ir::{AttrValue, Attrs, ExprId, FunctionBuilder, IrError, Module, Type};
 
@@ -39,6 +40,7 @@ pub(crate) fn import(
     }
     let opset = default_opset(&model)?;
     check_supported(graph)?;
+    check_graph(graph)?;
     let order = topological_order(graph)?;
 
     let mut g = Graph {
@@ -150,6 +152,73 @@ fn check_supported(graph: &GraphProto) -> Result<(), OnnxError> {
     }
 }
 
+/// Whole-graph rules checked before conversion: the graph has outputs, no graph input is
+/// declared twice, and an initializer that is also a graph input (its default value) has the
+/// input's dtype and declared dims.
+fn check_graph(graph: &GraphProto) -> Result<(), OnnxError> {
+    let invalid = |reason: String| OnnxError::InvalidGraph { reason };
+    if graph.output.is_empty() {
+        return Err(invalid("the graph has no outputs".into()));
+    }
+    let mut seen = HashSet::new();
+    for vi in &graph.input {
+        if !seen.insert(vi.name.as_str()) {
+            return Err(invalid(format!(
+                "graph input '{}' is declared twice",
+                vi.name
+            )));
+        }
+    }
+    for t in &graph.initializer {
+        let declared = graph
+            .input
+            .iter()
+            .find(|vi| vi.name == t.name)
+            .and_then(|vi| vi.r#type.as_ref()?.tensor_type.as_ref());
+        let Some(tt) = declared else { continue };
+        if tt.elem_type != 0 && tt.elem_type != t.data_type {
+            return Err(invalid(format!(
+                "initializer '{}' has element type {} but graph input '{}' declares {}",
+                t.name,
+                type_name(t.data_type),
+                t.name,
+                type_name(tt.elem_type)
+            )));
+        }
+        let Some(shape) = &tt.shape else { continue };
+        let agrees = shape.dim.len() == t.dims.len()
+            && shape
+                .dim
+                .iter()
+                .zip(&t.dims)
+                .all(|(d, &v)| d.dim_value.is_none_or(|want| want < 0 || want == v));
+        if !agrees {
+            let decl: Vec<String> = shape
+                .dim
+                .iter()
+                .map(|d| match (d.dim_value, d.dim_param.as_deref()) {
+                    (Some(v), _) => v.to_string(),
+                    (None, Some(p)) if !p.is_empty() => p.to_string(),
+                    _ => "?".to_string(),
+                })
+                .collect();
+            return Err(invalid(format!(
+                "initializer '{}' has shape {:?} but graph input '{}' declares [{}]",
+                t.name,
+                t.dims,
+                t.name,
+                decl.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// An ONNX element type's name for messages (its number when unknown).
+fn type_name(elem_type: i32) -> String {
+    dtype_of(elem_type).map_or_else(|_| format!("#{elem_type}"), |d| d.to_string())
+}
+
 /// The nodes in a topological order (the file's order where it already is one), after checking
 /// that every value has exactly one definition and every input is defined.
 fn topological_order(graph: &GraphProto) -> Result<Vec<usize>, OnnxError> {
@@ -183,7 +252,7 @@ fn topological_order(graph: &GraphProto) -> Result<Vec<usize>, OnnxError> {
             }
         }
     }
-    let mut pending = vec![0usize; n];
+    let mut pending = vec![0u32; n];
     let mut users: Vec<Vec<usize>> = vec![Vec::new(); n];
     for (i, node) in graph.node.iter().enumerate() {
         for input in node.input.iter().filter(|x| !x.is_empty()) {
@@ -202,39 +271,33 @@ fn topological_order(graph: &GraphProto) -> Result<Vec<usize>, OnnxError> {
             }
         }
     }
-    // Kahn's algorithm, always taking the earliest ready node.
-    let mut ready: BTreeSet<usize> = (0..n).filter(|&i| pending[i] == 0).collect();
-    let mut order = Vec::with_capacity(n);
-    while let Some(i) = ready.pop_first() {
-        order.push(i);
-        for &u in &users[i] {
-            pending[u] -= 1;
-            if pending[u] == 0 {
-                ready.insert(u);
-            }
+    // Taking the earliest ready node first keeps the file's order where it is topological.
+    let keys: Vec<Option<usize>> = (0..n).map(Some).collect();
+    toposort_by_key(&keys, pending, |i| users[i].iter().copied()).map_err(|cycle| {
+        OnnxError::Cycle {
+            nodes: cycle_nodes(graph, &cycle.left, &users),
         }
-    }
-    if order.len() == n {
-        return Ok(order);
-    }
-    Err(OnnxError::Cycle {
-        nodes: cycle_nodes(graph, &pending, &users),
     })
 }
 
-/// The nodes left by Kahn's algorithm (`pending > 0`) that lie on a cycle: those that also
-/// survive peeling off, from the sink side, every node none of whose users remain.
-fn cycle_nodes(graph: &GraphProto, pending: &[usize], users: &[Vec<usize>]) -> Vec<String> {
-    let mut left: Vec<bool> = pending.iter().map(|&p| p > 0).collect();
+/// The nodes a topological sort could not place (`left`, in increasing order) that lie on a
+/// cycle: those that also survive peeling off, from the sink side, every node none of whose
+/// users remain.
+fn cycle_nodes(graph: &GraphProto, left: &[usize], users: &[Vec<usize>]) -> Vec<String> {
+    let mut on_cycle = vec![false; users.len()];
+    for &i in left {
+        on_cycle[i] = true;
+    }
     loop {
-        let sink = (0..left.len()).find(|&i| left[i] && !users[i].iter().any(|&u| left[u]));
+        let sink =
+            (0..on_cycle.len()).find(|&i| on_cycle[i] && !users[i].iter().any(|&u| on_cycle[u]));
         match sink {
-            Some(i) => left[i] = false,
+            Some(i) => on_cycle[i] = false,
             None => break,
         }
     }
-    (0..left.len())
-        .filter(|&i| left[i])
+    (0..on_cycle.len())
+        .filter(|&i| on_cycle[i])
         .map(|i| node_ref(&graph.node[i], i).name)
         .collect()
 }
@@ -267,6 +330,10 @@ fn bind_inputs<'g>(
     let mut names = Vec::with_capacity(inputs.len());
     for vi in inputs {
         let ty = input_type(vi, opts.input_shapes.get(&vi.name))?;
+        crate::memory::check_tensor(&ty).map_err(|e| OnnxError::BadValue {
+            name: vi.name.clone(),
+            reason: format!("graph input {e}"),
+        })?;
         let p = b.param(sanitize(&vi.name, &mut used), Type::Tensor(ty));
         values.insert(vi.name.as_str(), p);
         params.push(p);

@@ -180,6 +180,14 @@ macro_rules! attr_accessors {
                 .ok_or_else(|| self.bad_attr(name, "a list of ints"))
         }
 
+        /// A list-of-floats attribute (integers converted).
+        pub fn floats(&self, name: &str) -> Result<Vec<f64>, TypeError> {
+            self.attr(name)
+                .as_list()
+                .and_then(|l| l.iter().map(AttrValue::as_f64).collect())
+                .ok_or_else(|| self.bad_attr(name, "a list of floats"))
+        }
+
         /// A list-of-ints attribute that may be `None`.
         pub fn opt_ints(&self, name: &str) -> Result<Option<Vec<i64>>, TypeError> {
             match self.attr(name) {
@@ -351,13 +359,17 @@ impl OpDef {
             .map(|d| &d.default)
     }
 
-    /// Runs the type relation.
+    /// Runs the type relation; a result over the memory budget ([`crate::memory`]) is a type
+    /// error of the op.
     pub fn infer_type(&self, args: &[Type], attrs: &Attrs) -> Result<Type, TypeError> {
-        self.imp.infer_type(&TypeCtx {
+        let ty = self.imp.infer_type(&TypeCtx {
             op: &self.name,
             attrs,
             args,
-        })
+        })?;
+        crate::memory::check_type(&ty)
+            .map_err(|e| TypeError::new(&self.name, format!("result {e}")))?;
+        Ok(ty)
     }
 
     /// Builds the host kernel for a call site.

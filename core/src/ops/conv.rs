@@ -9,7 +9,7 @@ use std::borrow::Cow;
 
 use super::nn_common::{
     check_operand_dtypes, data_nchw, gemm_kernel, input, layout_positions, out_dtype, output,
-    padding2d, pair, strides, with_kernel_ctx, GemmBody, Layout2d,
+    padding2d, pair, strides, with_kernel_ctx, GemmBody, Layout2d, WindowAxis,
 };
 use crate::ir::{AttrValue, DType, TensorType, Type};
 use crate::kernels::conv::{self, Conv2dGeom};
@@ -100,14 +100,16 @@ fn conv2d_setup(ctx: &TypeCtx<'_>) -> Result<ConvSetup, TypeError> {
         .into_iter()
         .enumerate()
     {
-        let span = dilation[a] * (k - 1) + 1;
-        let padded = size + pad[a] + pad[a + 2];
-        if k == 0 || span > padded {
-            return Err(ctx.err(format!(
-                "dilated kernel {name} {span} exceeds padded input {name} {padded}"
-            )));
-        }
-        out_hw[a] = (padded - span) / strides[a] + 1;
+        let axis = WindowAxis {
+            what: "kernel",
+            name,
+            size,
+            kernel: k,
+            stride: strides[a],
+            dilation: dilation[a],
+            pad: [pad[a], pad[a + 2]],
+        };
+        out_hw[a] = axis.out_len(ctx, false)?;
     }
     let (data, weight) = (ctx.tensor(0)?.dtype, ctx.tensor(1)?.dtype);
     check_operand_dtypes(ctx, ("data", "weight"), data, weight)?;
@@ -172,10 +174,19 @@ fn conv2d_transpose_setup(ctx: &TypeCtx<'_>) -> Result<ConvSetup, TypeError> {
                 "output_padding {output_padding:?} must be smaller than strides or dilation"
             )));
         }
-        let full = (size.max(1) - 1) * strides[a] + dilation[a] * k.max(1) - dilation[a]
-            + 1
-            + output_padding[a];
-        let cut = pad[a] + pad[a + 2];
+        // (size - 1) * stride + dilation * (k - 1) + 1 + output_padding, checked.
+        let full = (size.max(1) - 1)
+            .checked_mul(strides[a])
+            .zip((k.max(1) - 1).checked_mul(dilation[a]))
+            .and_then(|(x, y)| x.checked_add(y))
+            .and_then(|v| v.checked_add(1 + output_padding[a]));
+        let cut = pad[a].checked_add(pad[a + 2]);
+        let (Some(full), Some(cut)) = (full, cut) else {
+            return Err(ctx.err(format!(
+                "output {name} overflows: input {size}, kernel {k}, strides {strides:?}, \
+                 dilation {dilation:?}, padding {pad:?}"
+            )));
+        };
         if size == 0 || k == 0 || cut >= full {
             return Err(ctx.err(format!(
                 "padding {cut} leaves no output {name} (unpadded output {name} {full})"

@@ -162,6 +162,62 @@ pub(super) fn pair(ctx: &TypeCtx<'_>, attr: &str, min: usize) -> Result<[usize; 
     Ok(p)
 }
 
+/// One axis of a sliding window (convolution, pooling): input length, window taps, stride,
+/// dilation and the padding before and after.
+pub(super) struct WindowAxis {
+    /// What slides, for messages: "kernel", "pool window".
+    pub what: &'static str,
+    /// The axis, for messages: "height", "width".
+    pub name: &'static str,
+    pub size: usize,
+    pub kernel: usize,
+    pub stride: usize,
+    pub dilation: usize,
+    pub pad: [usize; 2],
+}
+
+impl WindowAxis {
+    /// The number of window positions: `(padded - span) / stride + 1`, where `span` is the
+    /// dilated window. With `ceil` the division rounds up, but a last window that would start
+    /// in the end padding is dropped (it would hold only padding; onnxruntime and PyTorch drop
+    /// it too). Errors when the window does not fit or the arithmetic overflows.
+    pub fn out_len(&self, ctx: &TypeCtx<'_>, ceil: bool) -> Result<usize, TypeError> {
+        let (what, name) = (self.what, self.name);
+        let overflow = || {
+            ctx.err(format!(
+                "{what} {name} overflows: input {}, kernel {}, dilation {}, padding {:?}",
+                self.size, self.kernel, self.dilation, self.pad
+            ))
+        };
+        if self.kernel == 0 || self.stride == 0 {
+            return Err(ctx.err(format!(
+                "{what} {name} {} and stride {} must be positive",
+                self.kernel, self.stride
+            )));
+        }
+        let span = (self.kernel - 1)
+            .checked_mul(self.dilation)
+            .and_then(|s| s.checked_add(1))
+            .ok_or_else(overflow)?;
+        let padded = self
+            .size
+            .checked_add(self.pad[0])
+            .and_then(|p| p.checked_add(self.pad[1]))
+            .ok_or_else(overflow)?;
+        if span > padded {
+            return Err(ctx.err(format!(
+                "dilated {what} {name} {span} exceeds padded input {name} {padded}"
+            )));
+        }
+        let round_up = if ceil { self.stride - 1 } else { 0 };
+        let mut out = (padded - span).checked_add(round_up).ok_or_else(overflow)? / self.stride + 1;
+        if ceil && (out - 1) * self.stride >= self.size + self.pad[0] {
+            out -= 1;
+        }
+        Ok(out)
+    }
+}
+
 /// The `out_dtype` attribute, `default` when empty.
 pub(super) fn out_dtype(ctx: &TypeCtx<'_>, default: DType) -> Result<DType, TypeError> {
     match ctx.str("out_dtype")? {

@@ -4,6 +4,7 @@
 
 use super::nn_common::{
     data_nchw, input, output, padding2d, pair, real_kernel, with_kernel_ctx, Layout2d, RealBody,
+    WindowAxis,
 };
 use crate::ir::{AttrValue, TensorType, Type};
 use crate::kernels::numeric::Real;
@@ -68,15 +69,16 @@ impl PoolOp {
             let ceil = ctx.bool("ceil_mode")?;
             let mut out = [0; 2];
             for (a, (size, name)) in [(h, "height"), (w, "width")].into_iter().enumerate() {
-                let span = dilation[a] * (kernel[a] - 1) + 1;
-                let padded = size + pad[a] + pad[a + 2];
-                if span > padded {
-                    return Err(ctx.err(format!(
-                        "dilated pool window {name} {span} exceeds padded input {name} {padded}"
-                    )));
-                }
-                let round_up = if ceil { strides[a] - 1 } else { 0 };
-                out[a] = (padded - span + round_up) / strides[a] + 1;
+                let axis = WindowAxis {
+                    what: "pool window",
+                    name,
+                    size,
+                    kernel: kernel[a],
+                    stride: strides[a],
+                    dilation: dilation[a],
+                    pad: [pad[a], pad[a + 2]],
+                };
+                out[a] = axis.out_len(ctx, ceil)?;
             }
             Pool2dGeom {
                 batch: n,

@@ -1,6 +1,7 @@
 //! `image.resize2d`: resizes the H and W axes of NCHW or NHWC data to `size` by
 //! nearest-neighbour, bilinear or bicubic interpolation, under TVM's coordinate transformation
-//! and rounding modes. Host kernels for float32 and float64.
+//! and rounding modes. An optional `scale` (ONNX's `scales`) replaces `size / input` in the
+//! coordinate transformation, as onnxruntime does when a model gives scales. Host kernels for float32 and float64.
 
 use super::nn_common::{
     data_nchw, input, out_dtype, output, real_kernel, with_kernel_ctx, Layout2d, RealBody,
@@ -26,11 +27,27 @@ struct ResizeSetup {
 fn setup(ctx: &TypeCtx<'_>) -> Result<ResizeSetup, TypeError> {
     let layout = Layout2d::parse(ctx, "layout")?;
     let [n, c, h, w] = data_nchw(ctx, 0, "data", layout)?;
+    if h == 0 || w == 0 {
+        return Err(ctx.err(format!(
+            "cannot resize an input with an empty spatial axis ({h} x {w})"
+        )));
+    }
     let size = match ctx.ints("size")?[..] {
         [oh, ow] if oh > 0 && ow > 0 => [oh as usize, ow as usize],
         ref s => {
             return Err(ctx.err(format!(
                 "size must be [height, width] with positive values, got {s:?}"
+            )))
+        }
+    };
+    let scale = match ctx.floats("scale")?[..] {
+        [] => None,
+        [sh, sw] if [sh, sw].iter().all(|s| s.is_finite() && *s > 0.0) => {
+            Some([sh as f32, sw as f32])
+        }
+        ref s => {
+            return Err(ctx.err(format!(
+                "scale must be [] or [height, width] with finite positive values, got {s:?}"
             )))
         }
     };
@@ -75,6 +92,7 @@ fn setup(ctx: &TypeCtx<'_>) -> Result<ResizeSetup, TypeError> {
             in_w: w,
             out_h: size[0],
             out_w: size[1],
+            scale,
             channels_last: layout.channels_last(),
         },
         method,
@@ -122,6 +140,9 @@ pub(super) fn register(ops: &mut Vec<OpDef>) {
         )
         .with_attrs(vec![
             AttrDef::optional("size", AttrKind::OptInts),
+            // Output over input length per spatial axis when it is not `size / input` (ONNX's
+            // `scales`): the coordinate transformation divides by it. Empty: `size / input`.
+            AttrDef::new("scale", AttrKind::Floats, AttrValue::List(Vec::new())),
             AttrDef::new(
                 "roi",
                 AttrKind::Floats,

@@ -19,13 +19,13 @@
 //! Cost: linear in the module size times the number of targets.
 
 use crate::analysis::regions::{
-    annotation, composite_call, AnnotationKind, RegionSet, COMPILER_BEGIN, COMPILER_END,
-    DEFAULT_TARGET,
+    annotation, composite_call, literal_members, AnnotationKind, RegionSet, COMPILER_BEGIN,
+    COMPILER_END,
 };
+use crate::byoc::{is_external, HOST_TARGET};
 use crate::ir::{rewrite::Rebuild, Attrs, Call, Callee, Expr, ExprId, Function, IrError, Module};
 use crate::op::{Op, OpRegistry};
-use crate::passes::infer_missing_types;
-use crate::passes::partition_graph::{is_external, PartitionError};
+use crate::passes::{infer_missing_types, PartitionError, Pass, PassContext, PassError};
 use crate::target::{CallView, Support, TargetSupport};
 
 /// One op call left on the host, and why one target declined it.
@@ -105,7 +105,7 @@ impl<'t> AnnotateTarget<'t> {
     ) -> Result<Function, PartitionError> {
         let has_regions = f
             .ids()
-            .any(|id| annotation(f.expr(id)).is_some_and(|a| a.target != DEFAULT_TARGET));
+            .any(|id| annotation(f.expr(id)).is_some_and(|a| a.target != HOST_TARGET));
         let manual = match has_regions {
             true => Some(RegionSet::build(f, name, true)?),
             false => None,
@@ -182,26 +182,26 @@ impl<'t> AnnotateTarget<'t> {
     }
 
     fn target_name(&self, t: usize) -> &str {
-        self.targets.get(t).map_or(DEFAULT_TARGET, |t| t.name())
+        self.targets.get(t).map_or(HOST_TARGET, |t| t.name())
+    }
+}
+
+impl Pass for AnnotateTarget<'_> {
+    fn name(&self) -> &'static str {
+        "annotate-target"
+    }
+
+    /// Annotates `module`; the rejections go to [`PassContext::rejected`].
+    fn run(&self, module: &mut Module, cx: &mut PassContext) -> Result<(), PassError> {
+        let (annotated, report) = self.run_owned(std::mem::take(module))?;
+        *module = annotated;
+        cx.rejected.extend(report.rejected);
+        Ok(())
     }
 }
 
 fn annotation_op(name: &str) -> Result<Op, IrError> {
     OpRegistry::lookup(name).ok_or_else(|| IrError::UnknownOp(name.to_string()))
-}
-
-/// Marks the nodes of local function literals (parameters and body subgraphs), which
-/// annotation leaves as they are.
-fn literal_members(f: &Function) -> Vec<bool> {
-    let mut inside = vec![false; f.len()];
-    for id in f.ids().rev() {
-        if inside[id.index()] || f.expr(id).as_function().is_some() {
-            for o in f.expr(id).operand_iter() {
-                inside[o.index()] = true;
-            }
-        }
-    }
-    inside
 }
 
 struct Annotator<'p, 't, 'f> {
@@ -356,7 +356,7 @@ impl Annotator<'_, '_, '_> {
             let src = self.rb.src;
             let prev = annotation(src.expr(a)).filter(|x| x.kind == AnnotationKind::Begin);
             let entry = match prev {
-                Some(b) if b.target != DEFAULT_TARGET => (self.rb.get(a)?, false, default),
+                Some(b) if b.target != HOST_TARGET => (self.rb.get(a)?, false, default),
                 Some(b) => {
                     let t = annotation(src.expr(b.arg))
                         .filter(|x| x.kind == AnnotationKind::End)

@@ -27,7 +27,8 @@ use crate::ir::{
 use crate::op::Op;
 use crate::tensor::{Tensor, TensorMut};
 
-use super::{eliminate_dead_code, infer_types, is_external, Pass, PassContext, PassError};
+use super::{eliminate_dead_code, infer_types, Pass, PassContext, PassError};
+use crate::byoc::{is_external, nonzero, COMPOSITE, PRIMITIVE};
 
 /// The `fold-constant` pass.
 #[derive(Clone, Copy, Debug, Default)]
@@ -194,8 +195,7 @@ pub(super) fn frozen_nodes(f: &Function) -> Vec<bool> {
         let Expr::Function(lit) = &node.expr else {
             continue;
         };
-        if frozen[id.index()]
-            || !(lit.attrs.contains("Composite") || super::pass::nonzero(&lit.attrs, "Primitive"))
+        if frozen[id.index()] || !(lit.attrs.contains(COMPOSITE) || nonzero(&lit.attrs, PRIMITIVE))
         {
             continue;
         }

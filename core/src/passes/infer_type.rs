@@ -130,7 +130,11 @@ fn node_type(
 ) -> Result<Type, TypeError> {
     let ty = |x: ExprId| f.ty(x).cloned().expect("operands are inferred first");
     Ok(match f.expr(id) {
-        Expr::Var(v) => v.ty.clone(),
+        Expr::Var(v) => {
+            crate::memory::check_type(&v.ty)
+                .map_err(|e| TypeError::new(format!("%{}", v.name), format!("parameter {e}")))?;
+            v.ty.clone()
+        }
         Expr::Constant(t) => Type::Tensor(t.ty().clone()),
         Expr::Tuple(fields) => Type::Tuple(fields.iter().map(|&x| ty(x)).collect()),
         Expr::TupleGetItem { tuple, index } => match ty(*tuple) {

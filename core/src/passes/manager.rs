@@ -21,9 +21,10 @@ pub const AFTER: &str = "after";
 /// `(pass name, "before" | "after", module)`.
 pub type PrintSink<'s> = Box<dyn FnMut(&str, &str, &Module) + 's>;
 
-/// An ordered pipeline of passes with print hooks, verification and timing.
+/// An ordered pipeline of passes with print hooks, verification and timing. Passes may borrow
+/// what they read (the targets of AnnotateTarget, a pattern table) for the lifetime `'s`.
 pub struct PassManager<'s> {
-    passes: Vec<Box<dyn Pass>>,
+    passes: Vec<Box<dyn Pass + 's>>,
     verify_each: bool,
     print_before: BTreeSet<String>,
     print_after: BTreeSet<String>,
@@ -49,13 +50,13 @@ impl<'s> PassManager<'s> {
     }
 
     /// Appends a pass.
-    pub fn pass(mut self, pass: impl Pass + 'static) -> Self {
+    pub fn pass(mut self, pass: impl Pass + 's) -> Self {
         self.passes.push(Box::new(pass));
         self
     }
 
     /// Appends a boxed pass (for passes chosen at run time, e.g. by name).
-    pub fn push(&mut self, pass: Box<dyn Pass>) {
+    pub fn push(&mut self, pass: Box<dyn Pass + 's>) {
         self.passes.push(pass);
     }
 

@@ -25,9 +25,11 @@
 //! at most `w` open classes per set (small for CNN-like graphs), instead of one bitset over
 //! all regions per vertex.
 
+use crate::analysis::graph::UnionFind;
 use crate::analysis::regions::{annotation, AnnotationKind, RegionGraph, RegionSet, Vertex};
+use crate::byoc::is_external;
 use crate::ir::{rewrite::Rebuild, Function, Module};
-use crate::passes::partition_graph::{is_external, PartitionError};
+use crate::passes::{PartitionError, Pass, PassContext, PassError};
 
 /// The MergeCompilerRegions pass.
 #[derive(Clone, Copy, Debug, Default)]
@@ -55,6 +57,17 @@ impl MergeCompilerRegions {
             module.insert(name, merged);
         }
         Ok(module)
+    }
+}
+
+impl Pass for MergeCompilerRegions {
+    fn name(&self) -> &'static str {
+        "merge-compiler-regions"
+    }
+
+    fn run(&self, module: &mut Module, _cx: &mut PassContext) -> Result<(), PassError> {
+        *module = self.run_owned(std::mem::take(module))?;
+        Ok(())
     }
 }
 
@@ -98,7 +111,7 @@ fn merge_function(name: &str, f: &Function) -> Result<Function, PartitionError> 
 /// the region that absorbed it, as an index).
 fn merge_classes(regions: &RegionSet, graph: &RegionGraph) -> Vec<usize> {
     let nr = regions.regions().len();
-    let mut parent: Vec<usize> = (0..nr).collect();
+    let mut classes = UnionFind::new(nr);
     let nv = graph.num_indices();
     // The same-target producer regions of a region vertex: its merge candidates.
     let candidates = |v: Vertex| -> Vec<usize> {
@@ -136,33 +149,33 @@ fn merge_classes(regions: &RegionSet, graph: &RegionGraph) -> Vec<usize> {
         let preds = graph.preds_of(v);
         let mut restr: Vec<usize> = Vec::new();
         for &u in preds {
-            restr.extend(set_of[graph.index(u)].iter().map(|&x| find(&mut parent, x)));
+            restr.extend(set_of[graph.index(u)].iter().map(|&x| classes.find(x)));
         }
         restr.sort_unstable();
         restr.dedup();
         if let Vertex::Region(r) = v {
             let mine = candidates(v);
             for &c in &mine {
-                let p = find(&mut parent, c);
+                let p = classes.find(c);
                 if p == r.index() || restr.binary_search(&p).is_ok() {
                     continue;
                 }
-                parent[p] = r.index();
+                classes.attach(p, r.index());
                 open[r.index()] += std::mem::take(&mut open[p]);
             }
             for c in mine {
-                let p = find(&mut parent, c);
+                let p = classes.find(c);
                 open[p] -= 1;
             }
         }
         let me = match v {
-            Vertex::Region(r) => Some(find(&mut parent, r.index())),
+            Vertex::Region(r) => Some(classes.find(r.index())),
             Vertex::Node(_) => None,
         };
         if uses[vi] > 0 {
             for &u in preds {
                 if let Vertex::Region(p) = u {
-                    let p = find(&mut parent, p.index());
+                    let p = classes.find(p.index());
                     if Some(p) != me {
                         restr.push(p);
                     }
@@ -171,7 +184,7 @@ fn merge_classes(regions: &RegionSet, graph: &RegionGraph) -> Vec<usize> {
             // Normalize to live class roots: merges above may have renamed members.
             let mut set: Vec<usize> = restr
                 .into_iter()
-                .map(|x| find(&mut parent, x))
+                .map(|x| classes.find(x))
                 .filter(|&x| open[x] > 0)
                 .collect();
             set.sort_unstable();
@@ -186,13 +199,5 @@ fn merge_classes(regions: &RegionSet, graph: &RegionGraph) -> Vec<usize> {
             }
         }
     }
-    (0..nr).map(|r| find(&mut parent, r)).collect()
-}
-
-fn find(parent: &mut [usize], mut x: usize) -> usize {
-    while parent[x] != x {
-        parent[x] = parent[parent[x]];
-        x = parent[x];
-    }
-    x
+    (0..nr).map(|r| classes.find(r)).collect()
 }

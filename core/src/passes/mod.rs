@@ -1,8 +1,10 @@
-//! Module-to-module passes of the core: the pass infrastructure, type inference and the
-//! prepare passes.
+//! Module-to-module passes of the core: the pass infrastructure, type inference, the
+//! prepare passes and the BYOC partitioning passes (AnnotateTarget, MergeCompilerRegions,
+//! PartitionGraph, Prune). MergeComposite, the first BYOC pass, lives in `byoc-patterns`.
 
 pub mod annotate_target;
 mod bind_params;
+mod context;
 mod dead_code;
 mod fold_constant;
 mod fold_scale_axis;
@@ -10,6 +12,7 @@ mod infer_type;
 mod manager;
 pub mod merge_compiler_regions;
 pub mod partition_graph;
+mod partitioning;
 mod pass;
 pub mod prune;
 pub mod quantize;
@@ -17,12 +20,14 @@ mod registry;
 mod simplify_inference;
 
 pub use bind_params::BindParams;
+pub use context::{DeclinedMatch, PassContext, PassTiming, Remark};
 pub use dead_code::{eliminate_dead_code, DeadCodeElimination};
 pub use fold_constant::FoldConstant;
 pub use fold_scale_axis::FoldScaleAxis;
 pub use infer_type::{infer_function, infer_missing_types, infer_types, InferType, TypeInferError};
 pub use manager::{verify, PassManager, PrintSink, AFTER, BEFORE};
-pub use pass::{is_external, Pass, PassContext, PassError, PassTiming, Remark};
+pub use partitioning::PartitionError;
+pub use pass::{Pass, PassError};
 pub use quantize::{CalibrateMode, QConfig, Quantize};
 pub use registry::{create_pass, lookup_pass, PassInfo, PASSES};
 pub use simplify_inference::SimplifyInference;

@@ -22,47 +22,13 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use thiserror::Error;
-
-use crate::analysis::regions::{
-    annotation, strip_annotations, Region, RegionError, RegionSet, Vertex,
-};
+use super::partitioning::copy_mapped;
+use crate::analysis::regions::{annotation, strip_annotations, Region, RegionSet, Vertex};
+use crate::byoc::{is_external, COMPILER, GLOBAL_SYMBOL, PRIMITIVE};
 use crate::ir::{
     rewrite::Rebuild, Attrs, Callee, Expr, ExprId, Function, FunctionBuilder, IrError, Module, Type,
 };
-use crate::passes::{infer_missing_types, TypeInferError};
-
-/// An error of the BYOC partitioning passes.
-#[derive(Debug, Error, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum PartitionError {
-    /// The input or a built function is malformed.
-    #[error(transparent)]
-    Ir(#[from] IrError),
-    /// Type inference of the input failed.
-    #[error(transparent)]
-    Type(#[from] TypeInferError),
-    /// The compiler annotations are malformed (boxed: the located messages are large).
-    #[error(transparent)]
-    Region(Box<RegionError>),
-}
-
-impl From<RegionError> for PartitionError {
-    fn from(e: RegionError) -> Self {
-        PartitionError::Region(Box::new(e))
-    }
-}
-
-/// True for functions the BYOC passes leave alone: already offloaded (`Compiler`), external
-/// (`Extern` non-zero) or excluded (`SkipOptimization` non-zero).
-pub fn is_external(f: &Function) -> bool {
-    let set = |name| {
-        f.attrs
-            .get(name)
-            .is_some_and(|v| v.as_bool() != Some(false))
-    };
-    f.attrs.contains("Compiler") || set("Extern") || set("SkipOptimization")
-}
+use crate::passes::{infer_missing_types, PartitionError, Pass, PassContext, PassError};
 
 /// The PartitionGraph pass.
 #[derive(Clone, Copy, Debug)]
@@ -254,9 +220,9 @@ impl PartitionGraph {
             .map(|&l| ext.b.ty(l).cloned().ok_or(IrError::BadId(l)))
             .collect::<Result<_, _>>()?;
         let attrs = Attrs::new()
-            .with("Compiler", region.target.as_str())
-            .with("global_symbol", name)
-            .with("Primitive", 1i64);
+            .with(COMPILER, region.target.as_str())
+            .with(GLOBAL_SYMBOL, name)
+            .with(PRIMITIVE, 1i64);
         let function = ext.b.finish(params, body, attrs)?;
         // The call site.
         let call = rb.builder.call_global(name, &args)?;
@@ -297,6 +263,17 @@ impl PartitionGraph {
             }
             _ => false,
         }
+    }
+}
+
+impl Pass for PartitionGraph {
+    fn name(&self) -> &'static str {
+        "partition-graph"
+    }
+
+    fn run(&self, module: &mut Module, _cx: &mut PassContext) -> Result<(), PassError> {
+        *module = self.run_owned(std::mem::take(module))?;
+        Ok(())
     }
 }
 
@@ -344,33 +321,6 @@ fn copy_to_host(rb: &mut Rebuild<'_>, id: ExprId) -> Result<(), IrError> {
 
 fn typed(f: &Function, id: ExprId) -> Result<&Type, IrError> {
     f.ty(id).ok_or(IrError::BadId(id))
-}
-
-/// Copies node `old` of `src` into `b` with its operands mapped through `map` (they must be
-/// there), keeps its type, and records the new id in `map`.
-pub(crate) fn copy_mapped(
-    src: &Function,
-    old: ExprId,
-    map: &mut HashMap<ExprId, ExprId>,
-    b: &mut FunctionBuilder,
-) -> Result<ExprId, IrError> {
-    let mut missing = None;
-    let expr = src.expr(old).map_ids(|o| match map.get(&o) {
-        Some(&n) => n,
-        None => {
-            missing = Some(o);
-            o
-        }
-    });
-    if let Some(o) = missing {
-        return Err(IrError::BadId(o));
-    }
-    let new = b.push(expr)?;
-    if let Some(ty) = src.ty_shared(old) {
-        b.set_ty_shared(new, ty.clone());
-    }
-    map.insert(old, new);
-    Ok(new)
 }
 
 /// How one region output is rebuilt from the flat results at the call site.

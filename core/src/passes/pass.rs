@@ -1,17 +1,17 @@
-//! The [`Pass`] trait every module transformation implements, the [`PassContext`] passes
-//! report into, and [`PassError`], the error type of passes and of the pass manager.
+//! The [`Pass`] trait every module transformation implements and [`PassError`], the error
+//! type of passes and of the pass manager.
 //!
 //! A pass takes a module and leaves it well-formed ([`Module::verify`] holds) with every live
 //! expression typed, so the next pass may rely on types without re-inferring them.
 
-use std::time::Duration;
-
 use thiserror::Error;
 
-use crate::ir::{AttrValue, Attrs, ExprId, Function, IrError, Module, Type};
+use crate::byoc::is_external;
+use crate::ir::{ExprId, Function, IrError, Module, Type};
 use crate::op::KernelError;
 
-use super::TypeInferError;
+use super::PartitionError;
+use super::{PassContext, TypeInferError};
 
 /// A module-to-module transformation (rustc's `MirPass`).
 pub trait Pass {
@@ -22,49 +22,6 @@ pub trait Pass {
     /// Transforms `module` in place. On error the module may be partly transformed; callers
     /// that need the old module keep a copy.
     fn run(&self, module: &mut Module, cx: &mut PassContext) -> Result<(), PassError>;
-}
-
-/// A non-fatal observation a pass made, such as an expression it chose to leave alone.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Remark {
-    /// The pass that made it.
-    pub pass: &'static str,
-    /// What it observed, naming the function and expression (`@main %4: ...`).
-    pub message: String,
-}
-
-/// How long one pass ran.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PassTiming {
-    /// The pass.
-    pub pass: &'static str,
-    /// Wall-clock time of its `run`, verification excluded.
-    pub elapsed: Duration,
-}
-
-/// What passes share with their caller while a pipeline runs: remarks they make and the time
-/// each took.
-#[derive(Clone, Debug, Default)]
-pub struct PassContext {
-    /// Remarks in the order they were made.
-    pub remarks: Vec<Remark>,
-    /// One entry per pass run by a [`super::PassManager`], in order.
-    pub timings: Vec<PassTiming>,
-}
-
-impl PassContext {
-    /// An empty context.
-    pub fn new() -> Self {
-        PassContext::default()
-    }
-
-    /// Records a remark of `pass`.
-    pub fn remark(&mut self, pass: &'static str, message: impl Into<String>) {
-        self.remarks.push(Remark {
-            pass,
-            message: message.into(),
-        });
-    }
 }
 
 /// An error of a pass or of the pass manager.
@@ -151,6 +108,17 @@ pub enum PassError {
     /// Quantization failed (bad configuration, calibration data or a calibration run).
     #[error(transparent)]
     Quantize(Box<super::quantize::QuantizeError>),
+    /// A BYOC partitioning pass failed (malformed annotations, IR it cannot build).
+    #[error(transparent)]
+    Partition(#[from] PartitionError),
+    /// A pattern rewrite failed in one function (MergeComposite of `byoc-patterns`).
+    #[error("in @{function}: {message}")]
+    Rewrite {
+        /// The global function.
+        function: String,
+        /// What failed.
+        message: String,
+    },
     /// A registered pass that cannot be built from its name alone.
     #[error("pass '{0}' needs arguments and cannot be created by name")]
     NeedsArguments(&'static str),
@@ -169,8 +137,8 @@ impl PassError {
     }
 }
 
-/// Runs `rewrite` on every function of `module` that is not [`is_external`], with types
-/// inferred before and after: the body of function-at-a-time rewrites such as
+/// Runs `rewrite` on every function of `module` that is not [`is_external`], with types inferred
+/// before and after: the body of function-at-a-time rewrites such as
 /// SimplifyInference and FoldScaleAxis.
 pub(crate) fn rewrite_host_functions(
     module: &mut Module,
@@ -184,23 +152,4 @@ pub(crate) fn rewrite_host_functions(
     }
     super::infer_types(module)?;
     Ok(())
-}
-
-/// True for a global function the optimizing passes leave alone, as TVM's function passes do:
-/// one with a `Compiler` attribute (already handed to an external codegen), or a non-zero
-/// `Extern` or `SkipOptimization` attribute.
-pub fn is_external(f: &Function) -> bool {
-    f.attrs.contains("Compiler")
-        || nonzero(&f.attrs, "Extern")
-        || nonzero(&f.attrs, "SkipOptimization")
-}
-
-/// True when `attrs[name]` is present and neither `0` nor `False`.
-pub(crate) fn nonzero(attrs: &Attrs, name: &str) -> bool {
-    match attrs.get(name) {
-        None | Some(AttrValue::None) => false,
-        Some(AttrValue::Int(i)) => *i != 0,
-        Some(AttrValue::Bool(b)) => *b,
-        Some(_) => true,
-    }
 }

@@ -14,8 +14,10 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use crate::byoc::{is_external, COMPILER};
 use crate::ir::{rewrite::Rebuild, Callee, Expr, ExprId, Function, IrError, Module};
-use crate::passes::partition_graph::{copy_mapped, is_external, PartitionError};
+use crate::passes::partitioning::copy_mapped;
+use crate::passes::{PartitionError, Pass, PassContext, PassError};
 use crate::target::TargetSupport;
 
 /// Why a partition was inlined back.
@@ -107,7 +109,7 @@ impl<'t> Prune<'t> {
         // Survivors per target: (op count, name).
         let mut kept: BTreeMap<&str, Vec<(usize, &str)>> = BTreeMap::new();
         for (name, f) in module.functions() {
-            let Some(target) = f.attrs.get_str("Compiler") else {
+            let Some(target) = f.attrs.get_str(COMPILER) else {
                 continue;
             };
             let Some(support) = self.targets.iter().find(|t| t.name() == target) else {
@@ -159,6 +161,20 @@ impl<'t> Prune<'t> {
         }
         pruned.sort_by(|a, b| a.name.cmp(&b.name));
         pruned
+    }
+}
+
+impl Pass for Prune<'_> {
+    fn name(&self) -> &'static str {
+        "prune"
+    }
+
+    /// Prunes `module`; the inlined partitions go to [`PassContext::pruned`].
+    fn run(&self, module: &mut Module, cx: &mut PassContext) -> Result<(), PassError> {
+        let (pruned, report) = self.run_owned(std::mem::take(module))?;
+        *module = pruned;
+        cx.pruned.extend(report.pruned);
+        Ok(())
     }
 }
 

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use thiserror::Error;
 
-use crate::ir::DTypeError;
+use super::datatypes::DatatypeRegistrationError;
 use crate::sdk::PluginError;
 
 /// Why a file could not be loaded as a plugin. Every variant names the file.
@@ -75,7 +75,8 @@ pub enum LoadError {
         /// What is wrong.
         message: String,
     },
-    /// A custom datatype of the plugin conflicts with one already registered.
+    /// A custom datatype of the plugin is malformed, names a function the library does not
+    /// export, or conflicts with one already registered.
     #[error("'{path}': plugin '{plugin}': {error}")]
     Datatype {
         /// The file.
@@ -83,7 +84,7 @@ pub enum LoadError {
         /// The plugin's name.
         plugin: String,
         /// The registration error.
-        error: DTypeError,
+        error: Box<DatatypeRegistrationError>,
     },
 }
 

@@ -1,8 +1,7 @@
 //! A plugin loaded from a shared library: [`Plugin`] and [`CompiledModule`] over the C table.
 //!
 //! Every call goes through one slot of the plugin's [`PluginVTable`]: functions are written
-//! in the form the plugin's ABI minor version reads ([`LoadedPlugin::function_form`]), op
-//! calls as Relay text, options and descriptions as JSON, tensors are [`TensorView`]s of the
+//! as function records, op calls as Relay text, options and descriptions as JSON, tensors are [`TensorView`]s of the
 //! caller's buffers. Buffers the plugin returns are copied and given back to the plugin
 //! (`release_buf`); module handles are released by the plugin when the [`LoadedModule`]
 //! drops. A panic inside the plugin comes back as an error whose message starts with
@@ -13,8 +12,7 @@ use std::sync::Arc;
 
 use crate::ir::TensorType;
 use crate::sdk::abi::{
-    ModuleHandle, OwnedBuf, PluginVTable, StrView, ABI_MINOR_FUNCTION_RECORD, STATUS_OK,
-    STATUS_PANIC, STATUS_REJECT,
+    ModuleHandle, OwnedBuf, PluginVTable, StrView, STATUS_OK, STATUS_PANIC, STATUS_REJECT,
 };
 use crate::sdk::{
     call_to_text, CheckKind, CompileOptions, CompiledModule, EmittedSource, FunctionForm,
@@ -155,25 +153,15 @@ impl LoadedPlugin {
         self.abi
     }
 
-    /// The form the plugin reads partitioned functions in: function records from ABI minor
-    /// version [`ABI_MINOR_FUNCTION_RECORD`] on, Relay text before.
-    pub fn function_form(&self) -> FunctionForm {
-        if self.abi.1 >= ABI_MINOR_FUNCTION_RECORD {
-            FunctionForm::Record
-        } else {
-            FunctionForm::Text
-        }
-    }
-
-    /// `function` in the plugin's form.
+    /// `function` as it crosses the ABI: a function record.
     fn function_bytes(&self, function: &PartitionedFunction) -> Result<Vec<u8>, PluginError> {
         function
-            .to_bytes(self.function_form())
+            .to_bytes(FunctionForm::Record)
             .map_err(|e| PluginError::new(format!("@{}: {e}", function.symbol)))
     }
 
-    /// What `compile` and `emit_source` send: the function in the plugin's form, and the
-    /// options as JSON.
+    /// What `compile` and `emit_source` send: the function as a record, and the options as
+    /// JSON.
     fn crossing(
         &self,
         function: &PartitionedFunction,
@@ -250,7 +238,7 @@ impl Plugin for LoadedPlugin {
         function: &PartitionedFunction,
         options: &CompileOptions,
     ) -> Result<Option<EmittedSource>, PluginError> {
-        // A plugin of ABI 1.0 has no such slot (its widened table holds `None`).
+        // A table may leave the slot out: the plugin has no source to show.
         let Some(slot) = self.table.0.emit_source else {
             return Ok(None);
         };
@@ -262,31 +250,20 @@ impl Plugin for LoadedPlugin {
             .map_err(|e| PluginError::new(format!("emit_source returned unreadable JSON: {e}")))
     }
 
-    fn deserialize(&self, bytes: &[u8]) -> Result<Box<dyn CompiledModule>, PluginError> {
-        let b = StrView::of(bytes);
-        let table = self.table;
-        // SAFETY: the bytes outlive the call; the slot fills the handle and the buffer.
-        table.module(|m, out| unsafe { (table.0.deserialize)(b, m, out) })
-    }
-
-    fn deserialize_with(
+    fn deserialize(
         &self,
         bytes: &[u8],
         options: &CompileOptions,
     ) -> Result<Box<dyn CompiledModule>, PluginError> {
-        // A plugin before ABI 1.3 has no such slot: it loads without the options.
-        let Some(slot) = self.table.0.deserialize_with else {
-            return self.deserialize(bytes);
-        };
         let opts = options_json(options);
         let (b, o) = (StrView::of(bytes), StrView::of(opts.as_bytes()));
+        let table = self.table;
         // SAFETY: the bytes and the options outlive the call; the slot fills the handle and
         // the buffer.
-        self.table.module(|m, out| unsafe { slot(b, o, m, out) })
+        table.module(|m, out| unsafe { (table.0.deserialize)(b, o, m, out) })
     }
 }
 
-/// A function and compile options as they cross the ABI: Relay text and a JSON object.
 /// A compiled module that lives in a plugin.
 pub struct LoadedModule {
     table: Table,
@@ -355,5 +332,17 @@ impl CompiledModule for LoadedModule {
         let handle = self.handle;
         // SAFETY: the handle is live; the slot fills the buffer.
         table.ok(|out| unsafe { (table.0.serialize)(handle, out) })
+    }
+
+    fn counters(&self) -> Result<Vec<(String, f64)>, PluginError> {
+        // A plugin of ABI 2.0 has no such slot: its modules keep no counters.
+        let Some(slot) = self.table.0.counters else {
+            return Ok(Vec::new());
+        };
+        let handle = self.handle;
+        // SAFETY: the handle is live; the slot fills the buffer.
+        let bytes = self.table.ok(|out| unsafe { slot(handle, out) })?;
+        serde_json::from_slice(&bytes)
+            .map_err(|e| PluginError::new(format!("malformed accelerator counters: {e}")))
     }
 }

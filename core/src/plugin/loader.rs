@@ -5,15 +5,16 @@
 //! forgotten on purpose, because unloading a Rust library that used thread-locals is unsound.
 //! Checks, in order: the file exists, the system loader accepts it, it exports
 //! [`ENTRY_SYMBOL`], the entry returns a table with [`MAGIC`], the ABI major version matches
-//! and the table is at least an ABI 1.0 table. A table of an older minor version is widened
-//! to this host's layout (the slots it lacks are absent, see [`PluginVTable::widen`]). Then
-//! the plugin's custom datatypes are registered.
+//! and the table is at least an ABI 2.0 table ([`checked_table`]). A table of an older minor
+//! version is widened to this host's layout (the slots it lacks are absent, see
+//! [`PluginVTable::widen`]). Then the plugin's custom datatypes are validated, their library
+//! functions resolved in the library, and registered ([`super::datatypes`]).
 
 use std::path::Path;
 
+use super::datatypes::register_datatypes;
 use super::error::LoadError;
 use super::loaded::LoadedPlugin;
-use crate::ir::register_custom_dtype;
 use crate::sdk::abi::{
     PluginHeader, PluginVTable, ABI_MAJOR, ABI_MINOR, ENTRY_SYMBOL, MAGIC, SDK_VERSION,
 };
@@ -55,8 +56,9 @@ pub fn load_plugin(path: &Path) -> Result<LoadedPlugin, LoadError> {
             })
         }
     };
-    // Never unloaded: the entry point and everything it returns stay valid.
-    std::mem::forget(lib);
+    // Never unloaded: the entry point, everything it returns and the datatypes' library
+    // functions stay valid.
+    let lib: &'static libloading::Library = Box::leak(Box::new(lib));
     // SAFETY: the entry point takes no arguments and catches its own panics.
     let header = unsafe { entry() };
     if header.is_null() {
@@ -71,23 +73,7 @@ pub fn load_plugin(path: &Path) -> Result<LoadedPlugin, LoadError> {
             path: path.to_path_buf(),
         });
     }
-    // Another major version's table is never read.
-    let widened = (h.abi_major == ABI_MAJOR)
-        // SAFETY: a header of this major version heads a table of `table_size` bytes.
-        .then(|| unsafe { PluginVTable::widen(h) })
-        .flatten();
-    let Some(table) = widened else {
-        return Err(LoadError::Incompatible {
-            path: path.to_path_buf(),
-            // SAFETY: the header's version string is static data of the library.
-            plugin_sdk: unsafe { h.sdk_version.text() },
-            plugin_major: h.abi_major,
-            plugin_minor: h.abi_minor,
-            host_sdk: SDK_VERSION,
-            host_major: ABI_MAJOR,
-            host_minor: ABI_MINOR,
-        });
-    };
+    let table = checked_table(h, path)?;
     // The copy lives as long as the library: for the rest of the process.
     let table: &'static PluginVTable = Box::leak(Box::new(table));
     let plugin = LoadedPlugin::from_table(table, path).map_err(|(plugin, message)| {
@@ -97,12 +83,69 @@ pub fn load_plugin(path: &Path) -> Result<LoadedPlugin, LoadError> {
             message,
         }
     })?;
-    for d in &plugin.description.datatypes {
-        register_custom_dtype(&d.name, d.code).map_err(|error| LoadError::Datatype {
+    let lookup = |symbol: &str| {
+        // SAFETY: only the address is taken; it is called with the signature its lowering key
+        // implies, which the plugin's declaration promises.
+        unsafe { lib.get::<*const ()>(symbol.as_bytes()) }
+            .ok()
+            .map(|f| *f as usize)
+    };
+    register_datatypes(&plugin.name, &plugin.description.datatypes, lookup).map_err(|error| {
+        LoadError::Datatype {
             path: path.to_path_buf(),
             plugin: plugin.name.clone(),
-            error,
-        })?;
-    }
+            error: Box::new(error),
+        }
+    })?;
     Ok(plugin)
+}
+
+/// The table behind a header with the byoc magic, widened to this host's layout; a plugin of
+/// another ABI major version (or a table shorter than 2.0's) is refused with both versions
+/// named, before anything past the header is read.
+fn checked_table(h: &'static PluginHeader, path: &Path) -> Result<PluginVTable, LoadError> {
+    let widened = (h.abi_major == ABI_MAJOR)
+        // SAFETY: a header of this major version heads a table of `table_size` bytes.
+        .then(|| unsafe { PluginVTable::widen(h) })
+        .flatten();
+    widened.ok_or_else(|| LoadError::Incompatible {
+        path: path.to_path_buf(),
+        // SAFETY: the header's version string is static data of the library.
+        plugin_sdk: unsafe { h.sdk_version.text() },
+        plugin_major: h.abi_major,
+        plugin_minor: h.abi_minor,
+        host_sdk: SDK_VERSION,
+        host_major: ABI_MAJOR,
+        host_minor: ABI_MINOR,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sdk::abi::{StrView, MAGIC};
+
+    #[test]
+    fn a_plugin_of_the_pre_2_0_abi_is_refused_naming_both_versions() {
+        static SDK: &str = "0.1.0-abi1";
+        let header: &'static PluginHeader = Box::leak(Box::new(PluginHeader {
+            magic: MAGIC,
+            abi_major: 1,
+            abi_minor: 3,
+            table_size: 4096,
+            sdk_version: StrView::of(SDK.as_bytes()),
+        }));
+        let err = checked_table(header, Path::new("old.so"))
+            .err()
+            .expect("an ABI 1.3 plugin is refused")
+            .to_string();
+        assert_eq!(
+            err,
+            format!(
+                "'old.so': incompatible SDK version: the plugin was built with byoc SDK 0.1.0-abi1 \
+                 (plugin ABI 1.3), this byoc has SDK {SDK_VERSION} (plugin ABI 2.1); rebuild the \
+                 plugin against SDK {SDK_VERSION}"
+            )
+        );
+    }
 }

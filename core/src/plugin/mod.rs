@@ -6,6 +6,7 @@
 //! failing plugin yields an error naming the plugin and the operation, and the host goes on.
 
 mod codegen;
+mod datatypes;
 mod error;
 mod loaded;
 mod loader;
@@ -13,6 +14,10 @@ mod reference;
 mod registry;
 
 pub use codegen::{compile_externals, emit_sources, external_functions, PartitionSource, Runtimes};
+pub use datatypes::{
+    datatype_library, register_datatypes, DatatypeLibrary, DatatypeRegistrationError,
+    LibraryFunction,
+};
 pub use error::{CodegenError, LoadError, RegistryError};
 pub use loaded::{LoadedModule, LoadedPlugin};
 pub use loader::load_plugin;

@@ -55,10 +55,14 @@ impl Plugin for ReferenceRuntime {
         }))
     }
 
-    fn deserialize(&self, bytes: &[u8]) -> Result<Box<dyn CompiledModule>, PluginError> {
+    fn deserialize(
+        &self,
+        bytes: &[u8],
+        options: &CompileOptions,
+    ) -> Result<Box<dyn CompiledModule>, PluginError> {
         let (function, _) = PartitionedFunction::from_bytes(bytes)
             .map_err(|e| PluginError::new(format!("reference module: {e}")))?;
-        self.compile(&function, &CompileOptions::new())
+        self.compile(&function, options)
     }
 }
 
@@ -131,11 +135,13 @@ mod tests {
         assert!(record.starts_with(RECORD_MAGIC));
         // Hand-computed: [1, 1, 1, 1] + [1, 2, 3, 4].
         for bytes in [record.clone(), f.to_text().into_bytes()] {
-            let back = ReferenceRuntime.deserialize(&bytes).unwrap();
+            let back = ReferenceRuntime
+                .deserialize(&bytes, &CompileOptions::new())
+                .unwrap();
             assert_eq!(run(back.as_ref()), [2.0, 3.0, 4.0, 5.0]);
         }
         let err = ReferenceRuntime
-            .deserialize(&record[..record.len() - 3])
+            .deserialize(&record[..record.len() - 3], &CompileOptions::new())
             .err()
             .unwrap()
             .to_string();

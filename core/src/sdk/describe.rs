@@ -1,23 +1,27 @@
 //! A target description: what a plugin offloads and how the host should plan for it.
 //!
-//! [`TargetDescription`] is the vendor-facing value: op rules with optional Rust predicates,
-//! a pattern table in the DESIGN §3.2 text syntax (with optional checks on the root call of a
-//! match), prune settings, custom datatypes with per-op lowerings, and flags for the optional
-//! hooks. Across the plugin ABI it travels as JSON ([`TargetDescription::to_wire`] /
-//! [`TargetDescription::from_wire`]): every field has a default, unknown fields are ignored,
-//! so later SDK versions can add fields without breaking older hosts or plugins. Predicates and
-//! checks cannot be serialized; the wire form says which entries have one, and the host calls
-//! them back by index.
+//! [`TargetDescription`] is the one target model: op rules with optional Rust predicates, a
+//! pattern table in the pattern text syntax (with optional checks on the root call of a
+//! match), prune settings, the prepare passes the target asks for (by name), custom datatypes
+//! with per-op lowerings, and flags for the optional hooks. A plugin builds one in code; a
+//! target-spec file and a plugin's description across the ABI are its JSON form, read by one
+//! reader ([`super::target_json`]). [`TargetDescription::validated`] is the one check every
+//! description passes before planning uses it: op names, attribute names and values against
+//! the op's schema (normalized, so a rule's `1` matches the schema's `1.0`), prepare pass
+//! names, prune ops.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use thiserror::Error;
-
-use crate::ir::{AttrValue, DType};
+use super::datatype::CustomDatatype;
+use super::target_json::DescriptionError;
+use crate::byoc::HOST_TARGET;
+use crate::ir::Attrs;
+use crate::op::OpRegistry;
 use crate::target::{CallView, OpPredicate, OpRule, PruneConfig, RejectReason, TargetSupport};
+
+/// The prepare passes a target may ask for, by their pass names, in the order prepare runs
+/// them (TVM's DNNL flow: SimplifyInference, then FoldScaleAxis).
+pub const PREPARE_PASSES: &[&str] = &["simplify-inference", "fold-scale-axis"];
 
 /// An op the target runs: a rule (attribute values, dtypes) and an optional predicate that
 /// applies to every call of the op.
@@ -34,35 +38,10 @@ pub struct OpSupport {
 pub struct PatternSpec {
     /// The composite name, `<target>.<name>`.
     pub name: String,
-    /// The pattern in the DESIGN §3.2 text syntax.
+    /// The pattern in the pattern text syntax (`docs/patterns.md`).
     pub pattern: String,
     /// A check on the root call of each match; `Err` rejects the match.
     pub check: Option<OpPredicate>,
-}
-
-/// A lowering of one op over a custom datatype to a function the plugin exports (the posit
-/// plugin lowers `add` over `custom[posit]16` to `posit16_add`, ...).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DatatypeLowering {
-    /// The op (`add`).
-    pub op: String,
-    /// The name of the function implementing it.
-    pub function: String,
-}
-
-/// A custom datatype a plugin brings (`custom[<name>]<bits>`, TVM's Bring Your Own
-/// Datatypes). The host registers the name and code when it loads the plugin.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CustomDatatype {
-    /// The name in `custom[<name>]<bits>`.
-    pub name: String,
-    /// Storage bits per element (8, 16, 32 or 64).
-    pub bits: u16,
-    /// The type code (TVM starts user codes at 129).
-    pub code: u8,
-    /// Per-op lowerings.
-    #[serde(default)]
-    pub lowerings: Vec<DatatypeLowering>,
 }
 
 /// What a target supports and how to plan for it.
@@ -80,11 +59,10 @@ pub struct TargetDescription {
     pub datatypes: Vec<CustomDatatype>,
     /// Whether the host calls [`super::Plugin::optimize`] on each partition before compiling.
     pub optimize: bool,
-    /// Whether prepare should run SimplifyInference (batch norm into elementwise ops).
-    pub simplify_inference: bool,
-    /// Whether prepare should run FoldScaleAxis (per-channel scales after conv2d / dense into
-    /// constant weights, shifts into one bias).
-    pub fold_scale_axis: bool,
+    /// The prepare passes the target asks for, by name (names from [`PREPARE_PASSES`]):
+    /// `simplify-inference` (batch norm into elementwise ops), `fold-scale-axis` (per-channel
+    /// scales after conv2d / dense into constant weights, shifts into one bias).
+    pub prepare: Vec<String>,
 }
 
 impl std::fmt::Debug for TargetDescription {
@@ -103,8 +81,7 @@ impl TargetDescription {
             prune: PruneConfig::default(),
             datatypes: Vec::new(),
             optimize: false,
-            simplify_inference: false,
-            fold_scale_axis: false,
+            prepare: Vec::new(),
         }
     }
 
@@ -182,17 +159,81 @@ impl TargetDescription {
         self
     }
 
-    /// Asks prepare to run SimplifyInference (and constant folding after it).
-    pub fn with_simplify_inference(mut self) -> Self {
-        self.simplify_inference = true;
+    /// Asks prepare to run the pass called `pass` (one of [`PREPARE_PASSES`]; prepare runs
+    /// them in that list's order, whatever the order of asking).
+    pub fn with_prepare(mut self, pass: impl Into<String>) -> Self {
+        let pass = pass.into();
+        if !self.prepare.contains(&pass) {
+            self.prepare.push(pass);
+        }
         self
     }
 
-    /// Asks prepare to run FoldScaleAxis, so batch-norm scales after a conv2d or dense land
-    /// in its constant weights (after SimplifyInference, when that is asked for too).
-    pub fn with_fold_scale_axis(mut self) -> Self {
-        self.fold_scale_axis = true;
-        self
+    /// Whether the target asks prepare to run `pass`.
+    pub fn asks_for(&self, pass: &str) -> bool {
+        self.prepare.iter().any(|p| p == pass)
+    }
+
+    /// The description checked against the op registry, with every rule's attribute values
+    /// normalized by the op's schema (so `with_attr("alpha", 1i64)` compares as the schema's
+    /// float `1.0`): the target name (non-empty, no whitespace or `.`, not the host's
+    /// `default`), op names, rule attributes, prepare pass names and prune ops. Errors name
+    /// the entry (`ops[2]`, `prune.require_any[0]`). Patterns are checked where they are
+    /// parsed, by the pattern table.
+    pub fn validated(mut self) -> Result<Self, DescriptionError> {
+        let name = &self.target;
+        if name.is_empty()
+            || name == HOST_TARGET
+            || name.contains(|c: char| c.is_whitespace() || c == '.')
+        {
+            return Err(DescriptionError::BadName(name.clone()));
+        }
+        for (index, support) in self.ops.iter_mut().enumerate() {
+            let place = || format!("ops[{index}]");
+            let rule = &mut support.rule;
+            let op = OpRegistry::lookup(&rule.op).ok_or_else(|| DescriptionError::UnknownOp {
+                place: place(),
+                op: rule.op.clone(),
+            })?;
+            if rule.attrs.is_empty() {
+                continue;
+            }
+            let given = rule
+                .attrs
+                .iter()
+                .fold(Attrs::new(), |a, (k, v)| a.with(k, v.clone()));
+            let normalized = op
+                .normalize_attrs(given)
+                .map_err(|e| DescriptionError::Entry {
+                    place: place(),
+                    message: e.to_string(),
+                })?;
+            for (k, v) in &mut rule.attrs {
+                if let Some(n) = normalized.get(k) {
+                    *v = n.clone();
+                }
+            }
+        }
+        for (index, pass) in self.prepare.iter().enumerate() {
+            if !PREPARE_PASSES.contains(&pass.as_str()) {
+                return Err(DescriptionError::Entry {
+                    place: format!("prepare[{index}]"),
+                    message: format!(
+                        "'{pass}' is not a prepare pass (known: {})",
+                        PREPARE_PASSES.join(", ")
+                    ),
+                });
+            }
+        }
+        for (index, op) in self.prune.require_any.iter().enumerate() {
+            if OpRegistry::lookup(op).is_none() {
+                return Err(DescriptionError::UnknownOp {
+                    place: format!("prune.require_any[{index}]"),
+                    op: op.clone(),
+                });
+            }
+        }
+        Ok(self)
     }
 
     /// The op support rules and predicates as the annotation pass sees them.
@@ -219,114 +260,6 @@ impl TargetDescription {
         names
     }
 
-    /// The JSON wire form (predicates and checks become flags).
-    pub fn to_wire(&self) -> String {
-        let wire = WireDescription {
-            target: self.target.clone(),
-            ops: self
-                .ops
-                .iter()
-                .map(|o| WireOp {
-                    op: o.rule.op.clone(),
-                    attrs: o
-                        .rule
-                        .attrs
-                        .iter()
-                        .map(|(k, v)| (k.clone(), attr_to_json(v)))
-                        .collect(),
-                    dtypes: o
-                        .rule
-                        .dtypes
-                        .as_ref()
-                        .map(|ds| ds.iter().map(DType::to_string).collect()),
-                    predicate: o.predicate.is_some(),
-                })
-                .collect(),
-            patterns: self
-                .patterns
-                .iter()
-                .map(|p| WirePattern {
-                    name: p.name.clone(),
-                    pattern: p.pattern.clone(),
-                    check: p.check.is_some(),
-                })
-                .collect(),
-            prune: WirePrune {
-                min_ops: self.prune.min_ops,
-                require_any: self.prune.require_any.clone(),
-                max_partitions: self.prune.max_partitions,
-            },
-            datatypes: self.datatypes.clone(),
-            optimize: self.optimize,
-            simplify_inference: self.simplify_inference,
-            fold_scale_axis: self.fold_scale_axis,
-        };
-        // Serializing plain strings, numbers and lists cannot fail.
-        serde_json::to_string(&wire).unwrap_or_default()
-    }
-
-    /// Reads the wire form. `callback(kind, index)` makes the predicate for op entry `index`
-    /// (kind [`CheckKind::Op`]) or the check for pattern entry `index` ([`CheckKind::Pattern`])
-    /// where the wire form says there is one.
-    pub fn from_wire(
-        text: &str,
-        callback: impl Fn(CheckKind, u32) -> OpPredicate,
-    ) -> Result<Self, DescriptionError> {
-        let wire: WireDescription =
-            serde_json::from_str(text).map_err(|e| DescriptionError::Json(e.to_string()))?;
-        let mut ops = Vec::with_capacity(wire.ops.len());
-        for (i, o) in wire.ops.into_iter().enumerate() {
-            let index = u32::try_from(i).map_err(|_| DescriptionError::TooLarge)?;
-            let mut rule = OpRule::new(&o.op);
-            for (name, value) in &o.attrs {
-                let v = attr_from_json(value).ok_or_else(|| DescriptionError::Attr {
-                    op: o.op.clone(),
-                    attr: name.clone(),
-                })?;
-                rule = rule.with_attr(name, v);
-            }
-            if let Some(ds) = &o.dtypes {
-                let dtypes = ds
-                    .iter()
-                    .map(|d| {
-                        d.parse::<DType>().map_err(|e| DescriptionError::DType {
-                            op: o.op.clone(),
-                            message: e.to_string(),
-                        })
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                rule = rule.with_dtypes(dtypes);
-            }
-            ops.push(OpSupport {
-                rule,
-                predicate: o.predicate.then(|| callback(CheckKind::Op, index)),
-            });
-        }
-        let mut patterns = Vec::with_capacity(wire.patterns.len());
-        for (i, p) in wire.patterns.into_iter().enumerate() {
-            let index = u32::try_from(i).map_err(|_| DescriptionError::TooLarge)?;
-            patterns.push(PatternSpec {
-                check: p.check.then(|| callback(CheckKind::Pattern, index)),
-                name: p.name,
-                pattern: p.pattern,
-            });
-        }
-        Ok(TargetDescription {
-            target: wire.target,
-            ops,
-            patterns,
-            prune: PruneConfig {
-                min_ops: wire.prune.min_ops,
-                require_any: wire.prune.require_any,
-                max_partitions: wire.prune.max_partitions,
-            },
-            datatypes: wire.datatypes,
-            optimize: wire.optimize,
-            simplify_inference: wire.simplify_inference,
-            fold_scale_axis: wire.fold_scale_axis,
-        })
-    }
-
     /// The predicate of op entry `index` or the check of pattern entry `index`.
     pub fn check(&self, kind: CheckKind, index: u32) -> Option<&OpPredicate> {
         let i = usize::try_from(index).ok()?;
@@ -346,175 +279,59 @@ pub enum CheckKind {
     Pattern,
 }
 
-/// Errors of reading a description's wire form.
-#[derive(Debug, Error, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum DescriptionError {
-    /// Not the expected JSON.
-    #[error("malformed target description: {0}")]
-    Json(String),
-    /// An attribute value that is not a Relay attribute value.
-    #[error("op '{op}': attribute '{attr}' is not a number, string, bool, null or list")]
-    Attr {
-        /// The op.
-        op: String,
-        /// The attribute.
-        attr: String,
-    },
-    /// A dtype name that does not parse.
-    #[error("op '{op}': {message}")]
-    DType {
-        /// The op.
-        op: String,
-        /// The parse error.
-        message: String,
-    },
-    /// More entries than an index can address.
-    #[error("target description has more than 2^32 entries")]
-    TooLarge,
-}
-
-#[derive(Serialize, Deserialize)]
-struct WireDescription {
-    target: String,
-    #[serde(default)]
-    ops: Vec<WireOp>,
-    #[serde(default)]
-    patterns: Vec<WirePattern>,
-    #[serde(default)]
-    prune: WirePrune,
-    #[serde(default)]
-    datatypes: Vec<CustomDatatype>,
-    #[serde(default)]
-    optimize: bool,
-    #[serde(default)]
-    simplify_inference: bool,
-    /// Added after the first wire version: absent (older plugins) means off, and older hosts
-    /// ignore it.
-    #[serde(default)]
-    fold_scale_axis: bool,
-}
-
-#[derive(Serialize, Deserialize)]
-struct WireOp {
-    op: String,
-    #[serde(default)]
-    attrs: BTreeMap<String, Value>,
-    #[serde(default)]
-    dtypes: Option<Vec<String>>,
-    #[serde(default)]
-    predicate: bool,
-}
-
-#[derive(Serialize, Deserialize)]
-struct WirePattern {
-    name: String,
-    pattern: String,
-    #[serde(default)]
-    check: bool,
-}
-
-#[derive(Serialize, Deserialize)]
-struct WirePrune {
-    #[serde(default = "one")]
-    min_ops: usize,
-    #[serde(default)]
-    require_any: Vec<String>,
-    #[serde(default)]
-    max_partitions: Option<usize>,
-}
-
-fn one() -> usize {
-    1
-}
-
-impl Default for WirePrune {
-    fn default() -> Self {
-        WirePrune {
-            min_ops: 1,
-            require_any: Vec::new(),
-            max_partitions: None,
-        }
-    }
-}
-
-fn attr_to_json(v: &AttrValue) -> Value {
-    match v {
-        AttrValue::None => Value::Null,
-        AttrValue::Bool(b) => Value::Bool(*b),
-        AttrValue::Int(i) => Value::from(*i),
-        AttrValue::Float(f) => Value::from(*f),
-        AttrValue::Str(s) => Value::String(s.clone()),
-        AttrValue::List(items) => Value::Array(items.iter().map(attr_to_json).collect()),
-    }
-}
-
-fn attr_from_json(v: &Value) -> Option<AttrValue> {
-    Some(match v {
-        Value::Null => AttrValue::None,
-        Value::Bool(b) => AttrValue::Bool(*b),
-        Value::Number(n) => match n.as_i64() {
-            Some(i) => AttrValue::Int(i),
-            None => AttrValue::Float(n.as_f64()?),
-        },
-        Value::String(s) => AttrValue::Str(s.clone()),
-        Value::Array(items) => {
-            AttrValue::List(items.iter().map(attr_from_json).collect::<Option<_>>()?)
-        }
-        Value::Object(_) => return None,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::{AttrValue, DType, Type};
+    use crate::target::Support;
 
     #[test]
-    fn wire_round_trip_keeps_rules_and_flags() {
+    fn a_rule_integer_matches_the_schema_float_after_validation() {
+        // `nn.leaky_relu`'s `alpha` is a float in the op schema; calls carry it normalized.
         let d = TargetDescription::new("acc")
-            .with_ops(["add"])
-            .with_rule_checked(
-                OpRule::new("nn.conv2d")
-                    .with_attr("groups", 1i64)
-                    .with_dtypes([DType::Float32]),
-                |_| Err("no".into()),
-            )
-            .with_pattern("acc.add_relu", "nn.relu(add(*, *))")
-            .with_datatype(CustomDatatype {
-                name: "posit".into(),
-                bits: 16,
-                code: 131,
-                lowerings: vec![DatatypeLowering {
-                    op: "add".into(),
-                    function: "posit16_add".into(),
-                }],
-            })
-            .with_optimize()
-            .with_simplify_inference()
-            .with_fold_scale_axis();
-        let text = d.to_wire();
-        let back = TargetDescription::from_wire(&text, |kind, i| {
-            assert_eq!((kind, i), (CheckKind::Op, 1));
-            Arc::new(|_| Ok(()))
-        })
-        .unwrap();
-        assert_eq!(back.to_wire(), text);
-        assert_eq!(back.ops[1].rule, d.ops[1].rule);
-        assert!(back.ops[1].predicate.is_some() && back.ops[0].predicate.is_none());
-        assert!(back.optimize && back.simplify_inference && back.fold_scale_axis);
-        assert_eq!(back.datatypes, d.datatypes);
+            .with_rule(OpRule::new("nn.leaky_relu").with_attr("alpha", 1i64));
+        let op = OpRegistry::lookup("nn.leaky_relu").unwrap();
+        let attrs = op
+            .normalize_attrs(Attrs::new().with("alpha", AttrValue::Float(1.0)))
+            .unwrap();
+        let t = Type::tensor([2], DType::Float32);
+        let call = CallView {
+            op: &op,
+            attrs: &attrs,
+            arg_types: std::slice::from_ref(&t),
+            result_type: &t,
+        };
+        // Unvalidated, the rule's integer 1 does not equal the call's 1.0.
+        assert!(matches!(d.support().query(&call), Support::Rejected { .. }));
+        let d = d.validated().unwrap();
+        assert_eq!(
+            d.ops[0].rule.attrs,
+            [("alpha".to_string(), AttrValue::Float(1.0))]
+        );
+        assert_eq!(d.support().query(&call), Support::Supported);
     }
 
     #[test]
-    fn unknown_fields_are_ignored_and_bad_json_is_an_error() {
-        let d = TargetDescription::from_wire(r#"{"target": "x", "future": 1}"#, |_, _| {
-            Arc::new(|_| Ok(()))
-        })
-        .unwrap();
-        assert_eq!(d.target, "x");
-        assert_eq!(d.prune.min_ops, 1);
-        // A description from before `fold_scale_axis` existed reads with it off.
-        assert!(!d.fold_scale_axis && !d.simplify_inference);
-        assert!(TargetDescription::from_wire("{", |_, _| Arc::new(|_| Ok(()))).is_err());
+    fn validation_names_the_entry() {
+        let err = |d: TargetDescription| d.validated().unwrap_err().to_string();
+        assert_eq!(
+            err(TargetDescription::new("acc").with_ops(["add", "nn.conv3x"])),
+            "ops[1]: unknown op 'nn.conv3x'"
+        );
+        assert!(err(TargetDescription::new("acc")
+            .with_rule(OpRule::new("nn.conv2d").with_attr("grups", 1i64)))
+        .starts_with("ops[0]: "));
+        assert_eq!(
+            err(TargetDescription::new("acc").with_prepare("fold-everything")),
+            "prepare[0]: 'fold-everything' is not a prepare pass (known: simplify-inference, fold-scale-axis)"
+        );
+        assert!(err(TargetDescription::new("default")).contains("bad target name 'default'"));
+        assert_eq!(
+            err(TargetDescription::new("acc").with_prune(PruneConfig {
+                require_any: vec!["nn.dens".into()],
+                ..PruneConfig::default()
+            })),
+            "prune.require_any[0]: unknown op 'nn.dens'"
+        );
     }
 }

@@ -1,11 +1,13 @@
 //! The plugin SDK: what a vendor implements to bring a codegen backend to byoc.
 //!
-//! A vendor crate implements [`Plugin`] (name, version, a [`TargetDescription`] of the ops
-//! and patterns it takes, `compile` of a [`PartitionedFunction`] into a [`CompiledModule`],
-//! `deserialize`, optionally `emit_source`) and [`CompiledModule`] (`run` on views of the
-//! host's buffers, `serialize`), then exports it with [`crate::export_plugin!`] from a
-//! `cdylib`. The host loads the `.so` ([`crate::plugin`]) and checks the ABI version before
-//! using it.
+//! A vendor crate imports [`prelude`] (`use byoc_core::sdk::prelude::*;`), implements
+//! [`Plugin`] (name, version, a [`TargetDescription`] of the ops and patterns it takes, the
+//! [`OptionSchema`] of its options, `compile` of a [`PartitionedFunction`] into a
+//! [`CompiledModule`], `deserialize`, optionally `emit_source`) and [`CompiledModule`] (`run`
+//! on views of the host's buffers, `serialize`), then exports it with
+//! [`crate::export_plugin!`] from a `cdylib`. Support predicates read calls through
+//! [`CallView`]'s helpers; every SDK error converts into [`PluginError`] with `?`. The host
+//! loads the `.so` ([`crate::plugin`]) and checks the ABI version before using it.
 //!
 //! This module is the stable surface: [`abi`] is the C boundary (versioned, append-only), and
 //! everything that crosses it is a function record ([`record`]) or text (functions, op calls),
@@ -14,23 +16,30 @@
 //! same ABI major version.
 
 pub mod abi;
+mod datatype;
 mod describe;
 mod function;
+mod options;
 pub(crate) mod placeholders;
 mod plugin;
+pub mod prelude;
 pub mod record;
+mod target_json;
 mod view;
 
-pub use describe::{
-    CheckKind, CustomDatatype, DatatypeLowering, DescriptionError, OpSupport, PatternSpec,
-    TargetDescription,
+pub use datatype::{
+    CustomDatatype, DatatypeError, DatatypeLowering, LoweringKey, FIRST_CUSTOM_CODE, LOWERING_OPS,
+    NATIVE_CAST_TYPES,
 };
+pub use describe::{CheckKind, OpSupport, PatternSpec, TargetDescription, PREPARE_PASSES};
 pub use function::{call_to_text, CrossingError, FunctionForm, OwnedCall, PartitionedFunction};
+pub use options::{OptionKind, OptionSchema, OptionSpec, OptionValue, OptionsError, PluginOptions};
 pub use placeholders::PlaceholderError;
 pub use plugin::{
     CompileOptions, CompiledModule, EmittedSource, Plugin, PluginError, THREADS_OPTION,
 };
 pub use record::RecordError;
+pub use target_json::{DescriptionError, Source};
 pub use view::{DataType, TensorView, ViewError};
 
 // Vendors name these in their descriptions and predicates.

@@ -14,6 +14,7 @@ use thiserror::Error;
 
 use super::describe::TargetDescription;
 use super::function::PartitionedFunction;
+use super::options::OptionSchema;
 use crate::tensor::{TensorMut, TensorRef};
 
 /// An error a plugin reports from compile, run, serialize or a hook. The message is the
@@ -34,11 +35,30 @@ impl PluginError {
     }
 }
 
-impl From<crate::tensor::TensorError> for PluginError {
-    fn from(e: crate::tensor::TensorError) -> Self {
-        PluginError::new(e.to_string())
-    }
+/// `?` turns the SDK's own errors, and the I/O and JSON errors plugins meet, into a
+/// [`PluginError`] carrying their message.
+macro_rules! plugin_error_from {
+    ($($error:ty),* $(,)?) => {$(
+        impl From<$error> for PluginError {
+            fn from(e: $error) -> Self {
+                PluginError::new(e.to_string())
+            }
+        }
+    )*};
 }
+
+plugin_error_from!(
+    crate::tensor::TensorError,
+    super::view::ViewError,
+    super::target_json::DescriptionError,
+    super::record::RecordError,
+    super::function::CrossingError,
+    super::placeholders::PlaceholderError,
+    super::options::OptionsError,
+    crate::target::RejectReason,
+    std::io::Error,
+    serde_json::Error,
+);
 
 /// The compile option the host sets to its executor's worker-thread count (`--threads N` of
 /// `byoc run|bench|verify`, unless `--plugin-option threads=...` gives one): plugins that run
@@ -94,6 +114,13 @@ pub trait Plugin: Send + Sync {
     /// What the target supports: ops with predicates, patterns, prune settings, datatypes.
     fn describe(&self) -> TargetDescription;
 
+    /// The options the plugin reads, under its scope `<name>.` (see [`OptionSchema`]); the
+    /// plugin parses [`CompileOptions`] with it in `compile`, `deserialize` and `emit_source`,
+    /// so an undeclared key of its scope is refused there. The default declares none.
+    fn options(&self) -> OptionSchema {
+        OptionSchema::new(self.name())
+    }
+
     /// Rewrites one partition before it is compiled (the description's `optimize` flag says
     /// whether the host calls it). The default returns the function unchanged.
     fn optimize(&self, function: PartitionedFunction) -> Result<PartitionedFunction, PluginError> {
@@ -107,20 +134,15 @@ pub trait Plugin: Send + Sync {
         options: &CompileOptions,
     ) -> Result<Box<dyn CompiledModule>, PluginError>;
 
-    /// Rebuilds a compiled module from the bytes of [`CompiledModule::serialize`].
-    fn deserialize(&self, bytes: &[u8]) -> Result<Box<dyn CompiledModule>, PluginError>;
-
-    /// [`Plugin::deserialize`] with the options of the process that loads the module (the
-    /// executor's thread count as [`super::THREADS_OPTION`], and the user's plugin options),
-    /// so a module from an artifact runs as one compiled here would. The default ignores them.
-    fn deserialize_with(
+    /// Rebuilds a compiled module from the bytes of [`CompiledModule::serialize`], with the
+    /// options of the process that loads it (the executor's thread count as
+    /// [`THREADS_OPTION`], and the user's plugin options), so a module from an artifact runs
+    /// as one compiled here would.
+    fn deserialize(
         &self,
         bytes: &[u8],
         options: &CompileOptions,
-    ) -> Result<Box<dyn CompiledModule>, PluginError> {
-        let _ = options;
-        self.deserialize(bytes)
-    }
+    ) -> Result<Box<dyn CompiledModule>, PluginError>;
 
     /// The source code [`Plugin::compile`] would build for `function` with `options`, for
     /// inspection. Plugins that generate source (C, assembly) answer it; the default, `None`,
@@ -148,4 +170,12 @@ pub trait CompiledModule: Send + Sync {
 
     /// The module as bytes, for artifacts; [`Plugin::deserialize`] reads them back.
     fn serialize(&self) -> Result<Vec<u8>, PluginError>;
+
+    /// Accelerator counters of the last [`CompiledModule::run`] (simulated cycles,
+    /// utilisation, bytes moved, ...) as `(name, value)` pairs in the plugin's order, for
+    /// `byoc run --profile` and `byoc bench`. The default, for modules that keep none, is
+    /// empty.
+    fn counters(&self) -> Result<Vec<(String, f64)>, PluginError> {
+        Ok(Vec::new())
+    }
 }

@@ -9,11 +9,14 @@
 //! report. Rules and predicates are checked in the order they were added, so reasons are
 //! deterministic.
 
+mod call;
+
 use std::fmt;
 use std::sync::Arc;
 
-use crate::ir::{AttrValue, Attrs, DType, Type};
-use crate::op::Op;
+use crate::ir::{AttrValue, DType};
+
+pub use call::CallView;
 
 /// Why a target declined a call (shown to users, e.g. `groups=32 not supported`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,19 +38,6 @@ impl From<&str> for RejectReason {
     fn from(s: &str) -> Self {
         RejectReason(s.to_string())
     }
-}
-
-/// A typed op call as support rules see it.
-#[derive(Clone, Copy, Debug)]
-pub struct CallView<'a> {
-    /// The op.
-    pub op: &'a Op,
-    /// Normalized attributes (every schema attribute present).
-    pub attrs: &'a Attrs,
-    /// Argument types.
-    pub arg_types: &'a [Type],
-    /// Result type.
-    pub result_type: &'a Type,
 }
 
 /// A support predicate: `Ok(())` accepts the call, `Err(reason)` declines it.
@@ -276,7 +266,8 @@ impl TargetSupport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::op::OpRegistry;
+    use crate::ir::{Attrs, Type};
+    use crate::op::{Op, OpRegistry};
 
     fn view<'a>(op: &'a Op, attrs: &'a Attrs, args: &'a [Type], ret: &'a Type) -> CallView<'a> {
         CallView {

@@ -19,12 +19,7 @@
 pub mod kernels;
 pub mod provider;
 
-use byoc_core::export_plugin;
-use byoc_core::ir::{DType, Type};
-use byoc_core::sdk::{
-    CallView, CompileOptions, CompiledModule, OpRule, PartitionedFunction, Plugin, PluginError,
-    PruneConfig, RejectReason, TargetDescription,
-};
+use byoc_core::sdk::prelude::*;
 use byoc_json_runtime::{serialize, JsonRuntime};
 
 pub use provider::{TinyaccKernel, TinyaccProvider};
@@ -39,21 +34,22 @@ pub struct TinyAcc;
 /// `add` and `multiply` run only on operands of one shape (the accelerator does not
 /// broadcast).
 fn same_shapes(call: &CallView<'_>) -> Result<(), RejectReason> {
-    match call.arg_types {
-        [a, b] if a == b => Ok(()),
-        [a, b] => {
-            Err(format!("operands {a} and {b} differ in shape (tinyacc does not broadcast)").into())
-        }
-        _ => Err("expected two operands".into()),
+    let (a, b) = (call.arg(0)?, call.arg(1)?);
+    if a == b {
+        Ok(())
+    } else {
+        Err(format!("operands {a} and {b} differ in shape (tinyacc does not broadcast)").into())
     }
 }
 
 /// The fused add+relu runs on float32 only. (A pattern check sees the root call of the
 /// match; operand shapes of the inner `add` are checked when the partition compiles.)
 fn fused_is_float32(call: &CallView<'_>) -> Result<(), RejectReason> {
-    match call.result_type {
-        Type::Tensor(t) if t.dtype == DType::Float32 => Ok(()),
-        other => Err(format!("result {other} is not a float32 tensor").into()),
+    let result = call.result()?;
+    if result.dtype == DType::Float32 {
+        Ok(())
+    } else {
+        Err(format!("result {result} is not a float32 tensor").into())
     }
 }
 
@@ -82,12 +78,14 @@ impl Plugin for TinyAcc {
 
     /// The partition as a JSON graph (constants named `<symbol>_const_<N>`), run by the
     /// JSON runtime with tinyacc's kernels; every node's kernel is built here, so a node
-    /// tinyacc cannot run fails the compile, named.
+    /// tinyacc cannot run fails the compile, named. tinyacc declares no options, so any
+    /// `tinyacc.*` key is refused.
     fn compile(
         &self,
         function: &PartitionedFunction,
-        _options: &CompileOptions,
+        options: &CompileOptions,
     ) -> Result<Box<dyn CompiledModule>, PluginError> {
+        self.options().parse(options)?;
         let graph = serialize(&function.function, &function.symbol)?;
         Ok(Box::new(JsonRuntime::with_constants(
             graph,
@@ -95,7 +93,12 @@ impl Plugin for TinyAcc {
         )?))
     }
 
-    fn deserialize(&self, bytes: &[u8]) -> Result<Box<dyn CompiledModule>, PluginError> {
+    fn deserialize(
+        &self,
+        bytes: &[u8],
+        options: &CompileOptions,
+    ) -> Result<Box<dyn CompiledModule>, PluginError> {
+        self.options().parse(options)?;
         Ok(Box::new(JsonRuntime::from_bytes(bytes, TinyaccProvider)?))
     }
 }
@@ -146,7 +149,7 @@ def @tinyacc_0(%a: Tensor[(2, 3), float32], %b: Tensor[(2, 3), float32], Compile
         .unwrap();
         let compiled = TinyAcc.compile(&f, &CompileOptions::new()).unwrap();
         let bytes = compiled.serialize().unwrap();
-        let reloaded = TinyAcc.deserialize(&bytes).unwrap();
+        let reloaded = TinyAcc.deserialize(&bytes, &CompileOptions::new()).unwrap();
         assert_eq!(reloaded.serialize().unwrap(), bytes);
         for module in [compiled, reloaded] {
             let mut outs: Vec<Tensor> =
@@ -183,7 +186,10 @@ def @tinyacc_0(%a: Tensor[(2, 3), float32], %b: Tensor[(2, 3), float32], Compile
             "{err}"
         );
         let err = TinyAcc
-            .deserialize(br#"{"format": "tinyacc-program-1"}"#)
+            .deserialize(
+                br#"{"format": "tinyacc-program-1"}"#,
+                &CompileOptions::new(),
+            )
             .err()
             .unwrap();
         assert!(

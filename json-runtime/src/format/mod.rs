@@ -1,4 +1,4 @@
-//! TVM's BYOC JSON graph format (DESIGN §3.5): the types, the reader with validation, and the
+//! TVM's BYOC JSON graph format (`docs/json-runtime.md`): the types, the reader with validation, and the
 //! writer.
 //!
 //! ```json

@@ -1,4 +1,4 @@
-//! The text syntax of patterns (DESIGN §3.2): lexer, parser, printer, and their errors.
+//! The text syntax of patterns (`docs/patterns.md`): lexer, parser, printer, and their errors.
 //!
 //! `Pattern::from_str` parses; `Display` prints; printing then parsing gives back an equal
 //! pattern for every pattern the text can express (all but the builder-only expression

@@ -1,4 +1,4 @@
-//! A recursive-descent parser for the pattern syntax (DESIGN §3.2).
+//! A recursive-descent parser for the pattern syntax (`docs/patterns.md`).
 //!
 //! Grammar, loosest binding first:
 //!

@@ -5,7 +5,7 @@
 
 use byoc_core::ir::{Attrs, ExprId, Function, FunctionBuilder, Module, Type};
 use byoc_core::{DType, TensorType};
-use byoc_patterns::{merge_composite, PatternTable};
+use byoc_patterns::{MergeComposite, PatternTable};
 
 /// A float32 tensor type.
 pub fn t(shape: &[usize]) -> Type {
@@ -35,7 +35,9 @@ pub fn finish(b: FunctionBuilder, params: Vec<ExprId>, body: ExprId) -> Function
 /// Runs MergeComposite with `table` on a module holding only `f` as `main`.
 pub fn merge(f: Function, table: &PatternTable) -> Function {
     let mut m = Module::from_main(f);
-    merge_composite(&mut m, table).expect("merge composite succeeds");
+    MergeComposite::new(table)
+        .apply(&mut m)
+        .expect("merge composite succeeds");
     let out = m.remove("main").expect("main exists");
     byoc_core::ir::verify_function(&out).expect("result verifies");
     out

@@ -33,7 +33,7 @@ pub mod support;
 pub use codegen::{check_call, CSourceCodegen, CodegenError, CodegenOptions, GeneratedSource};
 pub use compile::{compile, CompileError, CompilerOptions, SharedObject};
 pub use module::{CSourceModule, ModuleFormatError};
-pub use plugin::{CSource, OptionError, Settings};
+pub use plugin::{options_schema, CSource, Settings};
 pub use runtime::{LoadError, LoadedPartition, RunError};
 
 byoc_core::export_plugin!(CSource, CSource::new());

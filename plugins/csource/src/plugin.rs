@@ -15,59 +15,34 @@
 
 use std::sync::Arc;
 
-use byoc_core::sdk::{
-    CompileOptions, CompiledModule, EmittedSource, PartitionedFunction, Plugin, PluginError,
-    PruneConfig, TargetDescription,
-};
-use thiserror::Error;
+use byoc_core::sdk::prelude::*;
+use byoc_core::sdk::OptionsError;
 
 use crate::codegen::{check_call, CSourceCodegen, CodegenOptions, GeneratedSource};
 use crate::compile::{compile, CompilerOptions};
 use crate::module::CSourceModule;
 use crate::support::{op_rule, PATTERNS, SUPPORTED_OPS, TARGET};
 
-/// The prefix of the compile option keys the plugin reads.
-pub const OPTION_PREFIX: &str = "csource.";
-
 /// Extra compiler flags from the environment, used when `csource.cflags` is not given.
 pub const CFLAGS_ENV: &str = "BYOC_CSOURCE_CFLAGS";
 
-/// The option keys (after [`OPTION_PREFIX`]) and what they set.
-pub const OPTION_KEYS: &[(&str, &str)] = &[
-    ("cc", "the C compiler command (default: $CC, then cc)"),
-    (
-        "cflags",
-        "extra compiler flags after the defaults, e.g. \"-O3\" (default: $BYOC_CSOURCE_CFLAGS)",
-    ),
-    ("fast_math", "true adds -ffast-math (default false)"),
-    ("march_native", "true adds -march=native (default false)"),
-    (
-        "embed_constants",
-        "false passes constants as arguments instead of static arrays (default true)",
-    ),
-    ("fuse", "false gives one loop nest per op (default true)"),
-];
-
-/// A compile option the plugin cannot use.
-#[derive(Debug, Error, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum OptionError {
-    /// A `csource.` key the plugin does not know.
-    #[error("unknown csource option '{key}' (known: {known})")]
-    Unknown {
-        /// The full key.
-        key: String,
-        /// The known keys, comma-separated.
-        known: String,
-    },
-    /// A boolean option with another value.
-    #[error("csource option '{key}={value}': expected true or false")]
-    NotABool {
-        /// The full key.
-        key: String,
-        /// The value given.
-        value: String,
-    },
+/// The plugin's options (`--plugin-option csource.KEY=VALUE`).
+pub fn options_schema() -> OptionSchema {
+    OptionSchema::new(TARGET)
+        .text("cc", None, "the C compiler command (default: $CC, then cc)")
+        .text(
+            "cflags",
+            None,
+            "extra compiler flags after the defaults, e.g. \"-O3\" (default: $BYOC_CSOURCE_CFLAGS)",
+        )
+        .flag("fast_math", false, "true adds -ffast-math")
+        .flag("march_native", false, "true adds -march=native")
+        .flag(
+            "embed_constants",
+            true,
+            "false passes constants as arguments instead of static arrays",
+        )
+        .flag("fuse", true, "false gives one loop nest per op")
 }
 
 /// What one compilation uses: generator and compiler options.
@@ -80,49 +55,33 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// Reads the `csource.*` options (other keys belong to other plugins and are ignored),
-    /// then `$BYOC_CSOURCE_CFLAGS` when `csource.cflags` is absent; `$CC` is read when the
-    /// compiler runs, if `csource.cc` is absent.
-    pub fn from_options(options: &CompileOptions) -> Result<Settings, OptionError> {
-        let mut s = Settings::default();
-        let mut cflags = std::env::var(CFLAGS_ENV).ok();
-        for (key, value) in &options.values {
-            let Some(name) = key.strip_prefix(OPTION_PREFIX) else {
-                continue;
-            };
-            let flag = || match value.as_str() {
-                "true" => Ok(true),
-                "false" => Ok(false),
-                _ => Err(OptionError::NotABool {
-                    key: key.clone(),
-                    value: value.clone(),
-                }),
-            };
-            match name {
-                "cc" => s.compiler.compiler = Some(value.clone()),
-                "cflags" => cflags = Some(value.clone()),
-                "fast_math" => s.compiler.fast_math = flag()?,
-                "march_native" => s.compiler.march_native = flag()?,
-                "embed_constants" => s.codegen.embed_constants = flag()?,
-                "fuse" => s.codegen.fuse = flag()?,
-                _ => {
-                    let known: Vec<String> = OPTION_KEYS
-                        .iter()
-                        .map(|(k, _)| format!("{OPTION_PREFIX}{k}"))
-                        .collect();
-                    return Err(OptionError::Unknown {
-                        key: key.clone(),
-                        known: known.join(", "),
-                    });
-                }
-            }
-        }
+    /// Reads the `csource.*` options ([`options_schema`]; other keys belong to other plugins
+    /// and are ignored), then `$BYOC_CSOURCE_CFLAGS` when `csource.cflags` is absent; `$CC`
+    /// is read when the compiler runs, if `csource.cc` is absent.
+    pub fn from_options(options: &CompileOptions) -> Result<Settings, OptionsError> {
+        let o = options_schema().parse(options)?;
+        let cflags = o
+            .text("cflags")
+            .map(str::to_string)
+            .or_else(|| std::env::var(CFLAGS_ENV).ok());
+        let mut compiler = CompilerOptions {
+            compiler: o.text("cc").map(str::to_string),
+            fast_math: o.flag("fast_math"),
+            march_native: o.flag("march_native"),
+            ..CompilerOptions::default()
+        };
         if let Some(extra) = cflags {
-            s.compiler
+            compiler
                 .flags
                 .extend(extra.split_whitespace().map(String::from));
         }
-        Ok(s)
+        Ok(Settings {
+            codegen: CodegenOptions {
+                embed_constants: o.flag("embed_constants"),
+                fuse: o.flag("fuse"),
+            },
+            compiler,
+        })
     }
 }
 
@@ -201,18 +160,29 @@ impl Plugin for CSource {
             })
     }
 
+    fn options(&self) -> OptionSchema {
+        options_schema()
+    }
+
     fn compile(
         &self,
         function: &PartitionedFunction,
         options: &CompileOptions,
     ) -> Result<Box<dyn CompiledModule>, PluginError> {
-        let settings = Settings::from_options(options).map_err(plugin_error)?;
+        let settings = Settings::from_options(options)?;
         let source = self.generate(function, &settings)?;
         let object = compile(&source, &settings.compiler).map_err(plugin_error)?;
         Ok(Box::new(CSourceModule::load(object).map_err(plugin_error)?))
     }
 
-    fn deserialize(&self, bytes: &[u8]) -> Result<Box<dyn CompiledModule>, PluginError> {
+    fn deserialize(
+        &self,
+        bytes: &[u8],
+        options: &CompileOptions,
+    ) -> Result<Box<dyn CompiledModule>, PluginError> {
+        // The options are checked (an undeclared csource key is an error here too); a
+        // loaded module needs none of them.
+        Settings::from_options(options)?;
         Ok(Box::new(
             CSourceModule::from_bytes(bytes).map_err(plugin_error)?,
         ))
@@ -223,7 +193,7 @@ impl Plugin for CSource {
         function: &PartitionedFunction,
         options: &CompileOptions,
     ) -> Result<Option<EmittedSource>, PluginError> {
-        let settings = Settings::from_options(options).map_err(plugin_error)?;
+        let settings = Settings::from_options(options)?;
         let source = self.generate(function, &settings)?;
         Ok(Some(EmittedSource {
             extension: "c".to_string(),

@@ -1,13 +1,14 @@
-//! What the csource target handles, as plain data: the ops (with the attribute values and
-//! dtypes they are restricted to), the composite pattern table, and a core [`TargetSupport`]
-//! built from them for the partitioning passes.
+//! What the csource target handles, as plain data: the ops the code generator lowers (with
+//! the attribute values and dtypes they are restricted to) and the composite pattern table.
+//! The plugin's description ([`crate::CSource`]'s `describe`) is built from them and is the
+//! target's one description; the code generator reads [`op_support`] for what it may assume.
 //!
 //! Invariant: every op the code generator lowers ([`crate::codegen`]) is listed in
-//! [`SUPPORTED_OPS`], and every listed op is lowered; the tests partition with
-//! [`target_support`] and compile what comes out, so a drift shows up as a codegen error.
+//! [`SUPPORTED_OPS`], and every listed op is lowered; the tests partition with the plugin's
+//! description and compile what comes out, so a drift shows up as a codegen error.
 
 use byoc_core::ir::{AttrValue, DType};
-use byoc_core::target::{OpRule, TargetSupport};
+use byoc_core::target::OpRule;
 
 /// The target name: the `Compiler` attribute of csource partitions and the prefix of its
 /// composite names.
@@ -18,7 +19,7 @@ pub const DTYPE: DType = DType::Float32;
 
 /// One supported op and what restricts it.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct OpSupport {
+pub struct LoweredOp {
     /// The Relay op name.
     pub op: &'static str,
     /// String attributes that must have these values (schema defaults count).
@@ -28,98 +29,98 @@ pub struct OpSupport {
 }
 
 /// The ops the code generator lowers, all on `float32` tensors only.
-pub const SUPPORTED_OPS: &[OpSupport] = &[
-    OpSupport {
+pub const SUPPORTED_OPS: &[LoweredOp] = &[
+    LoweredOp {
         op: "nn.conv2d",
         required_attrs: &[("data_layout", "NCHW"), ("kernel_layout", "OIHW")],
         note: "strides, 1/2/4-value padding, dilation, groups (incl. depthwise)",
     },
-    OpSupport {
+    LoweredOp {
         op: "nn.dense",
         required_attrs: &[],
         note: "x[M, K] times w[N, K] transposed",
     },
-    OpSupport {
+    LoweredOp {
         op: "nn.bias_add",
         required_attrs: &[],
         note: "any axis",
     },
-    OpSupport {
+    LoweredOp {
         op: "add",
         required_attrs: &[],
         note: "numpy broadcasting",
     },
-    OpSupport {
+    LoweredOp {
         op: "subtract",
         required_attrs: &[],
         note: "numpy broadcasting",
     },
-    OpSupport {
+    LoweredOp {
         op: "multiply",
         required_attrs: &[],
         note: "numpy broadcasting",
     },
-    OpSupport {
+    LoweredOp {
         op: "nn.relu",
         required_attrs: &[],
         note: "",
     },
-    OpSupport {
+    LoweredOp {
         op: "clip",
         required_attrs: &[],
         note: "a_min / a_max",
     },
-    OpSupport {
+    LoweredOp {
         op: "sigmoid",
         required_attrs: &[],
         note: "",
     },
-    OpSupport {
+    LoweredOp {
         op: "tanh",
         required_attrs: &[],
         note: "",
     },
-    OpSupport {
+    LoweredOp {
         op: "nn.max_pool2d",
         required_attrs: &[("layout", "NCHW")],
         note: "strides, padding, dilation, ceil_mode",
     },
-    OpSupport {
+    LoweredOp {
         op: "nn.avg_pool2d",
         required_attrs: &[("layout", "NCHW")],
         note: "strides, padding, dilation, ceil_mode, count_include_pad",
     },
-    OpSupport {
+    LoweredOp {
         op: "nn.global_max_pool2d",
         required_attrs: &[("layout", "NCHW")],
         note: "",
     },
-    OpSupport {
+    LoweredOp {
         op: "nn.global_avg_pool2d",
         required_attrs: &[("layout", "NCHW")],
         note: "",
     },
-    OpSupport {
+    LoweredOp {
         op: "nn.softmax",
         required_attrs: &[],
         note: "any axis",
     },
-    OpSupport {
+    LoweredOp {
         op: "reshape",
         required_attrs: &[],
         note: "a view: no code, no copy",
     },
-    OpSupport {
+    LoweredOp {
         op: "nn.batch_flatten",
         required_attrs: &[],
         note: "a view: no code, no copy",
     },
-    OpSupport {
+    LoweredOp {
         op: "squeeze",
         required_attrs: &[],
         note: "a view: no code, no copy",
     },
-    OpSupport {
+    LoweredOp {
         op: "expand_dims",
         required_attrs: &[],
         note: "a view: no code, no copy",
@@ -155,7 +156,7 @@ pub const PATTERNS: &[(&str, &str)] = &[
 ];
 
 /// The op entry for `op`, if the target supports it.
-pub fn op_support(op: &str) -> Option<&'static OpSupport> {
+pub fn op_support(op: &str) -> Option<&'static LoweredOp> {
     SUPPORTED_OPS.iter().find(|s| s.op == op)
 }
 
@@ -168,22 +169,11 @@ pub fn pattern_table_text() -> String {
 }
 
 /// The rule of one supported op: its required attribute values and `float32`.
-pub fn op_rule(s: &OpSupport) -> OpRule {
+pub fn op_rule(s: &LoweredOp) -> OpRule {
     s.required_attrs
         .iter()
         .fold(OpRule::new(s.op), |rule, (name, value)| {
             rule.with_attr(name, AttrValue::from(*value))
         })
         .with_dtypes([DTYPE])
-}
-
-/// The target as the core partitioning passes see it: one rule per supported op, restricted to
-/// its required attribute values and to `float32` (without the plugin's predicates, see
-/// [`crate::plugin::CSource`]).
-pub fn target_support() -> TargetSupport {
-    SUPPORTED_OPS
-        .iter()
-        .fold(TargetSupport::new(TARGET), |target, s| {
-            target.with_rule(op_rule(s))
-        })
 }

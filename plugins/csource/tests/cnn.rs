@@ -12,10 +12,11 @@ use byoc_core::passes::infer_types;
 use byoc_core::passes::merge_compiler_regions::MergeCompilerRegions;
 use byoc_core::passes::partition_graph::PartitionGraph;
 use byoc_core::passes::prune::op_names;
+use byoc_core::sdk::Plugin;
 use byoc_core::{DType, TensorType, Type};
-use byoc_patterns::{merge_composite, PatternTable};
-use byoc_plugin_csource::support::{pattern_table_text, target_support};
-use byoc_plugin_csource::CodegenOptions;
+use byoc_patterns::{MergeComposite, PatternTable};
+use byoc_plugin_csource::support::pattern_table_text;
+use byoc_plugin_csource::{CSource, CodegenOptions};
 use common::{check_function, random};
 
 fn conv_block(
@@ -66,8 +67,10 @@ fn cnn() -> Result<Module> {
 fn partition(m: &Module, bind_constants: bool) -> Result<Module> {
     let mut m = m.clone();
     let table = PatternTable::parse(&pattern_table_text()).map_err(|e| anyhow!("{e}"))?;
-    merge_composite(&mut m, &table).map_err(|e| anyhow!("{e}"))?;
-    let targets = [target_support()];
+    MergeComposite::new(&table)
+        .apply(&mut m)
+        .map_err(|e| anyhow!("{e}"))?;
+    let targets = [CSource::new().describe().support()];
     let (annotated, report) = AnnotateTarget::new(&targets).run(&m)?;
     let rejected: Vec<&str> = report.rejected.iter().map(|r| r.op.as_str()).collect();
     assert_eq!(rejected, ["nn.leaky_relu"]);

@@ -59,7 +59,9 @@ fn composites_fuse_into_one_loop_nest_each() -> Result<()> {
     let table =
         byoc_patterns::PatternTable::parse(&byoc_plugin_csource::support::pattern_table_text())
             .map_err(|e| anyhow!("{e}"))?;
-    byoc_patterns::merge_composite(&mut m, &table).map_err(|e| anyhow!("{e}"))?;
+    byoc_patterns::MergeComposite::new(&table)
+        .apply(&mut m)
+        .map_err(|e| anyhow!("{e}"))?;
     assert_eq!(
         composite_names(&m)?,
         ["csource.conv2d_bias_relu", "csource.dense_bias_relu"]

@@ -1,13 +1,13 @@
 //! The support description is consistent with byoc-core and byoc-patterns: every listed op is
-//! registered and has the attributes it pins, the pattern table parses, and the core target
-//! built from it accepts and rejects what the table says.
+//! registered and has the attributes it pins, the pattern table parses, and the plugin's
+//! description accepts and rejects what the table says.
 
 use anyhow::{anyhow, Result};
 use byoc_core::op::OpRegistry;
+use byoc_core::sdk::Plugin;
 use byoc_patterns::PatternTable;
-use byoc_plugin_csource::support::{
-    pattern_table_text, target_support, PATTERNS, SUPPORTED_OPS, TARGET,
-};
+use byoc_plugin_csource::support::{pattern_table_text, PATTERNS, SUPPORTED_OPS, TARGET};
+use byoc_plugin_csource::CSource;
 
 #[test]
 fn listed_ops_exist_with_their_attributes() -> Result<()> {
@@ -42,7 +42,7 @@ fn pattern_table_parses_in_order() -> Result<()> {
 
 #[test]
 fn target_rules_pin_layouts_and_float32() {
-    let t = target_support();
+    let t = CSource::new().describe().support();
     assert_eq!(t.name(), TARGET);
     assert_eq!(t.rules().len(), SUPPORTED_OPS.len());
     let conv = t.rules().iter().find(|r| r.op == "nn.conv2d");

@@ -9,6 +9,7 @@
 //!   many times, from several threads.
 //! - [`module`]: [`DnnlModule`], the compiled partition (graph + constants + runtime) and its
 //!   bytes (byoc-json-runtime's graph + constants record).
+//! - [`options`]: the plugin's options (`threads`, `dnnl.fpmath`), read in one place.
 //!
 //! The plugin ([`DnnlPlugin`]) compiles a partition with byoc-json-runtime's serializer and
 //! builds the runtime; `export_plugin!` makes the cdylib loadable by byoc.
@@ -16,39 +17,29 @@
 pub mod composite;
 pub mod dnnl;
 pub mod module;
+pub mod options;
 pub mod runtime;
 pub mod support;
 
-use byoc_core::export_plugin;
-use byoc_core::sdk::{
-    CompileOptions, CompiledModule, PartitionedFunction, Plugin, PluginError, TargetDescription,
-};
+use byoc_core::sdk::prelude::*;
 use byoc_json_runtime::serialize::{external_symbol, serialize};
 
 pub use module::DnnlModule;
-pub use runtime::{DnnlRuntime, RuntimeError};
+pub use options::{Bf16Support, FPMATH_OPTION};
+pub use runtime::{DnnlRuntime, FpMath, RuntimeError, RuntimeOptions};
 
 /// The compile option naming the OpenMP thread count of runs: the host's `--threads`, or
-/// `--plugin-option threads=N`.
+/// `--plugin-option threads=N` (0 or absent: OpenMP's default, `OMP_NUM_THREADS` or all
+/// cores).
 pub use byoc_core::sdk::THREADS_OPTION;
 
 /// The dnnl plugin.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DnnlPlugin;
 
-/// The thread count from the compile options: `threads=N` (N ≥ 1), else none (OpenMP's
-/// default: `OMP_NUM_THREADS`, or all cores).
-fn threads_option(options: &CompileOptions) -> Result<Option<usize>, PluginError> {
-    match options.get(THREADS_OPTION) {
-        None => Ok(None),
-        Some(v) => match v.parse::<usize>() {
-            Ok(0) => Ok(None),
-            Ok(n) => Ok(Some(n)),
-            Err(_) => Err(PluginError::new(format!(
-                "option {THREADS_OPTION}='{v}' is not a thread count"
-            ))),
-        },
-    }
+/// The runtime options of a compile or load, with this CPU's bf16 support.
+fn runtime_options(options: &CompileOptions) -> Result<RuntimeOptions, PluginError> {
+    options::runtime_options(options, Bf16Support::probe)
 }
 
 impl Plugin for DnnlPlugin {
@@ -69,26 +60,25 @@ impl Plugin for DnnlPlugin {
         function: &PartitionedFunction,
         options: &CompileOptions,
     ) -> Result<Box<dyn CompiledModule>, PluginError> {
-        let threads = threads_option(options)?;
+        let runtime = runtime_options(options)?;
         let symbol = external_symbol(&function.function)
             .unwrap_or_else(|| format!("{}_{}", support::TARGET, function.symbol));
-        let s =
-            serialize(&function.function, &symbol).map_err(|e| PluginError::new(e.to_string()))?;
-        Ok(Box::new(DnnlModule::new(s, threads)?))
+        let s = serialize(&function.function, &symbol)?;
+        Ok(Box::new(DnnlModule::new(s, runtime)?))
     }
 
-    fn deserialize(&self, bytes: &[u8]) -> Result<Box<dyn CompiledModule>, PluginError> {
-        Ok(Box::new(DnnlModule::from_bytes(bytes, None)?))
+    fn options(&self) -> OptionSchema {
+        options::schema()
     }
 
-    fn deserialize_with(
+    fn deserialize(
         &self,
         bytes: &[u8],
         options: &CompileOptions,
     ) -> Result<Box<dyn CompiledModule>, PluginError> {
         Ok(Box::new(DnnlModule::from_bytes(
             bytes,
-            threads_option(options)?,
+            runtime_options(options)?,
         )?))
     }
 }

@@ -7,7 +7,7 @@ use byoc_core::sdk::{CompiledModule, PluginError};
 use byoc_core::tensor::{TensorMut, TensorRef};
 use byoc_json_runtime::Serialized;
 
-use crate::runtime::DnnlRuntime;
+use crate::runtime::{DnnlRuntime, RuntimeOptions};
 
 /// A partition compiled for oneDNN.
 #[derive(Debug)]
@@ -18,8 +18,8 @@ pub struct DnnlModule {
 
 impl DnnlModule {
     /// Builds the runtime of a serialized partition.
-    pub fn new(source: Serialized, threads: Option<usize>) -> Result<Self, PluginError> {
-        let runtime = DnnlRuntime::from_graph(&source.graph, &source.constants, threads)
+    pub fn new(source: Serialized, options: RuntimeOptions) -> Result<Self, PluginError> {
+        let runtime = DnnlRuntime::from_graph(&source.graph, &source.constants, options)
             .map_err(|e| PluginError::new(e.to_string()))?;
         Ok(DnnlModule { source, runtime })
     }
@@ -34,11 +34,12 @@ impl DnnlModule {
         &self.source
     }
 
-    /// Reads [`Serialized::to_bytes`] and rebuilds the runtime.
-    pub fn from_bytes(bytes: &[u8], threads: Option<usize>) -> Result<Self, PluginError> {
+    /// Reads [`Serialized::to_bytes`] and rebuilds the runtime with the loading process's
+    /// `options` (the float math mode is the loader's choice: its CPU is the one to check).
+    pub fn from_bytes(bytes: &[u8], options: RuntimeOptions) -> Result<Self, PluginError> {
         let source = Serialized::from_bytes(bytes)
             .map_err(|e| PluginError::new(format!("dnnl module: {e}")))?;
-        DnnlModule::new(source, threads)
+        DnnlModule::new(source, options)
     }
 }
 

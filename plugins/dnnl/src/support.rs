@@ -39,9 +39,7 @@
 //!   `nn.batch_matmul`, `nn.layer_norm` or `nn.global_avg_pool2d` go back to the host (TVM's
 //!   `prune_dnnl_subgraphs`).
 
-use byoc_core::ir::{AttrValue, DType, Type};
-use byoc_core::sdk::{CallView, TargetDescription};
-use byoc_core::target::{OpRule, PruneConfig, RejectReason};
+use byoc_core::sdk::prelude::*;
 
 use crate::composite::CHANNEL_SHUFFLE;
 
@@ -180,7 +178,7 @@ impl Fused {
 
     /// The check on the match's root call.
     fn check(self, call: &CallView<'_>) -> Result<(), RejectReason> {
-        let out = shape(call.result_type)?;
+        let out = call.result_shape()?;
         if self.root == Root::Dense && out.len() != 2 {
             return Err(format!(
                 "{}: dense output has rank {}, not 2",
@@ -195,7 +193,7 @@ impl Fused {
         if self.sum {
             return same_shapes(call, out);
         }
-        if call.op.name() == "add" {
+        if call.op_name() == "add" {
             return per_channel_operand(call, out);
         }
         Ok(())
@@ -250,8 +248,8 @@ fn fused_entries() -> Vec<Fused> {
 pub fn description() -> TargetDescription {
     let f32_rule = |op: &str| OpRule::new(op).with_dtypes([DType::Float32]);
     let mut d = TargetDescription::new(TARGET)
-        .with_simplify_inference()
-        .with_fold_scale_axis()
+        .with_prepare("simplify-inference")
+        .with_prepare("fold-scale-axis")
         .with_prune(PruneConfig {
             require_any: HEAVY_OPS.iter().map(|s| s.to_string()).collect(),
             ..PruneConfig::default()
@@ -267,10 +265,7 @@ pub fn description() -> TargetDescription {
             layouts(c, &[("data_layout", "NCHW"), ("kernel_layout", "IOHW")])
         })
         .with_rule_checked(f32_rule("nn.dense"), |c| {
-            let rank = c
-                .arg_types
-                .first()
-                .map_or(Ok(0), |t| shape(t).map(<[_]>::len))?;
+            let rank = c.arg_rank(0)?;
             if rank >= 2 {
                 Ok(())
             } else {
@@ -281,19 +276,18 @@ pub fn description() -> TargetDescription {
             }
         })
         .with_rule_checked(f32_rule("nn.batch_norm"), |c| {
-            flags(c, &[("center", true), ("scale", true)])?;
-            match c.attrs.get("axis").and_then(AttrValue::as_int) {
+            c.require_flag("center", true)?;
+            c.require_flag("scale", true)?;
+            match c.attr_int("axis") {
                 Some(1) => Ok(()),
                 other => Err(format!("axis={} not supported (needs 1)", show(other)).into()),
             }
         })
         .with_rule_checked(f32_rule("nn.layer_norm"), |c| {
-            flags(c, &[("center", true), ("scale", true)])?;
-            let rank = c
-                .arg_types
-                .first()
-                .map_or(Ok(0), |t| shape(t).map(<[_]>::len))?;
-            match c.attrs.get("axis").and_then(AttrValue::as_int) {
+            c.require_flag("center", true)?;
+            c.require_flag("scale", true)?;
+            let rank = c.arg_rank(0)?;
+            match c.attr_int("axis") {
                 Some(-1) => Ok(()),
                 Some(a) if a + 1 == rank as i64 => Ok(()),
                 other => {
@@ -303,11 +297,8 @@ pub fn description() -> TargetDescription {
         });
     d = d
         .with_rule_checked(f32_rule("nn.lrn"), |c| {
-            let rank = c
-                .arg_types
-                .first()
-                .map_or(Ok(0), |t| shape(t).map(<[_]>::len))?;
-            let axis = c.attrs.get("axis").and_then(AttrValue::as_int);
+            let rank = c.arg_rank(0)?;
+            let axis = c.attr_int("axis");
             if rank != 4 || axis != Some(1) {
                 return Err(format!(
                     "axis={} of rank-{rank} data not supported (needs the channels of 4-D data)",
@@ -315,7 +306,7 @@ pub fn description() -> TargetDescription {
                 )
                 .into());
             }
-            match c.attrs.get("size").and_then(AttrValue::as_int) {
+            match c.attr_int("size") {
                 Some(n) if n % 2 == 1 => Ok(()),
                 other => Err(format!(
                     "size={} not supported (oneDNN centres only odd windows as Relay does)",
@@ -329,7 +320,7 @@ pub fn description() -> TargetDescription {
         })
         .with_rule_checked(f32_rule("nn.avg_pool2d"), |c| {
             layouts(c, &[("layout", "NCHW")])?;
-            match c.attrs.get("ceil_mode").and_then(AttrValue::as_bool) {
+            match c.attr_bool("ceil_mode") {
                 Some(true) => Err("ceil_mode=True not supported for average pooling".into()),
                 _ => Ok(()),
             }
@@ -356,11 +347,11 @@ const CHANNEL_SHUFFLE_PATTERN: &str =
 /// transposed `(N, g, C/g, H, W)`) back to `(N, C, H, W)`. The data's own shape is out of
 /// the check's sight; the runtime reads it (docs/dnnl.md).
 fn channel_shuffle_check(call: &CallView<'_>) -> Result<(), RejectReason> {
-    let out = shape(call.result_type)?;
-    let [arg] = call.arg_types else {
+    let out = call.result_shape()?;
+    if call.arg_types.len() != 1 {
         return Err("reshape with other than one operand".into());
-    };
-    let x = shape(arg)?;
+    }
+    let x = call.arg_shape(0)?;
     match (x, out) {
         (&[n, cg, g, h, w], &[n2, c, h2, w2])
             if (n, h, w) == (n2, h2, w2) && cg.checked_mul(g) == Some(c) =>
@@ -379,29 +370,13 @@ fn show(v: Option<i64>) -> String {
     v.map_or_else(|| "none".to_string(), |v| v.to_string())
 }
 
-/// The shape of a tensor type; a tuple is an error (no root call returns one).
-fn shape(t: &Type) -> Result<&[usize], RejectReason> {
-    t.as_tensor()
-        .map(|t| t.shape.as_slice())
-        .ok_or_else(|| RejectReason::from(format!("expected a tensor, found {t}")))
-}
-
 /// Layout attributes must be these; `out_layout` must be empty or the data layout.
 fn layouts(call: &CallView<'_>, wanted: &[(&str, &str)]) -> Result<(), RejectReason> {
-    let attr = |name: &str| {
-        call.attrs
-            .get(name)
-            .and_then(AttrValue::as_str)
-            .unwrap_or("")
-    };
     for (name, want) in wanted {
-        let got = attr(name);
-        if got != *want {
-            return Err(format!("{name}=\"{got}\" not supported (needs \"{want}\")").into());
-        }
+        call.require_str(name, want)?;
     }
     let data_layout = wanted[0].1;
-    let out = attr("out_layout");
+    let out = call.attr_str("out_layout").unwrap_or("");
     if !out.is_empty() && out != data_layout {
         return Err(format!(
             "out_layout=\"{out}\" not supported (needs \"\" or \"{data_layout}\")"
@@ -411,27 +386,10 @@ fn layouts(call: &CallView<'_>, wanted: &[(&str, &str)]) -> Result<(), RejectRea
     Ok(())
 }
 
-/// Boolean attributes that must be set as given.
-fn flags(call: &CallView<'_>, wanted: &[(&str, bool)]) -> Result<(), RejectReason> {
-    for &(name, want) in wanted {
-        let got = call.attrs.get(name).and_then(AttrValue::as_bool);
-        if got != Some(want) {
-            let show = |b: bool| if b { "True" } else { "False" };
-            return Err(format!(
-                "{name}={} not supported (needs {})",
-                got.map_or("none", show),
-                show(want)
-            )
-            .into());
-        }
-    }
-    Ok(())
-}
-
 /// The residual add: both operands have the output's shape (oneDNN's sum post-op).
 fn same_shapes(call: &CallView<'_>, out: &[usize]) -> Result<(), RejectReason> {
-    for t in call.arg_types {
-        let s = shape(t)?;
+    for i in 0..call.arg_types.len() {
+        let s = call.arg_shape(i)?;
         if s != out {
             return Err(format!("sum operand has shape {s:?}, not the output's {out:?}").into());
         }
@@ -442,10 +400,8 @@ fn same_shapes(call: &CallView<'_>, out: &[usize]) -> Result<(), RejectReason> {
 /// A bias `add`: one operand is the root's output, the other one value per output channel
 /// (axis 1 of the output).
 fn per_channel_operand(call: &CallView<'_>, out: &[usize]) -> Result<(), RejectReason> {
-    let shapes = call
-        .arg_types
-        .iter()
-        .map(shape)
+    let shapes = (0..call.arg_types.len())
+        .map(|i| call.arg_shape(i))
         .collect::<Result<Vec<_>, _>>()?;
     let [a, b] = shapes.as_slice() else {
         return Err("add with other than two operands".into());

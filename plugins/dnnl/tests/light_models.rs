@@ -4,8 +4,8 @@
 //! every random-weight variant partitioned, compiled by the dnnl plugin and run against
 //! onnxruntime's outputs (max relative error 1e-4, the tolerance of `tests/common/mod.rs`).
 //!
-//! Data: `BYOC_ONNX_LIGHT_DIR` (see `scripts/fetch_onnx_light.sh`); when it is unset the tests
-//! say so and pass.
+//! Data: `BYOC_ONNX_LIGHT_DIR` (see `scripts/fetch_onnx_light.sh`). The tests are ignored
+//! without it; `./scripts/dev test` prepares the data and runs them.
 
 #[path = "../../../tests/common/mod.rs"]
 mod common;
@@ -16,14 +16,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use byoc::core::exec::{ExecOptions, Executor};
-use byoc::core::plugin::{compile_externals, Runtimes};
-use byoc::core::sdk::{CompileOptions, Plugin};
-use byoc::core::Module;
-use byoc::model::load_model;
-use byoc::pipeline::{partition, PartitionOptions};
-use byoc::report::summary::Summary;
-use byoc::target::Target;
+use byoc_core::exec::{ExecOptions, Executor};
+use byoc_core::plugin::{compile_externals, Runtimes};
+use byoc_core::sdk::{CompileOptions, Plugin};
+use byoc_core::Module;
+use byoc_pipeline::model::load_model;
+use byoc_pipeline::pipeline::{partition, PartitionOptions};
+use byoc_pipeline::report::summary::Summary;
+use byoc_pipeline::target::Target;
 use byoc_plugin_dnnl::support::TARGET;
 use byoc_plugin_dnnl::{DnnlPlugin, THREADS_OPTION};
 use light::{check, light_dir};
@@ -46,27 +46,22 @@ fn dnnl_executor(module: &Module) -> Result<Executor> {
     )?)
 }
 
-/// What partitioning the random-weight variant of `name` for dnnl gives; `None` without the
-/// models.
-fn summary(name: &str) -> Result<Option<Summary>> {
-    let Some(root) = light_dir() else {
-        return Ok(None);
-    };
-    let model = root.join(name).join("random.onnx");
+/// What partitioning the random-weight variant of `name` for dnnl gives.
+fn summary(name: &str) -> Result<Summary> {
+    let model = light_dir()?.join(name).join("random.onnx");
     let module = load_model(&model, &BTreeMap::new())
         .with_context(|| format!("loading {}", model.display()))?;
-    Ok(Some(Summary::of(&partition(
+    Ok(Summary::of(&partition(
         &module,
         &[dnnl()?],
         &PartitionOptions::default(),
-    )?)))
+    )?))
 }
 
 #[test]
+#[ignore = "needs the ONNX light models: ./scripts/fetch_onnx_light.sh"]
 fn resnet50_fuses_conv_batch_norm_relu_and_residual_adds() -> Result<()> {
-    let Some(summary) = summary("resnet50")? else {
-        return Ok(());
-    };
+    let summary = summary("resnet50")?;
     let composites: Vec<&str> = summary
         .functions
         .iter()
@@ -92,10 +87,9 @@ fn resnet50_fuses_conv_batch_norm_relu_and_residual_adds() -> Result<()> {
 }
 
 #[test]
+#[ignore = "needs the ONNX light models: ./scripts/fetch_onnx_light.sh"]
 fn shufflenet_is_one_partition_with_its_channel_shuffles() -> Result<()> {
-    let Some(summary) = summary("shufflenet")? else {
-        return Ok(());
-    };
+    let summary = summary("shufflenet")?;
     let shuffles: usize = summary
         .functions
         .iter()
@@ -116,9 +110,7 @@ fn shufflenet_is_one_partition_with_its_channel_shuffles() -> Result<()> {
 
 /// The random-weight variant of `name` through dnnl against onnxruntime.
 fn light_model(name: &str) -> Result<()> {
-    let Some(root) = light_dir() else {
-        return Ok(());
-    };
+    let root = light_dir()?;
     let dir = root.join(name);
     check(
         &dir.join("random.onnx"),

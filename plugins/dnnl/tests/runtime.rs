@@ -155,18 +155,19 @@ fn bad_bindings_and_bytes_are_errors() {
     let e = m.run(&[], &mut []).unwrap_err();
     assert!(e.message.contains("expected 1 input(s) but got 0"), "{e}");
     let bytes = m.serialize().unwrap();
-    assert!(DnnlPlugin.deserialize(&bytes).is_ok());
+    let none = CompileOptions::new();
+    assert!(DnnlPlugin.deserialize(&bytes, &none).is_ok());
     for bad in [&bytes[..bytes.len() - 1], &bytes[..5], b"NOTBYOC!xxxx"] {
-        assert!(DnnlPlugin.deserialize(bad).is_err());
+        assert!(DnnlPlugin.deserialize(bad, &none).is_err());
     }
     let two = CompileOptions::new().with("threads", "two");
     let e = DnnlPlugin.compile(&f, &two).err().unwrap();
-    assert!(e.message.contains("threads='two'"), "{e}");
+    assert!(e.message.contains("'threads=two'"), "{e}");
     // A module loaded from an artifact takes the loading process's thread count too.
-    let e = DnnlPlugin.deserialize_with(&bytes, &two).err().unwrap();
-    assert!(e.message.contains("threads='two'"), "{e}");
+    let e = DnnlPlugin.deserialize(&bytes, &two).err().unwrap();
+    assert!(e.message.contains("'threads=two'"), "{e}");
     let one = CompileOptions::new().with("threads", "1");
-    let m = DnnlPlugin.deserialize_with(&bytes, &one).unwrap();
+    let m = DnnlPlugin.deserialize(&bytes, &one).unwrap();
     let x = tensor(&[2, 3], 2);
     let mut y = Tensor::zeros(x.ty().clone());
     m.run(&[x.view()], &mut [y.view_mut()]).unwrap();

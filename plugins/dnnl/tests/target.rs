@@ -6,13 +6,13 @@
 
 use std::collections::BTreeMap;
 
-use byoc::core::exec::{ExecOptions, Executor};
-use byoc::core::ir::{Callee, Expr, Module};
-use byoc::core::text::parse_module;
-use byoc::core::{Tensor, Type};
-use byoc::pipeline::{partition, PartitionOptions, Partitioned, Stage};
-use byoc::report::summary::Summary;
-use byoc::target::Target;
+use byoc_core::exec::{ExecOptions, Executor};
+use byoc_core::ir::{Callee, Expr, Module};
+use byoc_core::text::parse_module;
+use byoc_core::{Tensor, Type};
+use byoc_pipeline::pipeline::{partition, PartitionOptions, Partitioned, Stage};
+use byoc_pipeline::report::summary::Summary;
+use byoc_pipeline::target::Target;
 use byoc_plugin_dnnl::support::description;
 
 fn dnnl() -> Target {

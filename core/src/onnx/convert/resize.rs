@@ -1,12 +1,13 @@
 //! `Resize` (opsets 10 to 21) and `Upsample` (7 to 9) onto `image.resize2d` over NCHW.
 //!
 //! The output size comes from `sizes` or `floor(input * scales)`; only the two spatial dims
-//! may change. ONNX's `mode` and `nearest_mode` map onto Relay's `method` and
+//! may change. Given `scales` also travel as the call's `scale` attribute, because the
+//! coordinate transformation divides by the scale, not by `output / input`. ONNX's `mode` and `nearest_mode` map onto Relay's `method` and
 //! `rounding_method`; before opset 11 the coordinate mode is `asymmetric` with `floor`
 //! rounding for nearest, as ONNX's reference defines `Upsample`.
 
 use super::one;
-use crate::ir::{Attrs, ExprId};
+use crate::ir::{AttrValue, Attrs, ExprId};
 use crate::onnx::ctx::NodeCtx;
 use crate::onnx::OnnxError;
 
@@ -45,16 +46,14 @@ fn emit(
             "only 4-D (NCHW) inputs are supported, got {shape:?}"
         )));
     }
-    let out: Vec<i64> = match (sizes, scales) {
-        (Some(s), _) if s.len() == 4 => s,
-        (_, Some(s)) if s.len() == 4 => shape
-            .iter()
-            .zip(&s)
-            .map(|(&d, &f)| (d as f64 * f).floor() as i64)
-            .collect(),
+    let (out, scale) = match (sizes, scales) {
+        (Some(s), _) if s.len() == 4 => (s, Vec::new()),
+        (_, Some(s)) if s.len() == 4 => (scaled_size(ctx, &shape, &s)?, vec![s[2], s[3]]),
         _ => return Err(ctx.err("needs 4 scales or 4 sizes")),
     };
-    if out[0] != shape[0] as i64 || out[1] != shape[1] as i64 {
+    if usize::try_from(out[0]).ok() != Some(shape[0])
+        || usize::try_from(out[1]).ok() != Some(shape[1])
+    {
         return Err(ctx.err(format!(
             "only the spatial dims may be resized: {shape:?} -> {out:?}"
         )));
@@ -64,6 +63,10 @@ fn emit(
     }
     let attrs = Attrs::new()
         .with("size", vec![out[2], out[3]])
+        .with(
+            "scale",
+            AttrValue::List(scale.into_iter().map(AttrValue::from).collect()),
+        )
         .with("layout", "NCHW")
         .with("method", mode.method)
         .with("coordinate_transformation_mode", mode.coordinates)
@@ -72,6 +75,31 @@ fn emit(
         .with("cubic_exclude", i64::from(mode.exclude))
         .with("extrapolation_value", mode.extrapolation);
     one(ctx.call("image.resize2d", &[x], attrs)?)
+}
+
+/// `floor(input * scales)`, refusing scales that are not finite and positive or that give a
+/// dim beyond what a tensor can hold.
+fn scaled_size(ctx: &NodeCtx<'_>, shape: &[usize], scales: &[f64]) -> Result<Vec<i64>, OnnxError> {
+    // Dims stay below 2^53 so the f64 product is exact enough and fits i64.
+    const LIMIT: f64 = (1u64 << 53) as f64;
+    shape
+        .iter()
+        .zip(scales)
+        .map(|(&d, &f)| {
+            let v = (d as f64 * f).floor();
+            if !f.is_finite() || f <= 0.0 {
+                Err(ctx.err(format!(
+                    "scales {scales:?}: every scale must be finite and positive"
+                )))
+            } else if v >= LIMIT {
+                Err(ctx.err(format!(
+                    "scales {scales:?} give an output dim of {v:e} for input shape {shape:?}"
+                )))
+            } else {
+                Ok(v as i64)
+            }
+        })
+        .collect()
 }
 
 /// The `Upsample`-era mode: asymmetric coordinates, floor rounding.

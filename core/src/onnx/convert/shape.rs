@@ -8,7 +8,7 @@
 
 use super::one;
 use crate::ir::{AttrValue, Attrs, DType, ExprId, TensorType};
-use crate::onnx::ctx::{normalize_axis, NodeCtx};
+use crate::onnx::ctx::NodeCtx;
 use crate::onnx::OnnxError;
 use crate::tensor::Tensor;
 
@@ -38,6 +38,10 @@ fn ints_attr_or_input(
 ) -> Result<Option<Vec<i64>>, OnnxError> {
     if ctx.opset() < input_opset {
         ctx.attr_ints(attr)
+    } else if ctx.has_attr(attr) {
+        Err(ctx.err(format!(
+            "attribute '{attr}' is not part of the op from opset {input_opset} (it is input {i})"
+        )))
     } else {
         ctx.const_ints(i)
     }
@@ -56,17 +60,23 @@ fn axes_in(ctx: &NodeCtx<'_>, axes: &[i64], rank: usize) -> Result<Vec<usize>, O
     Ok(out)
 }
 
-/// `Flatten(axis=1)`: 2-D `(prod(dims[..axis]), prod(dims[axis..]))`.
+/// `Flatten(axis=1)`: 2-D `(prod(dims[..axis]), prod(dims[axis..]))`, for `axis` in
+/// `-rank..=rank`.
 pub(super) fn flatten(ctx: &mut NodeCtx<'_>) -> Out {
     let x = ctx.input(0)?;
     let shape = ctx.shape(x)?;
     let axis = ctx.int_or("axis", 1)?;
-    let axis = normalize_axis(axis, shape.len() + 1).ok_or_else(|| {
-        ctx.err(format!(
-            "axis {axis} is out of range for rank {}",
-            shape.len()
-        ))
-    })?;
+    // ONNX allows `-rank..=rank`; a negative axis counts from the end (`-1` keeps the last dim).
+    let rank = shape.len() as i64;
+    let axis = match axis {
+        a if (0..=rank).contains(&a) => a as usize,
+        a if (-rank..0).contains(&a) => (a + rank) as usize,
+        a => {
+            return Err(ctx.err(format!(
+                "axis {a} is out of range for rank {rank} (allowed: -{rank}..={rank})"
+            )))
+        }
+    };
     if axis == 1 && shape.len() >= 2 {
         return one(ctx.call("nn.batch_flatten", &[x], Attrs::new())?);
     }
@@ -187,14 +197,46 @@ pub(super) fn split(ctx: &mut NodeCtx<'_>) -> Out {
     let axis = ctx.axis(ctx.int_or("axis", 0)?, shape.len())?;
     let dim = shape[axis];
     let outputs = ctx.node.output.len();
+    let source = if ctx.opset() < 13 {
+        "attribute 'split'"
+    } else {
+        "input 1 (split)"
+    };
     let sizes: Vec<usize> = match ints_attr_or_input(ctx, "split", 1, 13)? {
-        Some(s) => s
-            .iter()
-            .map(|&v| usize::try_from(v).map_err(|_| ctx.err(format!("negative split {s:?}"))))
-            .collect::<Result<_, _>>()?,
+        Some(s) => {
+            let sizes = s
+                .iter()
+                .map(|&v| usize::try_from(v).ok())
+                .collect::<Option<Vec<usize>>>()
+                .ok_or_else(|| ctx.err(format!("{source} {s:?} has a negative size")))?;
+            if sizes.len() != outputs {
+                return Err(ctx.err(format!(
+                    "{source} {s:?} has {} sizes for {outputs} outputs",
+                    sizes.len()
+                )));
+            }
+            let total = sizes.iter().try_fold(0usize, |acc, &v| acc.checked_add(v));
+            if total != Some(dim) {
+                return Err(ctx.err(format!(
+                    "{source} {s:?} does not add up to dim {axis} of {shape:?}"
+                )));
+            }
+            sizes
+        }
         None => {
             let parts = match ctx.attr_int("num_outputs")? {
-                Some(n) => usize::try_from(n).map_err(|_| ctx.err("bad num_outputs"))?,
+                Some(n) if usize::try_from(n).ok() == Some(outputs) => outputs,
+                Some(n) => {
+                    return Err(ctx.err(format!(
+                        "attribute 'num_outputs' is {n} but the node has {outputs} outputs"
+                    )))
+                }
+                // Before num_outputs (opset 18) the parts must be equal.
+                None if outputs > 0 && dim % outputs != 0 => {
+                    return Err(ctx.err(format!(
+                        "dim {axis} of {shape:?} does not split into {outputs} equal parts"
+                    )))
+                }
                 None => outputs,
             };
             if parts == 0 {
@@ -206,11 +248,6 @@ pub(super) fn split(ctx: &mut NodeCtx<'_>) -> Out {
                 .collect()
         }
     };
-    if sizes.iter().sum::<usize>() != dim {
-        return Err(ctx.err(format!(
-            "split sizes {sizes:?} do not add up to dim {axis} of {shape:?}"
-        )));
-    }
     if sizes.len() == 1 {
         return one(x);
     }

@@ -9,7 +9,7 @@ use byoc_core::ir::{AttrValue, Attrs, Function, Module, Type};
 use byoc_core::passes::infer_types;
 use byoc_core::text::parse_module;
 use byoc_core::{DType, Tensor, TensorType};
-use byoc_patterns::{merge_composite, PatternTable};
+use byoc_patterns::{MergeComposite, PatternTable};
 use byoc_plugin_csource::support::pattern_table_text;
 use byoc_plugin_csource::{
     compile, CSourceCodegen, CodegenOptions, CompilerOptions, GeneratedSource, LoadedPartition,
@@ -30,7 +30,9 @@ pub fn module(text: &str, composites: bool) -> Result<Module> {
     infer_types(&mut m).map_err(|e| anyhow!("{e}"))?;
     if composites {
         let table = PatternTable::parse(&pattern_table_text()).map_err(|e| anyhow!("{e}"))?;
-        merge_composite(&mut m, &table).map_err(|e| anyhow!("{e}"))?;
+        MergeComposite::new(&table)
+            .apply(&mut m)
+            .map_err(|e| anyhow!("{e}"))?;
     }
     Ok(m)
 }

@@ -28,6 +28,7 @@ pub type dnnl_alg_kind_t = c_int;
 pub type dnnl_query_t = c_int;
 pub type dnnl_engine_kind_t = c_int;
 pub type dnnl_scratchpad_mode_t = c_int;
+pub type dnnl_cpu_isa_t = c_int;
 
 // dnnl_status_t
 pub const dnnl_success: dnnl_status_t = 0;
@@ -38,6 +39,7 @@ pub const dnnl_iterator_ends: dnnl_status_t = 4;
 pub const dnnl_runtime_error: dnnl_status_t = 5;
 pub const dnnl_not_required: dnnl_status_t = 6;
 
+pub const dnnl_bf16: dnnl_data_type_t = 2;
 pub const dnnl_f32: dnnl_data_type_t = 3;
 pub const dnnl_u8: dnnl_data_type_t = 6;
 pub const dnnl_a: dnnl_format_tag_t = 2;
@@ -47,6 +49,12 @@ pub const dnnl_cpu: dnnl_engine_kind_t = 1;
 pub const dnnl_scratchpad_mode_user: dnnl_scratchpad_mode_t = 1;
 pub const dnnl_stream_default_flags: c_uint = 1;
 pub const dnnl_forward_inference: dnnl_prop_kind_t = 96;
+
+// dnnl_cpu_isa_t: bit sets, each ISA includes the bits of those it extends.
+pub const dnnl_cpu_isa_avx512_core: dnnl_cpu_isa_t = 0x27;
+pub const dnnl_cpu_isa_avx512_core_vnni: dnnl_cpu_isa_t = 0x67;
+pub const dnnl_cpu_isa_avx512_core_bf16: dnnl_cpu_isa_t = 0xe7;
+pub const dnnl_cpu_isa_avx512_core_amx: dnnl_cpu_isa_t = 0x3e7;
 
 // dnnl_query_t
 pub const dnnl_query_impl_info_str: dnnl_query_t = 8;
@@ -190,6 +198,7 @@ pub struct dnnl_version_t {
 // libdnnl (linked by build.rs).
 extern "C" {
     pub fn dnnl_version() -> *const dnnl_version_t;
+    pub fn dnnl_get_effective_cpu_isa() -> dnnl_cpu_isa_t;
     pub fn dnnl_engine_create(
         engine: *mut dnnl_engine_t,
         kind: dnnl_engine_kind_t,

@@ -76,7 +76,42 @@ pub fn max_threads() -> usize {
     usize::try_from(unsafe { ffi::omp_get_max_threads() }).unwrap_or(1)
 }
 
-/// A oneDNN memory descriptor: dims, data type (always f32 here) and layout.
+/// The instruction set oneDNN dispatches to on this CPU (`dnnl_get_effective_cpu_isa`): a
+/// bit set in which every ISA includes the bits of those it extends
+/// (`ffi::dnnl_cpu_isa_avx512_core_amx` includes `ffi::dnnl_cpu_isa_avx512_core_bf16`).
+pub fn effective_cpu_isa() -> ffi::dnnl_cpu_isa_t {
+    // SAFETY: plain query of oneDNN's CPU dispatcher.
+    unsafe { ffi::dnnl_get_effective_cpu_isa() }
+}
+
+/// The element types the runtime's tensors have in oneDNN.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DataType {
+    /// IEEE float32: every tensor of the graph, and everything in the default mode.
+    F32,
+    /// bfloat16 (float32's sign, exponent and top 7 mantissa bits): the operands of
+    /// convolutions and matmuls in the `bf16` fpmath mode.
+    Bf16,
+}
+
+impl DataType {
+    fn raw(self) -> ffi::dnnl_data_type_t {
+        match self {
+            DataType::F32 => ffi::dnnl_f32,
+            DataType::Bf16 => ffi::dnnl_bf16,
+        }
+    }
+
+    /// oneDNN's short name (`f32`, `bf16`).
+    pub fn name(self) -> &'static str {
+        match self {
+            DataType::F32 => "f32",
+            DataType::Bf16 => "bf16",
+        }
+    }
+}
+
+/// A oneDNN memory descriptor: dims, data type and layout.
 #[derive(Clone, Copy)]
 pub struct MemoryDesc(ffi::dnnl_memory_desc_t);
 
@@ -92,6 +127,15 @@ fn dims_array(what: &'static str, dims: &[i64]) -> Result<ffi::dnnl_dims_t, Dnnl
     Ok(out)
 }
 
+/// The element strides of the row-major layout of `dims`.
+fn row_major_strides(dims: &[i64]) -> Vec<i64> {
+    let mut strides = vec![1i64; dims.len()];
+    for i in (0..dims.len().saturating_sub(1)).rev() {
+        strides[i] = strides[i + 1] * dims[i + 1].max(1);
+    }
+    strides
+}
+
 impl MemoryDesc {
     fn zeroed() -> ffi::dnnl_memory_desc_t {
         // SAFETY: the descriptor is plain old data; all-zero is oneDNN's "zero md".
@@ -105,15 +149,21 @@ impl MemoryDesc {
 
     /// A row-major f32 tensor of `dims`.
     pub fn plain(dims: &[i64]) -> Result<Self, DnnlError> {
-        let mut strides = vec![1i64; dims.len()];
-        for i in (0..dims.len().saturating_sub(1)).rev() {
-            strides[i] = strides[i + 1] * dims[i + 1].max(1);
-        }
-        Self::strided(dims, &strides)
+        Self::plain_of(dims, DataType::F32)
+    }
+
+    /// A row-major tensor of `dims` and element type `dt`.
+    pub fn plain_of(dims: &[i64], dt: DataType) -> Result<Self, DnnlError> {
+        Self::strided_of(dims, &row_major_strides(dims), dt)
     }
 
     /// An f32 tensor of `dims` with explicit element `strides`.
     pub fn strided(dims: &[i64], strides: &[i64]) -> Result<Self, DnnlError> {
+        Self::strided_of(dims, strides, DataType::F32)
+    }
+
+    /// A tensor of `dims` and element type `dt` with explicit element `strides`.
+    pub fn strided_of(dims: &[i64], strides: &[i64], dt: DataType) -> Result<Self, DnnlError> {
         let d = dims_array("dnnl_memory_desc_init_by_strides", dims)?;
         let s = dims_array("dnnl_memory_desc_init_by_strides", strides)?;
         let mut md = Self::zeroed();
@@ -124,7 +174,7 @@ impl MemoryDesc {
                     &mut md,
                     dims.len() as c_int,
                     d.as_ptr(),
-                    ffi::dnnl_f32,
+                    dt.raw(),
                     s.as_ptr(),
                 )
             },
@@ -135,7 +185,12 @@ impl MemoryDesc {
 
     /// An f32 tensor of `dims` whose layout the primitive chooses (`format_tag::any`).
     pub fn any(dims: &[i64]) -> Result<Self, DnnlError> {
-        Self::tagged(dims, ffi::dnnl_f32, ffi::dnnl_format_tag_any)
+        Self::any_of(dims, DataType::F32)
+    }
+
+    /// A tensor of `dims` and element type `dt` whose layout the primitive chooses.
+    pub fn any_of(dims: &[i64], dt: DataType) -> Result<Self, DnnlError> {
+        Self::tagged(dims, dt.raw(), ffi::dnnl_format_tag_any)
     }
 
     /// A 1-D byte buffer of `bytes` (a user scratchpad).
@@ -172,15 +227,31 @@ impl MemoryDesc {
         unsafe { ffi::dnnl_memory_desc_get_size(&self.0) }
     }
 
-    /// Whether this is the row-major layout of its dims.
+    /// Whether this is the row-major f32 layout of its dims.
     pub fn is_plain(&self) -> bool {
         MemoryDesc::plain(self.dims()).is_ok_and(|p| p == *self)
     }
 
+    /// The element type (`None` for types the runtime does not use).
+    pub fn data_type(&self) -> Option<DataType> {
+        [DataType::F32, DataType::Bf16]
+            .into_iter()
+            .find(|t| t.raw() == self.0.data_type)
+    }
+
     /// A short layout description for profiles and errors: `plain` or the blocking
-    /// (`blocked:16c`).
+    /// (`blocked:16c`), after the element type when it is not f32 (`bf16 blocked:16c`).
     pub fn layout(&self) -> String {
-        if self.is_plain() {
+        match self.data_type() {
+            Some(DataType::F32) => self.blocking(DataType::F32),
+            Some(t) => format!("{} {}", t.name(), self.blocking(t)),
+            None => format!("data type {}", self.0.data_type),
+        }
+    }
+
+    /// The layout part of [`MemoryDesc::layout`], for a descriptor of element type `dt`.
+    fn blocking(&self, dt: DataType) -> String {
+        if MemoryDesc::plain_of(self.dims(), dt).is_ok_and(|p| p == *self) {
             return "plain".to_string();
         }
         if self.0.format_kind != ffi::dnnl_blocked {

@@ -8,8 +8,7 @@
 
 use std::sync::Mutex;
 
-use byoc_core::tensor::AlignedBuf;
-
+use super::pages::PageBuf;
 use super::plan::{Plan, Storage};
 use crate::dnnl::{ffi, DnnlError, Engine, Memory, MemoryDesc, Stream};
 
@@ -25,8 +24,8 @@ pub(crate) struct ExecState {
     io: Vec<(usize, bool, usize)>,
     /// Execution arguments per step.
     pub args: Vec<Vec<ffi::dnnl_exec_arg_t>>,
-    _arena: AlignedBuf,
-    _scratchpad: AlignedBuf,
+    _arena: PageBuf,
+    _scratchpad: PageBuf,
     _scratchpad_memory: Memory,
 }
 
@@ -37,18 +36,10 @@ unsafe impl Send for ExecState {}
 impl ExecState {
     /// A state for `plan`.
     pub fn new(engine: &Engine, plan: &Plan) -> Result<Self, DnnlError> {
-        let mut arena = AlignedBuf::zeroed(plan.arena_bytes + 64);
-        let arena_base = {
-            let p = arena.as_bytes_mut().as_mut_ptr();
-            // SAFETY: the offset is < 64 and the buffer has 64 extra bytes.
-            unsafe { p.add(p.align_offset(64)) }
-        };
-        let mut scratchpad = AlignedBuf::zeroed(plan.scratchpad_bytes + 64);
-        let sp_base = {
-            let p = scratchpad.as_bytes_mut().as_mut_ptr();
-            // SAFETY: as above.
-            unsafe { p.add(p.align_offset(64)) }
-        };
+        let arena = PageBuf::zeroed(plan.arena_bytes);
+        let arena_base = arena.ptr();
+        let scratchpad = PageBuf::zeroed(plan.scratchpad_bytes);
+        let sp_base = scratchpad.ptr();
         let scratchpad_memory =
             Memory::new(engine, &MemoryDesc::bytes(plan.scratchpad_bytes)?, sp_base)?;
         let mut memories = Vec::with_capacity(plan.values.len());

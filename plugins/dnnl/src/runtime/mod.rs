@@ -9,10 +9,15 @@
 //! scratchpad. [`DnnlRuntime::run`] takes `&self`: each run borrows an execution state from a
 //! pool ([`exec`]), so several threads may run one runtime at once. All oneDNN work runs on
 //! one driver thread ([`team`]), so the process keeps a single OpenMP team.
+//!
+//! [`FpMath::Bf16`] runs convolutions, deconvolutions, inner products and matmuls on bf16
+//! data and weights (float32 accumulation, post-ops and results): their operands are
+//! converted by reorders (weights once, at build), everything else stays float32.
 
 mod attrs;
 mod exec;
 mod ops;
+mod pages;
 mod plan;
 mod team;
 
@@ -29,7 +34,7 @@ use byoc_core::TensorType;
 use byoc_json_runtime::{ConstantMap, FormatError, JsonGraph, NodeKind};
 use thiserror::Error;
 
-use crate::dnnl::{DnnlError, Engine, MemoryDesc};
+use crate::dnnl::{DataType, DnnlError, Engine, MemoryDesc};
 use exec::{ExecState, StatePool};
 use plan::{Builder, Plan, ValueId};
 
@@ -111,6 +116,49 @@ pub enum RuntimeError {
     },
 }
 
+/// The float math mode: which element type convolutions and matmuls read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FpMath {
+    /// Float32 everywhere (oneDNN's `fpmath_mode::strict`).
+    #[default]
+    Strict,
+    /// Convolutions, deconvolutions, inner products and matmuls read bf16 data and weights
+    /// and accumulate in float32; their post-ops (bias, sum, eltwise tail) run on the float32
+    /// accumulator and their results are float32, as are all other ops and the partition's
+    /// inputs and outputs (oneDNN's `fpmath_mode::bf16`).
+    Bf16,
+}
+
+impl FpMath {
+    /// The element type of convolution and matmul operands.
+    pub fn operand_type(self) -> DataType {
+        match self {
+            FpMath::Strict => DataType::F32,
+            FpMath::Bf16 => DataType::Bf16,
+        }
+    }
+}
+
+/// How a runtime is built and run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RuntimeOptions {
+    /// The OpenMP thread count of builds and runs (`None`: OpenMP's default, i.e.
+    /// `OMP_NUM_THREADS` or all cores).
+    pub threads: Option<usize>,
+    /// The float math mode.
+    pub fpmath: FpMath,
+}
+
+/// Float32 with this thread count.
+impl From<Option<usize>> for RuntimeOptions {
+    fn from(threads: Option<usize>) -> Self {
+        RuntimeOptions {
+            threads,
+            fpmath: FpMath::Strict,
+        }
+    }
+}
+
 /// A graph built into oneDNN primitives, ready to run.
 pub struct DnnlRuntime {
     symbol: String,
@@ -154,37 +202,38 @@ fn dims_of(ty: &TensorType) -> Vec<i64> {
 
 impl DnnlRuntime {
     /// Parses `json`, binds `constants` (by const-node name) and builds every primitive.
-    /// `threads` is the OpenMP thread count runs use (`None`: OpenMP's default, i.e.
-    /// `OMP_NUM_THREADS` or all cores).
+    /// `options`: the thread count and float math mode ([`RuntimeOptions`]; a bare
+    /// `Option<usize>` is the thread count in float32).
     pub fn new(
         json: &str,
         constants: &ConstantMap,
-        threads: Option<usize>,
+        options: impl Into<RuntimeOptions>,
     ) -> Result<Self, RuntimeError> {
         let graph = JsonGraph::parse(json)?;
-        Self::from_graph(&graph, constants, threads)
+        Self::from_graph(&graph, constants, options)
     }
 
     /// [`DnnlRuntime::new`] on a parsed graph.
     pub fn from_graph(
         graph: &JsonGraph,
         constants: &ConstantMap,
-        threads: Option<usize>,
+        options: impl Into<RuntimeOptions>,
     ) -> Result<Self, RuntimeError> {
-        team::on_team(threads, || Self::build(graph, constants, threads))
+        let options = options.into();
+        team::on_team(options.threads, || Self::build(graph, constants, options))
     }
 
     fn build(
         graph: &JsonGraph,
         constants: &ConstantMap,
-        threads: Option<usize>,
+        options: RuntimeOptions,
     ) -> Result<Self, RuntimeError> {
         let symbol = graph.symbol.clone().unwrap_or_else(|| "dnnl".to_string());
         let engine = Engine::cpu().map_err(|source| RuntimeError::Dnnl {
             symbol: symbol.clone(),
             source,
         })?;
-        let mut b = Builder::new(&engine);
+        let mut b = Builder::new(&engine, options.fpmath.operand_type());
         let mut entry_value: HashMap<usize, ValueId> = HashMap::new();
         // The last node reading each entry (heads count as read after every node).
         let mut last_reader = vec![0usize; graph.num_entries()];
@@ -290,7 +339,7 @@ impl DnnlRuntime {
             symbol,
             inputs,
             outputs,
-            threads,
+            threads: options.threads,
             profile: std::env::var_os("BYOC_DNNL_PROFILE").is_some_and(|v| !v.is_empty()),
             pool: StatePool::default(),
             plan,

@@ -13,7 +13,7 @@ use super::attrs::{pad_before, per_axis, Attrs};
 use super::plan::{Builder, ValueId};
 use super::{check_f32, dims_of, OpError};
 use crate::composite::{is_composite, Composite, CompositeKind, Eltwise, Root};
-use crate::dnnl::{ffi, Attr, MemoryDesc, OpDesc, PostOp, PrimitiveDesc, Query, Window};
+use crate::dnnl::{ffi, Attr, DataType, MemoryDesc, OpDesc, PostOp, PrimitiveDesc, Query, Window};
 
 /// A kernel node being built.
 pub(crate) struct NodeCx<'a> {
@@ -408,12 +408,12 @@ fn conv_with(
         Some(_) => MemoryDesc::plain(&[oc])?,
         None => MemoryDesc::zero(),
     };
-    let (engine, attr) = (b.engine, Attr::new(&f.post)?);
+    let (engine, attr, dt) = (b.engine, Attr::new(&f.post)?, b.operand_type);
     let conv_pd = |wdims: &[i64]| -> Result<PrimitiveDesc, OpError> {
         let op = OpDesc::convolution(
             deconv,
-            &MemoryDesc::any(&x)?,
-            &MemoryDesc::any(wdims)?,
+            &MemoryDesc::any_of(&x, dt)?,
+            &MemoryDesc::any_of(wdims, dt)?,
             &bias_desc,
             &MemoryDesc::any(&y)?,
             &window,
@@ -532,8 +532,8 @@ fn dense_with(b: &mut Builder<'_>, cx: &NodeCx<'_>, f: &Fused) -> Result<ValueId
     };
     let dst_desc = MemoryDesc::plain(&[m, units])?;
     let op = OpDesc::inner_product(
-        &MemoryDesc::any(&[m, k])?,
-        &MemoryDesc::any(&[units, k])?,
+        &MemoryDesc::any_of(&[m, k], b.operand_type)?,
+        &MemoryDesc::any_of(&[units, k], b.operand_type)?,
         &bias_desc,
         &dst_desc,
     )?;
@@ -576,21 +576,25 @@ fn batch_matmul(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<ValueId, OpError
             cx.in_types[0], cx.in_types[1], cx.out_types[0]
         )));
     }
-    let src_desc = if ta {
-        MemoryDesc::strided(&[x[0], m, k], &[k * m, 1, m])?
-    } else {
-        MemoryDesc::plain(&[x[0], m, k])?
+    // Transposed operands are strided views of the row-major data.
+    let operand = |dims: &[i64], transposed: bool, dt| -> Result<MemoryDesc, OpError> {
+        Ok(if transposed {
+            MemoryDesc::strided_of(dims, &[dims[1] * dims[2], 1, dims[1]], dt)?
+        } else {
+            MemoryDesc::plain_of(dims, dt)?
+        })
     };
-    let w_desc = if tb {
-        MemoryDesc::strided(&[w[0], k, n], &[n * k, 1, k])?
-    } else {
-        MemoryDesc::plain(&[w[0], k, n])?
-    };
+    let (src_dims, w_dims) = ([x[0], m, k], [w[0], k, n]);
+    let dt = b.operand_type;
+    let src_desc = operand(&src_dims, ta, dt)?;
+    let w_desc = operand(&w_dims, tb, dt)?;
     let dst_desc = MemoryDesc::plain(&y)?;
     let op = OpDesc::matmul(&src_desc, &w_desc, &dst_desc)?;
     let pd = PrimitiveDesc::new(b.engine, &op, &Attr::new(&[])?)?;
-    let src = b.view(cx.args[0], src_desc)?;
-    let wv = b.view(cx.args[1], w_desc)?;
+    let src = b.view(cx.args[0], operand(&src_dims, ta, DataType::F32)?)?;
+    let src = b.in_layout(src, src_desc)?;
+    let wv = b.view(cx.args[1], operand(&w_dims, tb, DataType::F32)?)?;
+    let wv = b.in_layout(wv, w_desc)?;
     let dst = b.temp(dst_desc);
     b.step(
         &pd,

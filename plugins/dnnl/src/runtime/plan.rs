@@ -17,12 +17,12 @@
 use std::ffi::c_int;
 use std::sync::Arc;
 
-use byoc_core::tensor::AlignedBuf;
 use byoc_core::Tensor;
 
+use super::pages::PageBuf;
 use super::OpError;
 use crate::dnnl::{
-    ffi, DnnlError, Engine, Memory, MemoryDesc, Primitive, PrimitiveDesc, Query, Stream,
+    ffi, DataType, DnnlError, Engine, Memory, MemoryDesc, Primitive, PrimitiveDesc, Query, Stream,
 };
 
 /// Index of a value in [`Plan::values`].
@@ -45,14 +45,14 @@ pub(crate) enum ConstData {
     /// A graph constant, as bound (row-major).
     Graph(Arc<Tensor>),
     /// Weights reordered into a primitive's layout.
-    Packed(AlignedBuf),
+    Packed(PageBuf),
 }
 
 impl ConstData {
     pub fn ptr(&self) -> *mut u8 {
         match self {
             ConstData::Graph(t) => t.as_bytes().as_ptr().cast_mut(),
-            ConstData::Packed(b) => b.as_bytes().as_ptr().cast_mut(),
+            ConstData::Packed(b) => b.ptr(),
         }
     }
 }
@@ -106,13 +106,17 @@ pub(crate) struct Builder<'e> {
     reorders: Vec<(ValueId, MemoryDesc, ValueId)>,
     /// The step (graph node) being built, for labels.
     pub node: usize,
+    /// The element type convolutions and matmuls read their data and weights in (the float
+    /// math mode's; their results are f32 either way).
+    pub operand_type: DataType,
 }
 
 const ARENA_ALIGN: usize = 64;
 
 impl<'e> Builder<'e> {
-    pub fn new(engine: &'e Engine) -> Self {
+    pub fn new(engine: &'e Engine, operand_type: DataType) -> Self {
         Builder {
+            operand_type,
             engine,
             values: Vec::new(),
             buffers: Vec::new(),
@@ -249,15 +253,15 @@ impl<'e> Builder<'e> {
         src_ptr: *mut u8,
         src: &MemoryDesc,
         dst: &MemoryDesc,
-    ) -> Result<AlignedBuf, DnnlError> {
-        let mut out = AlignedBuf::zeroed(dst.size());
-        let mut scratch = AlignedBuf::zeroed(pd.query(Query::Scratchpad).size());
+    ) -> Result<PageBuf, DnnlError> {
+        let out = PageBuf::zeroed(dst.size());
+        let scratch = PageBuf::zeroed(pd.query(Query::Scratchpad).size());
         let prim = Primitive::new(pd)?;
         let stream = Stream::new(self.engine)?;
         let m_src = Memory::new(self.engine, src, src_ptr)?;
-        let m_dst = Memory::new(self.engine, dst, out.as_bytes_mut().as_mut_ptr())?;
+        let m_dst = Memory::new(self.engine, dst, out.ptr())?;
         let sd = pd.query(Query::Scratchpad);
-        let m_sp = Memory::new(self.engine, &sd, scratch.as_bytes_mut().as_mut_ptr())?;
+        let m_sp = Memory::new(self.engine, &sd, scratch.ptr())?;
         let mut args = vec![
             ffi::dnnl_exec_arg_t {
                 arg: ffi::DNNL_ARG_SRC,
@@ -308,7 +312,12 @@ impl<'e> Builder<'e> {
     ) -> Result<(), OpError> {
         let primitive = Primitive::new(pd)?;
         let scratchpad = pd.query(Query::Scratchpad).size();
-        let label = format!("{label} [{}]", pd.impl_name());
+        // Steps reading bf16 (the bf16 float math mode) say so.
+        let on = match pd.query(Query::Src(0)).data_type() {
+            Some(DataType::Bf16) => " on bf16",
+            _ => "",
+        };
+        let label = format!("{label}{on} [{}]", pd.impl_name());
         self.steps.push(Step {
             primitive,
             args,

@@ -94,7 +94,7 @@ pub fn check(text: &str, inputs: &[Tensor]) {
         .compile(&f, &CompileOptions::new())
         .unwrap_or_else(|e| panic!("{e}"));
     let reloaded = DnnlPlugin
-        .deserialize(&module.serialize().unwrap())
+        .deserialize(&module.serialize().unwrap(), &CompileOptions::new())
         .unwrap();
     for m in [module, reloaded] {
         let got = run(m.as_ref(), inputs, &want);

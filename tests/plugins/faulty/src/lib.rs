@@ -83,7 +83,11 @@ impl Plugin for Faulty {
         Ok(Box::new(Chain { fault, ops }))
     }
 
-    fn deserialize(&self, bytes: &[u8]) -> Result<Box<dyn CompiledModule>, PluginError> {
+    fn deserialize(
+        &self,
+        bytes: &[u8],
+        _options: &CompileOptions,
+    ) -> Result<Box<dyn CompiledModule>, PluginError> {
         let text = String::from_utf8_lossy(bytes);
         let mut parts = text.split(';');
         let fault = parts.next().unwrap_or("").to_string();

@@ -1,0 +1,22 @@
+//! byoc-pipeline: the library between byoc-core / byoc-patterns and the `byoc` driver.
+//!
+//! - [`target`]: the pipeline's [`target::Target`], made from a `TargetDescription` (a
+//!   plugin's, or a target-spec file's) through one validating path;
+//! - [`pipeline`]: the partitioning pipeline, one pass-manager run from prepare to prune;
+//! - [`plugins`]: target selection (`--target NAME`, `--target-spec FILE`) with the runtime
+//!   of each target;
+//! - [`model`]: loading `.relay` and `.onnx` models; [`inputs`]: their inputs from `.npz` or
+//!   seeded random values, and output names;
+//! - [`report`]: the partitioning summary, graph, DOT, SVG and HTML reports;
+//! - [`conformance`]: the plugin conformance kit.
+//!
+//! Plugins use it in tests (the conformance kit, the pipeline) without depending on the
+//! driver.
+
+pub mod conformance;
+pub mod inputs;
+pub mod model;
+pub mod pipeline;
+pub mod plugins;
+pub mod report;
+pub mod target;

@@ -1,0 +1,242 @@
+//! Checking a partitioned build against the host: run a module host-only and partitioned on
+//! the same inputs and compare every output ([`verify_partitioned`], [`compare_outputs`]).
+//! `byoc verify` and the examples use it; both runs show a spinner on a terminal.
+
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Context, Result};
+use byoc_core::exec::{ExecError, ExecOptions, Executor, ExternalModules, Profile};
+use byoc_core::{Module, Tensor};
+
+use crate::inputs::output_map;
+use crate::progress;
+
+/// The comparison of one output of a partitioned run with the host-only run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OutputError {
+    /// The output's name.
+    pub name: String,
+    /// The largest absolute error.
+    pub max_abs: f64,
+    /// The largest error relative to max(|host|, floor · max|host|).
+    pub max_rel: f64,
+}
+
+/// Compares every output of a partitioned run (`partitioned`) with the host-only run
+/// (`host`), both keyed by output name. Errors are relative to max(|host|, `floor` · the
+/// output's largest |host| value); a NaN on one side only is an infinite error. Fails when an
+/// output is missing or its type differs.
+pub fn compare_outputs(
+    host: &BTreeMap<String, Tensor>,
+    partitioned: &BTreeMap<String, Tensor>,
+    floor: f64,
+) -> Result<Vec<OutputError>> {
+    host.iter()
+        .map(|(name, want)| {
+            let got = partitioned
+                .get(name)
+                .with_context(|| format!("the partitioned build has no output '{name}'"))?;
+            compare(name, want, got, floor)
+        })
+        .collect()
+}
+
+fn compare(name: &str, host: &Tensor, partitioned: &Tensor, floor: f64) -> Result<OutputError> {
+    if host.ty() != partitioned.ty() {
+        bail!(
+            "output '{name}': partitioned run gives {}, host gives {}",
+            partitioned.ty(),
+            host.ty()
+        );
+    }
+    let want = host.to_f64_vec();
+    let got = partitioned.to_f64_vec();
+    let peak = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let (mut max_abs, mut max_rel) = (0.0f64, 0.0f64);
+    for (w, g) in want.iter().zip(&got) {
+        if w.is_nan() && g.is_nan() {
+            continue;
+        }
+        let abs = (w - g).abs();
+        // A NaN on one side only is an infinite error.
+        let abs = if abs.is_nan() { f64::INFINITY } else { abs };
+        max_abs = max_abs.max(abs);
+        max_rel = max_rel.max(abs / w.abs().max(floor * peak).max(f64::MIN_POSITIVE));
+    }
+    Ok(OutputError {
+        name: name.to_string(),
+        max_abs,
+        max_rel,
+    })
+}
+
+/// How many rows of `partitioned` have their largest value at the same index as `host`'s,
+/// and how many rows there are. The classes are the last axis of more than one value (a
+/// classifier's `(1, 1000, 1, 1)` has 1000 classes in one row), the rows all axes before it.
+/// `None` when no axis has more than one value. A row with a NaN on either side disagrees.
+pub fn top1_agreement(host: &Tensor, partitioned: &Tensor) -> Option<(usize, usize)> {
+    let classes = host.shape().iter().rev().copied().find(|&d| d != 1)?;
+    if classes < 2 || host.ty() != partitioned.ty() {
+        return None;
+    }
+    let argmax = |row: &[f64]| -> Option<usize> {
+        let mut best = 0;
+        for (i, v) in row.iter().enumerate() {
+            if v.is_nan() {
+                return None;
+            }
+            if *v > row[best] {
+                best = i;
+            }
+        }
+        Some(best)
+    };
+    let (want, got) = (host.to_f64_vec(), partitioned.to_f64_vec());
+    let rows = want.len() / classes;
+    let agree = want
+        .chunks_exact(classes)
+        .zip(got.chunks_exact(classes))
+        .filter(|(w, g)| argmax(w).is_some_and(|i| argmax(g) == Some(i)))
+        .count();
+    Some((agree, rows))
+}
+
+/// How close a quantized model's output is to the float model's over several samples.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Accuracy {
+    /// The largest absolute error.
+    pub max_abs: f64,
+    /// Σ float · quantized.
+    dot: f64,
+    /// Σ float².
+    float_sq: f64,
+    /// Σ quantized².
+    quant_sq: f64,
+    /// Rows (the last axis is the class axis) whose arg-max agrees.
+    pub top1_agree: usize,
+    /// Rows compared for top-1 (0 when the last axis has fewer than two classes).
+    pub top1_rows: usize,
+}
+
+impl Accuracy {
+    /// Adds one sample's float and quantized values of an output of `classes` classes.
+    pub fn add(&mut self, float: &[f64], quantized: &[f64], classes: usize) {
+        for (&f, &q) in float.iter().zip(quantized) {
+            let err = (f - q).abs();
+            self.max_abs = self
+                .max_abs
+                .max(if err.is_nan() { f64::INFINITY } else { err });
+            self.dot += f * q;
+            self.float_sq += f * f;
+            self.quant_sq += q * q;
+        }
+        if classes < 2 {
+            return;
+        }
+        let argmax = |row: &[f64]| {
+            row.iter()
+                .enumerate()
+                .fold((0, f64::NEG_INFINITY), |best, (i, &v)| {
+                    if v > best.1 {
+                        (i, v)
+                    } else {
+                        best
+                    }
+                })
+                .0
+        };
+        for (f, q) in float.chunks(classes).zip(quantized.chunks(classes)) {
+            self.top1_rows += 1;
+            self.top1_agree += usize::from(argmax(f) == argmax(q));
+        }
+    }
+
+    /// The cosine similarity of all float and quantized values (1 when both are all zero).
+    pub fn cosine(&self) -> f64 {
+        if self.float_sq == 0.0 && self.quant_sq == 0.0 {
+            return 1.0;
+        }
+        self.dot / (self.float_sq.sqrt() * self.quant_sq.sqrt()).max(f64::MIN_POSITIVE)
+    }
+}
+
+/// A partitioned run checked against the host-only run on the same inputs.
+#[derive(Clone, Debug)]
+pub struct Verification {
+    /// The host-only outputs, by output name.
+    pub host: BTreeMap<String, Tensor>,
+    /// The partitioned outputs, by output name.
+    pub partitioned: BTreeMap<String, Tensor>,
+    /// Each output's largest error (see [`compare_outputs`]).
+    pub errors: Vec<OutputError>,
+    /// The partitioned run's profile, when `options.profile` asked for it.
+    pub profile: Option<Profile>,
+}
+
+/// Runs `host` on the host executor alone and `partitioned` with its compiled partitions
+/// (`externals`) on the same `inputs`, then compares every output with `floor` (see
+/// [`compare_outputs`]). Both runs show a spinner on a terminal.
+pub fn verify_partitioned(
+    host: &Module,
+    partitioned: &Module,
+    externals: &ExternalModules,
+    inputs: &BTreeMap<String, Tensor>,
+    options: ExecOptions,
+    floor: f64,
+) -> Result<Verification> {
+    let host_only = ExecOptions {
+        profile: false,
+        ..options
+    };
+    let want = progress::while_running("running host-only", || {
+        Executor::new(host, host_only)
+            .and_then(|e| e.run_named(inputs))
+            .context("host-only run failed")
+    })?;
+    let (got, profile) = progress::while_running("running partitioned", || {
+        let executor = Executor::with_externals(partitioned, options, externals)?;
+        let outputs = executor.run_named(inputs)?;
+        Ok::<_, ExecError>((outputs, executor.last_profile()))
+    })
+    .context("partitioned run failed")?;
+    let host_outputs = output_map(host, want);
+    let partitioned_outputs = output_map(partitioned, got);
+    let errors = compare_outputs(&host_outputs, &partitioned_outputs, floor)?;
+    Ok(Verification {
+        host: host_outputs,
+        partitioned: partitioned_outputs,
+        errors,
+        profile,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(shape: &[usize], v: &[f32]) -> Tensor {
+        Tensor::from_vec(shape.to_vec(), v.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn top1_agreement_counts_rows_with_the_same_largest_class() {
+        let host = t(&[3, 3], &[0.1, 0.7, 0.2, 0.5, 0.4, 0.1, 0.0, 0.0, 1.0]);
+        // Row 0 agrees, row 1 moves its top class, row 2 has a NaN (disagrees).
+        let got = t(&[3, 3], &[0.2, 0.6, 0.2, 0.4, 0.5, 0.1, f32::NAN, 0.0, 1.0]);
+        assert_eq!(top1_agreement(&host, &got), Some((1, 3)));
+        assert_eq!(top1_agreement(&host, &host), Some((3, 3)));
+        // Trailing axes of one value are not the classes.
+        let col = |v: &[f32]| t(&[1, 3, 1, 1], v);
+        assert_eq!(
+            top1_agreement(&col(&[0.0, 2.0, 1.0]), &col(&[0.0, 1.0, 2.0])),
+            Some((0, 1))
+        );
+        // No classes: no axis of more than one value.
+        assert_eq!(
+            top1_agreement(&t(&[1, 1], &[1.0]), &t(&[1, 1], &[2.0])),
+            None
+        );
+        // A type mismatch is not compared.
+        assert_eq!(top1_agreement(&host, &t(&[9], &[0.0; 9])), None);
+    }
+}
