@@ -6,12 +6,15 @@
 //! storage-reusing host execution).
 
 pub mod analysis;
+#[cfg(feature = "host")]
 pub mod artifact;
 pub mod byoc;
 pub mod exec;
+#[cfg(feature = "host")]
 pub mod io;
 pub mod ir;
 mod kernels;
+#[cfg(feature = "host")]
 pub mod onnx;
 pub mod op;
 mod ops;
