@@ -4,15 +4,22 @@
 //! The flow a model takes through this crate: text or importer → [`ir::Module`] →
 //! [`passes`] (type inference, parameter binding, constant folding, ...) → [`exec`] (a planned,
 //! storage-reusing host execution).
+//!
+//! The `host` feature (on by default) adds the host's front end: the ONNX importer
+//! (`onnx`), NumPy I/O (`io`) and the `model.byoc` format (`artifact`). Plugins depend
+//! on this crate without it.
 
 pub mod analysis;
+#[cfg(feature = "host")]
 pub mod artifact;
 pub mod byoc;
 pub mod exec;
+#[cfg(feature = "host")]
 pub mod io;
 pub mod ir;
 mod kernels;
 pub mod memory;
+#[cfg(feature = "host")]
 pub mod onnx;
 pub mod op;
 mod ops;
