@@ -4,14 +4,18 @@
 //! A plugin's test names a few small Relay modules its target should take (each op and
 //! pattern it offers, in a call or two) and runs [`Conformance::check`]:
 //!
-//! ```no_run
-//! # use std::sync::Arc;
-//! # fn plugin() -> Arc<dyn byoc_core::sdk::Plugin> { unimplemented!() }
+//! ```
+//! use std::sync::Arc;
+//!
+//! use byoc_core::sdk::Plugin;
 //! use byoc_pipeline::conformance::Conformance;
-//! Conformance::new(plugin())
-//!     .case("add_relu", "def @main(%a: Tensor[(2, 3), float32], %b: Tensor[(2, 3), float32]) {\n  nn.relu(add(%a, %b))\n}\n")
-//!     .check()
-//!     .unwrap();
+//!
+//! fn check(plugin: Arc<dyn Plugin>) {
+//!     Conformance::new(plugin)
+//!         .case("add_relu", "def @main(%a: Tensor[(2, 3), float32], %b: Tensor[(2, 3), float32]) {\n  nn.relu(add(%a, %b))\n}\n")
+//!         .check()
+//!         .unwrap();
+//! }
 //! ```
 //!
 //! The checks, each failure named by check and case:
