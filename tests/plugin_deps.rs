@@ -1,7 +1,9 @@
 //! What a plugin links: each plugin crate, resolved on its own (`cargo tree -p`, as
 //! `cargo build -p` resolves it, without the workspace's feature unification), depends on
 //! byoc-core without its `host` feature, so neither the ONNX importer (`prost`), NumPy I/O
-//! (`npyz`) nor the artifact format (`sha2`) is compiled into the plugin's `.so`.
+//! (`npyz`) nor the artifact format (`sha2`) is compiled into the plugin's `.so`; and without
+//! its `executor` feature (nor byoc-json-runtime's, which turns it on), so neither the host
+//! executor, the host kernels (with `gemm`), the reference runtime nor the plugin loader is.
 
 use std::process::Command;
 
@@ -30,15 +32,16 @@ fn normal_deps(package: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// byoc-json-runtime is checked through the plugins that use it (tinyacc, dnnl): built alone it
+/// has its default `executor` feature, for its own reference provider.
 #[test]
-fn plugins_link_byoc_core_without_the_host_front_end() {
+fn plugins_link_byoc_core_without_the_host_front_end_and_executor() {
     for package in [
         "byoc-plugin-tinyacc",
         "byoc-plugin-csource",
         "byoc-plugin-vta",
         "byoc-plugin-posit",
         "byoc-plugin-dnnl",
-        "byoc-json-runtime",
         "byoc-testplugin-faulty",
     ] {
         let deps = normal_deps(package);
@@ -47,13 +50,20 @@ fn plugins_link_byoc_core_without_the_host_front_end() {
             "{package} does not depend on byoc-core: {deps:?}"
         );
         for (name, features) in &deps {
-            assert!(
-                !(name == "byoc-core" && features.split(',').any(|f| f == "host")),
-                "{package} links byoc-core with the `host` feature"
-            );
+            for feature in ["host", "executor"] {
+                assert!(
+                    !(["byoc-core", "byoc-json-runtime"].contains(&name.as_str())
+                        && features.split(',').any(|f| f == feature)),
+                    "{package} links {name} with the `{feature}` feature"
+                );
+            }
             assert!(
                 !["prost", "npyz", "sha2"].contains(&name.as_str()),
                 "{package} links {name}, a dependency of byoc-core's `host` feature"
+            );
+            assert!(
+                name != "gemm",
+                "{package} links gemm, a dependency of byoc-core's `executor` feature"
             );
         }
     }

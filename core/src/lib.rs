@@ -5,14 +5,18 @@
 //! [`passes`] (type inference, parameter binding, constant folding, ...) → [`exec`] (a planned,
 //! storage-reusing host execution).
 //!
-//! The `host` feature (on by default) adds the host's front end: the ONNX importer
-//! (`onnx`), NumPy I/O (`io`) and the `model.byoc` format (`artifact`). Plugins depend
-//! on this crate without it.
+//! Two features, both on by default, add what only the host needs; plugins depend on this
+//! crate without them. `executor` adds the host's runtime: the executor (`exec`), the host
+//! kernels behind the built-in ops, the passes that run them (`FoldConstant`, `Quantize`),
+//! plugin loading and the reference runtime (`plugin`). `host` adds, on top of it, the
+//! host's front end: the ONNX importer (`onnx`), NumPy I/O (`io`) and the `model.byoc`
+//! format (`artifact`).
 
 pub mod analysis;
 #[cfg(feature = "host")]
 pub mod artifact;
 pub mod byoc;
+#[cfg(feature = "executor")]
 pub mod exec;
 #[cfg(feature = "host")]
 pub mod io;
@@ -24,6 +28,7 @@ pub mod onnx;
 pub mod op;
 mod ops;
 pub mod passes;
+#[cfg(feature = "executor")]
 pub mod plugin;
 pub mod sdk;
 pub mod target;

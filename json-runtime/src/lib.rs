@@ -12,11 +12,13 @@
 //! - [`module`]: [`JsonRuntime`] as a plugin SDK `CompiledModule` (zero-copy `run`,
 //!   `serialize` to the byte string), and runtime errors as `PluginError`s.
 //! - [`host`]: [`HostProvider`], a reference provider running kernel nodes with byoc-core's
-//!   host kernels, so JSON graphs can be checked numerically.
+//!   host kernels, so JSON graphs can be checked numerically. It needs the `executor`
+//!   feature (on by default), which plugins leave off: a plugin brings its own kernels.
 
 pub mod attr_text;
 pub mod binary;
 pub mod format;
+#[cfg(feature = "executor")]
 pub mod host;
 pub mod module;
 pub mod runtime;
@@ -24,6 +26,7 @@ pub mod serialize;
 
 pub use binary::BinaryError;
 pub use format::{Entry, FormatError, JsonGraph, JsonNode, NodeAttrs, NodeKind};
+#[cfg(feature = "executor")]
 pub use host::HostProvider;
 pub use runtime::{
     ConstantMap, JsonRuntime, KernelProvider, KernelSpec, NodeKernel, ProviderError, RuntimeError,

@@ -9,10 +9,14 @@
 //! GEMM followed by a col2im scatter-add. Weights arrive repacked by [`pack4`]: OIHW for channels-first data,
 //! HWIO for channels-last data, IOHW for the transposed convolution.
 
+#[cfg(feature = "executor")]
 use rayon::prelude::*;
 
+#[cfg(feature = "executor")]
 use super::depthwise::{self, depthwise_nchw};
+#[cfg(feature = "executor")]
 use super::gemm::{Gemm, MatMut, MatRef};
+#[cfg(feature = "executor")]
 use super::numeric::{widen_slice, Widen};
 
 /// The geometry of a 2-D (transposed) convolution in logical N, C, H, W terms. `in_*` describe
@@ -39,12 +43,14 @@ pub(crate) struct Conv2dGeom {
 
 impl Conv2dGeom {
     /// True when the convolution is a plain matrix product over the input pixels.
+    #[cfg(feature = "executor")]
     fn pointwise(&self) -> bool {
         self.kernel == [1, 1] && self.strides == [1, 1] && self.pad == [0; 4]
     }
 
     /// Input coordinate of output coordinate `o` and kernel tap `k` along axis `a` (0 = H, 1 = W);
     /// may lie in the padding (negative or past the end).
+    #[cfg(feature = "executor")]
     #[inline(always)]
     pub(super) fn src(&self, a: usize, o: usize, k: usize) -> isize {
         (o * self.strides[a] + k * self.dilation[a]) as isize - self.pad[a] as isize
@@ -54,6 +60,7 @@ impl Conv2dGeom {
 /// Copies a 4-D tensor into a new contiguous buffer with its axes permuted and elements
 /// widened. `dims[d]` and `strides[d]` give logical axis `d`'s extent and element stride in
 /// `src`; `order` lists the logical axes from outermost to innermost in the result.
+#[cfg(feature = "executor")]
 pub(crate) fn pack4<B: Widen<T>, T>(
     src: &[B],
     dims: [usize; 4],
@@ -75,6 +82,7 @@ pub(crate) fn pack4<B: Widen<T>, T>(
 }
 
 /// Runs `f` over the chunks of `data`, in parallel when `threads > 1`.
+#[cfg(feature = "executor")]
 pub(super) fn for_chunks<T: Send>(
     data: &mut [T],
     chunk: usize,
@@ -97,6 +105,7 @@ pub(super) fn for_chunks<T: Send>(
 
 /// im2col of one (batch, group) of NCHW data `x` (`cin_g × H × W`) into `col`
 /// (`cin_g·KH·KW` rows of `OH·OW`).
+#[cfg(feature = "executor")]
 fn im2col_nchw<A: Widen<T>, T: Gemm>(g: &Conv2dGeom, x: &[A], col: &mut [T], threads: usize) {
     let [kh, kw] = g.kernel;
     let (h, w, ow) = (g.in_h, g.in_w, g.out_w);
@@ -124,6 +133,7 @@ fn im2col_nchw<A: Widen<T>, T: Gemm>(g: &Conv2dGeom, x: &[A], col: &mut [T], thr
 
 /// im2col of one batch of NHWC data `x` (`H × W × C`), group `gi`, into `col`
 /// (`OH·OW` rows of `KH·KW·cin_g`).
+#[cfg(feature = "executor")]
 fn im2col_nhwc<A: Widen<T>, T: Gemm>(
     g: &Conv2dGeom,
     x: &[A],
@@ -156,6 +166,7 @@ fn im2col_nhwc<A: Widen<T>, T: Gemm>(
 
 /// `y = conv2d(x, w)`. `w` is packed OIHW (NCHW data) or HWIO (NHWC data); `y` is in the data
 /// layout.
+#[cfg(feature = "executor")]
 pub(crate) fn conv2d<A: Widen<T>, T: Gemm>(
     g: &Conv2dGeom,
     x: &[A],
@@ -227,6 +238,7 @@ pub(crate) fn conv2d<A: Widen<T>, T: Gemm>(
 /// (grouped and depthwise convolutions), the groups run in parallel, one thread each; otherwise
 /// they run in order and split their own work over the threads. `xw` is the widened input
 /// for the 1×1 path (empty otherwise).
+#[cfg(feature = "executor")]
 pub(super) fn conv_nchw_groups<A: Widen<T>, T: Gemm>(
     g: &Conv2dGeom,
     x: &[A],
@@ -260,12 +272,15 @@ pub(super) fn conv_nchw_groups<A: Widen<T>, T: Gemm>(
 
 /// Elements of a column tile's im2col buffer: a tile of `kk` rows then takes about 512 KiB of
 /// f32, so it stays in a core's L2 cache while the GEMM streams it.
+#[cfg(feature = "executor")]
 const TILE_ELEMS: usize = 128 * 1024;
 /// The fewest output pixels a column tile gets; below `threads` times this, the work is split
 /// over output channels instead.
+#[cfg(feature = "executor")]
 const MIN_TILE_PIXELS: usize = 64;
 
 /// How one (batch, group) of an NCHW convolution is cut into independent GEMMs.
+#[cfg(feature = "executor")]
 enum Split {
     /// Column tiles of this many output pixels (the last may be shorter).
     Pixels(usize),
@@ -273,6 +288,7 @@ enum Split {
     Channels(usize),
 }
 
+#[cfg(feature = "executor")]
 impl Split {
     fn choose(kk: usize, cout: usize, hw_out: usize, threads: usize) -> Split {
         let threads = threads.max(1);
@@ -289,6 +305,7 @@ impl Split {
 
 /// Runs `f(i, chunk)` over `chunk`-sized pieces of `data` on the current rayon pool, or in
 /// order when there is one piece or one thread.
+#[cfg(feature = "executor")]
 fn for_pieces<T: Send>(
     data: &mut [T],
     chunk: usize,
@@ -304,6 +321,7 @@ fn for_pieces<T: Send>(
 
 /// Copies the pixel-tiled result `tiles` (tile after tile, each `cout × len` row-major) into
 /// the row-major `cout × hw_out` output.
+#[cfg(feature = "executor")]
 fn untile<T: Copy>(tiles: &[T], y: &mut [T], cout: usize, hw_out: usize, tile: usize) {
     for (t, block) in tiles.chunks(cout * tile).enumerate() {
         let p0 = t * tile;
@@ -316,6 +334,7 @@ fn untile<T: Copy>(tiles: &[T], y: &mut [T], cout: usize, hw_out: usize, tile: u
 
 /// A 1×1, stride-1, unpadded NCHW convolution of one (batch, group): `y = w × x`, cut into
 /// pixel tiles or channel blocks that run in parallel, each a single-threaded GEMM.
+#[cfg(feature = "executor")]
 fn conv_nchw_pointwise<T: Gemm>(g: &Conv2dGeom, x: &[T], w: &[T], y: &mut [T], threads: usize) {
     let (cin, cout) = (g.in_c / g.groups, g.out_c / g.groups);
     let hw = g.out_h * g.out_w;
@@ -352,6 +371,7 @@ fn conv_nchw_pointwise<T: Gemm>(g: &Conv2dGeom, x: &[T], w: &[T], y: &mut [T], t
 /// An NCHW convolution of one (batch, group) through im2col: pixel tiles each build their own
 /// im2col block (cache-sized) and multiply it, in parallel; with few output pixels the whole
 /// im2col matrix is built (in parallel) and channel blocks multiply it in parallel.
+#[cfg(feature = "executor")]
 fn conv_nchw_im2col<A: Widen<T>, T: Gemm>(
     g: &Conv2dGeom,
     x: &[A],
@@ -396,6 +416,7 @@ fn conv_nchw_im2col<A: Widen<T>, T: Gemm>(
 
 /// im2col of output pixels `p0..p0 + len` (row-major over OH × OW) of one (batch, group) of
 /// NCHW data `x` into `col` (`cin_g·KH·KW` rows of `len`).
+#[cfg(feature = "executor")]
 fn im2col_nchw_pixels<A: Widen<T>, T: Gemm>(
     g: &Conv2dGeom,
     x: &[A],
@@ -435,6 +456,7 @@ fn im2col_nchw_pixels<A: Widen<T>, T: Gemm>(
 }
 
 /// `y = conv2d_transpose(x, w)` for NCHW data; `w` is packed IOHW (`in_c × cout_g × KH × KW`).
+#[cfg(feature = "executor")]
 pub(crate) fn conv2d_transpose<A: Widen<T>, T: Gemm>(
     g: &Conv2dGeom,
     x: &[A],
@@ -475,6 +497,7 @@ pub(crate) fn conv2d_transpose<A: Widen<T>, T: Gemm>(
 }
 
 /// Adds one kernel tap's contributions (`src`, one value per input pixel) into an output plane.
+#[cfg(feature = "executor")]
 fn col2im_tap<T: Gemm>(g: &Conv2dGeom, ky: usize, kx: usize, src: &[T], plane: &mut [T]) {
     for iy in 0..g.in_h {
         let oy = g.src(0, iy, ky);

@@ -7,37 +7,52 @@
 //! Large tensors (at least [`PARALLEL_MIN_ELEMENTS`] elements) are split across the rayon pool
 //! when the executor grants more than one thread.
 
+#[cfg(feature = "executor")]
 pub(crate) mod broadcast;
 pub(crate) mod conv;
+#[cfg(feature = "executor")]
 pub(crate) mod depthwise;
+#[cfg(feature = "executor")]
 pub(crate) mod elementwise;
+#[cfg(feature = "executor")]
 pub(crate) mod gemm;
 pub(crate) mod nms;
 pub(crate) mod norm;
+#[cfg(feature = "executor")]
 pub(crate) mod numeric;
 pub(crate) mod pad;
 pub(crate) mod pool;
+#[cfg(feature = "executor")]
 pub(crate) mod reduce;
 pub(crate) mod resize;
+#[cfg(feature = "executor")]
 mod scalar;
+#[cfg(feature = "executor")]
 pub(crate) mod transform;
 
+#[cfg(feature = "executor")]
 pub(crate) use scalar::{Float, Int, Scalar, Wide};
 
+#[cfg(feature = "executor")]
 use crate::ir::TensorType;
+#[cfg(feature = "executor")]
 use crate::op::{HostKernel, KernelError};
+#[cfg(feature = "executor")]
 use crate::tensor::{Element, TensorMut, TensorRef};
 
 /// Tensors with at least this many elements are processed in parallel when threads > 1.
+#[cfg(feature = "executor")]
 pub(crate) const PARALLEL_MIN_ELEMENTS: usize = 1 << 16;
 
 /// True when work over `n` elements should be split across threads.
+#[cfg(feature = "executor")]
 pub(crate) fn parallel(threads: usize, n: usize) -> bool {
     threads > 1 && n >= PARALLEL_MIN_ELEMENTS
 }
 
 /// Runs `$body` with the type alias `$T` bound to the Rust element type of `$dtype`, for the
 /// dtypes listed; any other dtype evaluates `$otherwise`.
+#[cfg(feature = "executor")]
 macro_rules! dispatch {
     ($dtype:expr, |$T:ident| $body:expr, [$($d:ident => $t:ty),*], $otherwise:expr) => {
         match $dtype {
@@ -52,6 +67,7 @@ macro_rules! dispatch {
 }
 
 /// [`dispatch!`] over the numeric built-in dtypes (not bool, not 16-bit floats).
+#[cfg(feature = "executor")]
 macro_rules! with_numeric {
     ($dtype:expr, |$T:ident| $body:expr, $otherwise:expr) => {
         crate::kernels::dispatch!($dtype, |$T| $body,
@@ -61,6 +77,7 @@ macro_rules! with_numeric {
 }
 
 /// [`dispatch!`] over the numeric built-in dtypes plus bool (read as `u8` 0/1).
+#[cfg(feature = "executor")]
 macro_rules! with_numeric_or_bool {
     ($dtype:expr, |$T:ident| $body:expr, $otherwise:expr) => {
         crate::kernels::dispatch!($dtype, |$T| $body,
@@ -70,6 +87,7 @@ macro_rules! with_numeric_or_bool {
 }
 
 /// [`dispatch!`] over `float32` and `float64`.
+#[cfg(feature = "executor")]
 macro_rules! with_float {
     ($dtype:expr, |$T:ident| $body:expr, $otherwise:expr) => {
         crate::kernels::dispatch!($dtype, |$T| $body, [Float32 => f32, Float64 => f64], $otherwise)
@@ -77,6 +95,7 @@ macro_rules! with_float {
 }
 
 /// [`dispatch!`] over the integer dtypes.
+#[cfg(feature = "executor")]
 macro_rules! with_int {
     ($dtype:expr, |$T:ident| $body:expr, $otherwise:expr) => {
         crate::kernels::dispatch!($dtype, |$T| $body,
@@ -86,6 +105,7 @@ macro_rules! with_int {
 
 /// Runs `$body` with `$W` bound to an unsigned integer type as wide as one element of
 /// `$bytes` bytes, for byte-moving kernels that work on any dtype.
+#[cfg(feature = "executor")]
 macro_rules! with_width {
     ($bytes:expr, |$W:ident| $body:expr, $otherwise:expr) => {
         match $bytes {
@@ -110,13 +130,16 @@ macro_rules! with_width {
     };
 }
 
+#[cfg(feature = "executor")]
 pub(crate) use {dispatch, with_float, with_int, with_numeric, with_numeric_or_bool, with_width};
 
 /// The loop of a kernel: inputs and outputs already checked against the built-for types.
+#[cfg(feature = "executor")]
 type KernelFn =
     dyn Fn(&[TensorRef<'_>], &mut [TensorMut<'_>], usize) -> Result<(), KernelError> + Send + Sync;
 
 /// A host kernel made of a closure plus the tensor types it was built for.
+#[cfg(feature = "executor")]
 struct FnKernel {
     op: String,
     inputs: Vec<TensorType>,
@@ -124,6 +147,7 @@ struct FnKernel {
     run: Box<KernelFn>,
 }
 
+#[cfg(feature = "executor")]
 impl FnKernel {
     fn check(
         &self,
@@ -153,6 +177,7 @@ impl FnKernel {
     }
 }
 
+#[cfg(feature = "executor")]
 impl HostKernel for FnKernel {
     fn run(
         &self,
@@ -169,6 +194,7 @@ impl HostKernel for FnKernel {
 }
 
 /// A host kernel for `op` running `run` on inputs and outputs of exactly these types.
+#[cfg(feature = "executor")]
 pub(crate) fn kernel(
     op: &str,
     inputs: &[TensorType],
@@ -188,6 +214,7 @@ pub(crate) fn kernel(
 
 /// Input `i` as a typed slice (bool read as `u8`). Types were checked by [`kernel`], so a
 /// mismatch here is a wiring mistake in the op, reported rather than panicking.
+#[cfg(feature = "executor")]
 pub(crate) fn input<'a, T: Element>(
     inputs: &[TensorRef<'a>],
     i: usize,
@@ -200,6 +227,7 @@ pub(crate) fn input<'a, T: Element>(
 }
 
 /// Output `i` as a typed mutable slice (bool written as `u8`).
+#[cfg(feature = "executor")]
 pub(crate) fn output<'s, T: Element>(
     outputs: &'s mut [TensorMut<'_>],
     i: usize,
@@ -212,18 +240,21 @@ pub(crate) fn output<'s, T: Element>(
 }
 
 /// Bytes viewed as elements of width `W` (tensor buffers are 8-byte aligned).
+#[cfg(feature = "executor")]
 pub(crate) fn words<W: bytemuck::Pod>(bytes: &[u8]) -> Result<&[W], KernelError> {
     bytemuck::try_cast_slice(bytes)
         .map_err(|e| KernelError::new("kernel", format!("misaligned tensor buffer: {e}")))
 }
 
 /// Bytes viewed as mutable elements of width `W`.
+#[cfg(feature = "executor")]
 pub(crate) fn words_mut<W: bytemuck::Pod>(bytes: &mut [u8]) -> Result<&mut [W], KernelError> {
     bytemuck::try_cast_slice_mut(bytes)
         .map_err(|e| KernelError::new("kernel", format!("misaligned tensor buffer: {e}")))
 }
 
 /// Row-major strides (in elements) of `shape`.
+#[cfg(feature = "executor")]
 pub(crate) fn strides(shape: &[usize]) -> Vec<usize> {
     let mut s = vec![1; shape.len()];
     for i in (0..shape.len().saturating_sub(1)).rev() {

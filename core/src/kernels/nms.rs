@@ -18,11 +18,13 @@ pub(crate) struct Boxes {
 }
 
 impl Boxes {
+    #[cfg(feature = "executor")]
     fn row<'a>(&self, data: &'a [f32], b: usize, j: usize) -> &'a [f32] {
         let start = (b * self.anchors + j) * self.elems;
         &data[start..start + self.elems]
     }
 
+    #[cfg(feature = "executor")]
     fn row_mut<'a>(&self, data: &'a mut [f32], b: usize, j: usize) -> &'a mut [f32] {
         let start = (b * self.anchors + j) * self.elems;
         &mut data[start..start + self.elems]
@@ -33,6 +35,7 @@ impl Boxes {
 /// (and whose class id is not negative, when `id_index` is given) to the front in their
 /// original order, fills the rest with `-1`, and records each kept box's original index and
 /// the count.
+#[cfg(feature = "executor")]
 #[allow(
     clippy::too_many_arguments,
     reason = "the op's inputs and outputs, each named"
@@ -86,6 +89,7 @@ pub(crate) struct NmsAttrs {
 
 /// Intersection over union of two boxes given by their corners in any order; 0 when the
 /// union is empty.
+#[cfg(feature = "executor")]
 fn iou(a: &[f32], b: &[f32]) -> f32 {
     let span = |p: f32, q: f32| (p.min(q), p.max(q));
     let ((al, ar), (at, ab)) = (span(a[0], a[2]), span(a[1], a[3]));
@@ -103,6 +107,7 @@ fn iou(a: &[f32], b: &[f32]) -> f32 {
 
 /// True when the earlier box `kept` (still valid: score > 0, class id not negative)
 /// suppresses `row`: same class (or `force_suppress`) and IoU ≥ `iou_threshold`.
+#[cfg(feature = "executor")]
 fn suppresses(attrs: &NmsAttrs, kept: &[f32], row: &[f32], iou_threshold: f32) -> bool {
     let c = attrs.coord_start;
     let labelled = attrs.id_index.is_none_or(|id| kept[id] >= 0.0);
@@ -124,6 +129,7 @@ fn suppresses(attrs: &NmsAttrs, kept: &[f32], row: &[f32], iou_threshold: f32) -
 /// (`[batch, anchors]`: for each row of `out`, the original index through `indices`, or
 /// `-1`). With `return_indices`, the caller uses only `box_indices`, compacted by
 /// [`compact_indices`].
+#[cfg(feature = "executor")]
 #[allow(
     clippy::too_many_arguments,
     reason = "the op's inputs and outputs, each named"
@@ -199,6 +205,7 @@ pub(crate) fn non_max_suppression(
 
 /// Moves the non-negative entries of each `[batch, anchors]` row to the front (order kept),
 /// fills the rest with `-1`, and writes the number kept per row to `counts`.
+#[cfg(feature = "executor")]
 pub(crate) fn compact_indices(geo: Boxes, box_indices: &mut [i32], counts: &mut [i32]) {
     for (row, count) in box_indices.chunks_mut(geo.anchors).zip(counts.iter_mut()) {
         let mut n = 0;
@@ -215,6 +222,7 @@ pub(crate) fn compact_indices(geo: Boxes, box_indices: &mut [i32], counts: &mut 
 
 /// Moves the rows of `out` whose first value is non-negative (TVM's test for a kept box) to
 /// the top of each batch element, order kept, and fills the rest with `-1`.
+#[cfg(feature = "executor")]
 pub(crate) fn boxes_to_top(geo: Boxes, out: &mut [f32]) {
     for b in 0..geo.batch {
         let mut n = 0;

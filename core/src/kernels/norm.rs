@@ -4,8 +4,10 @@
 //! Blocks of `len × inner` elements are independent; with more than one thread they run in
 //! parallel.
 
+#[cfg(feature = "executor")]
 use rayon::prelude::*;
 
+#[cfg(feature = "executor")]
 use super::numeric::Real;
 
 /// A tensor seen as `[outer, len, inner]` around one axis.
@@ -26,12 +28,14 @@ impl AxisView {
         }
     }
 
+    #[cfg(feature = "executor")]
     fn block(&self) -> usize {
         self.len * self.inner
     }
 }
 
 /// Runs `f(x_block, y_block)` over the `[len, inner]` blocks, in parallel when `threads > 1`.
+#[cfg(feature = "executor")]
 fn blocks<X: Sync, Y: Send>(
     v: AxisView,
     x: &[X],
@@ -55,6 +59,7 @@ fn blocks<X: Sync, Y: Send>(
 }
 
 /// `y[o, c, i] = f(c, x[o, c, i])`.
+#[cfg(feature = "executor")]
 pub(crate) fn per_channel<X: Copy + Sync, Y: Send>(
     v: AxisView,
     x: &[X],
@@ -72,6 +77,7 @@ pub(crate) fn per_channel<X: Copy + Sync, Y: Send>(
 }
 
 /// Softmax (or log-softmax when `log`) along the axis.
+#[cfg(feature = "executor")]
 pub(crate) fn softmax<T: Real>(v: AxisView, x: &[T], y: &mut [T], log: bool, threads: usize) {
     blocks(v, x, y, threads, |xb, yb| {
         for i in 0..v.inner {
@@ -99,6 +105,7 @@ pub(crate) fn softmax<T: Real>(v: AxisView, x: &[T], y: &mut [T], log: bool, thr
 
 /// Layer normalization along the axis: `(x − mean) / sqrt(var + ε) · γ[j] + β[j]`, with `γ`
 /// and `β` left out when `None`.
+#[cfg(feature = "executor")]
 pub(crate) fn layer_norm<T: Real>(
     v: AxisView,
     x: &[T],
@@ -136,6 +143,7 @@ pub(crate) fn layer_norm<T: Real>(
 /// Local response normalization across the axis, TVM's formula:
 /// `x / (bias + alpha / size · Σ x²)^beta`, the sum over channels
 /// `c − size/2 ..= c − size/2 + size − 1` that exist.
+#[cfg(feature = "executor")]
 pub(crate) struct Lrn {
     pub size: usize,
     pub bias: f64,
@@ -143,8 +151,10 @@ pub(crate) struct Lrn {
     pub beta: f64,
 }
 
+#[cfg(feature = "executor")]
 impl Lrn {
     /// Applies the normalization.
+    #[cfg(feature = "executor")]
     pub fn run<T: Real>(&self, v: AxisView, x: &[T], y: &mut [T], threads: usize) {
         let (bias, beta) = (T::from_f64(self.bias), T::from_f64(self.beta));
         let scale = T::from_f64(self.alpha / self.size as f64);

@@ -15,6 +15,7 @@ pub(crate) enum PadMode {
 }
 
 /// Source index along one axis for each output index.
+#[cfg(feature = "executor")]
 fn axis_map(mode: PadMode, size: usize, before: usize, after: usize) -> Vec<Option<usize>> {
     (0..before + size + after)
         .map(|o| {
@@ -39,6 +40,7 @@ fn axis_map(mode: PadMode, size: usize, before: usize, after: usize) -> Vec<Opti
 
 /// Pads `x` (shape `shape`, `elem` bytes per element) into `y`; `widths[d] = (before, after)`;
 /// `value` holds one element's bytes for constant padding.
+#[cfg(feature = "executor")]
 pub(crate) fn pad(
     mode: PadMode,
     shape: &[usize],
@@ -92,6 +94,7 @@ pub(crate) fn pad(
     }
 }
 
+#[cfg(feature = "executor")]
 fn strides(shape: &[usize]) -> Vec<usize> {
     let mut s = vec![1; shape.len()];
     for d in (0..shape.len().saturating_sub(1)).rev() {

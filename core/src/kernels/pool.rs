@@ -6,8 +6,10 @@
 //! extra bottom/right rows that `ceil_mode` adds are never counted. A window with no tap to
 //! count gives 0 (average) or the dtype's lowest value (max), as TVM does.
 
+#[cfg(feature = "executor")]
 use rayon::prelude::*;
 
+#[cfg(feature = "executor")]
 use super::numeric::Real;
 
 /// Geometry of a 2-D pooling in logical N, C, H, W terms.
@@ -42,6 +44,7 @@ pub(crate) enum PoolKind {
 
 /// The valid taps of one window axis: input coordinates inside `[0, size)` and the count of taps
 /// inside `[-pad_before, size + pad_after)`.
+#[cfg(feature = "executor")]
 fn taps(
     o: usize,
     a: usize,
@@ -60,6 +63,7 @@ fn taps(
 }
 
 /// Pools one output element; `get(iy, ix)` reads the input plane.
+#[cfg(feature = "executor")]
 #[inline]
 fn window<T: Real>(
     g: &Pool2dGeom,
@@ -100,6 +104,7 @@ fn window<T: Real>(
 }
 
 /// `y = pool2d(x)` in the data's layout.
+#[cfg(feature = "executor")]
 pub(crate) fn pool2d<T: Real>(
     g: &Pool2dGeom,
     kind: PoolKind,

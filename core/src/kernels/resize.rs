@@ -5,6 +5,7 @@
 //! then only gathers. Coordinates are computed in f64 (divisions by an ONNX scale in float32,
 //! see [`CoordMode`]).
 
+#[cfg(feature = "executor")]
 use super::numeric::Real;
 
 /// How an output coordinate maps to an input coordinate.
@@ -35,6 +36,7 @@ impl CoordMode {
     /// input, which need not equal `out_size / in_size`) the division by it is float32, as in
     /// onnxruntime: a coordinate on a rounding boundary in float32 (`1.5 / 0.6 = 2.5`) would
     /// fall just below it in f64 and pick another nearest neighbour.
+    #[cfg(feature = "executor")]
     fn map(self, o: usize, in_size: usize, out_size: usize, scale: Option<f32>) -> f64 {
         let unscale = |v: f64| match scale {
             None => v * (in_size as f64 / out_size as f64),
@@ -81,6 +83,7 @@ impl Rounding {
         })
     }
 
+    #[cfg(feature = "executor")]
     fn apply(self, v: f64) -> f64 {
         // TVM nudges floor and ceil by 1e-5 against rounding noise; so do we.
         match self {
@@ -107,12 +110,15 @@ pub(crate) enum Method {
 }
 
 /// Source taps and weights of one output coordinate.
+#[cfg(feature = "executor")]
 type Taps = Vec<(usize, f64)>;
 
+#[cfg(feature = "executor")]
 fn clamp(i: f64, size: usize) -> usize {
     i.max(0.0).min(size as f64 - 1.0) as usize
 }
 
+#[cfg(feature = "executor")]
 fn cubic_weights(t: f64, a: f64) -> [f64; 4] {
     let w = |d: f64| {
         let d = d.abs();
@@ -127,6 +133,7 @@ fn cubic_weights(t: f64, a: f64) -> [f64; 4] {
     [w(1.0 + t), w(t), w(1.0 - t), w(2.0 - t)]
 }
 
+#[cfg(feature = "executor")]
 fn axis_taps(
     method: Method,
     mode: CoordMode,
@@ -185,6 +192,7 @@ pub(crate) struct ResizeGeom {
 }
 
 /// `y = resize2d(x)`.
+#[cfg(feature = "executor")]
 pub(crate) fn resize2d<T: Real>(
     g: &ResizeGeom,
     method: Method,

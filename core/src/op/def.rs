@@ -6,6 +6,7 @@ use thiserror::Error;
 
 use super::schema::AttrDef;
 use crate::ir::{AttrValue, Attrs, IrError, TensorType, Type};
+#[cfg(feature = "executor")]
 use crate::tensor::{TensorMut, TensorRef};
 
 /// How many arguments an op takes.
@@ -94,6 +95,7 @@ impl TypeError {
     }
 }
 
+#[cfg(feature = "executor")]
 /// A host-kernel error: creating or running a kernel failed.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 #[error("{op}: {message}")]
@@ -104,6 +106,7 @@ pub struct KernelError {
     pub message: String,
 }
 
+#[cfg(feature = "executor")]
 impl KernelError {
     /// A kernel error of `op`.
     pub fn new(op: impl Into<String>, message: impl Into<String>) -> Self {
@@ -114,6 +117,7 @@ impl KernelError {
     }
 }
 
+#[cfg(feature = "executor")]
 impl From<TypeError> for KernelError {
     fn from(e: TypeError) -> Self {
         KernelError {
@@ -236,6 +240,7 @@ impl<'a> TypeCtx<'a> {
     }
 }
 
+#[cfg(feature = "executor")]
 /// What a kernel builder sees: the op, its attributes, and the types of the flattened inputs
 /// (tuple arguments expanded in order) and outputs.
 pub struct KernelSpec<'a> {
@@ -249,6 +254,7 @@ pub struct KernelSpec<'a> {
     pub outputs: &'a [TensorType],
 }
 
+#[cfg(feature = "executor")]
 impl<'a> KernelSpec<'a> {
     attr_accessors!();
 
@@ -258,6 +264,7 @@ impl<'a> KernelSpec<'a> {
     }
 }
 
+#[cfg(feature = "executor")]
 /// A host kernel, built once per call site and run many times.
 pub trait HostKernel: Send + Sync {
     /// Computes `outputs` from `inputs` (both flattened, shapes as in the [`KernelSpec`]).
@@ -277,6 +284,7 @@ pub trait OpImpl: Send + Sync {
     fn infer_type(&self, ctx: &TypeCtx<'_>) -> Result<Type, TypeError>;
 
     /// Builds the host reference kernel for one call site.
+    #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         Err(KernelError::new(spec.op, "has no host kernel"))
     }
@@ -373,6 +381,7 @@ impl OpDef {
     }
 
     /// Builds the host kernel for a call site.
+    #[cfg(feature = "executor")]
     pub fn host_kernel(
         &self,
         attrs: &Attrs,

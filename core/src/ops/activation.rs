@@ -2,16 +2,24 @@
 //! `nn.prelu`, `nn.leaky_relu` (float32, float64) and `nn.dropout` (identity at inference;
 //! Relay types it as the 2-tuple `(out, mask)`, and the mask here is all ones).
 
+#[cfg(feature = "executor")]
 use std::marker::PhantomData;
 
-use super::nn_common::{input, norm_axis, output, real_kernel, with_kernel_ctx, RealBody};
-use crate::ir::{DType, Type};
-use crate::kernels::norm::{per_channel, AxisView};
+use super::nn_common::norm_axis;
+#[cfg(feature = "executor")]
+use super::nn_common::{input, output, real_kernel, with_kernel_ctx, RealBody};
+#[cfg(feature = "executor")]
+use crate::ir::DType;
+use crate::ir::Type;
+#[cfg(feature = "executor")]
+use crate::kernels::norm::per_channel;
+use crate::kernels::norm::AxisView;
+#[cfg(feature = "executor")]
 use crate::kernels::numeric::{Acc, Real};
-use crate::op::{
-    Arity, AttrDef, AttrKind, HostKernel, KernelError, KernelSpec, OpDef, OpImpl, OpPattern,
-    TypeCtx, TypeError,
-};
+use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
+#[cfg(feature = "executor")]
+use crate::op::{HostKernel, KernelError, KernelSpec};
+#[cfg(feature = "executor")]
 use crate::tensor::{TensorMut, TensorRef};
 
 /// The view of the data around `axis` after checking that argument 1 (`what`) is a vector of
@@ -43,6 +51,7 @@ impl OpImpl for BiasAdd {
         Ok(Type::Tensor(ctx.tensor(0)?.clone()))
     }
 
+    #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         let view = with_kernel_ctx(spec, |ctx| channel_view(ctx, "bias"))?;
         Ok(match spec.inputs[0].dtype {
@@ -54,8 +63,10 @@ impl OpImpl for BiasAdd {
     }
 }
 
+#[cfg(feature = "executor")]
 struct BiasAddKernel<T>(AxisView, PhantomData<fn() -> T>);
 
+#[cfg(feature = "executor")]
 impl<T: Acc> HostKernel for BiasAddKernel<T> {
     fn run(
         &self,
@@ -85,14 +96,17 @@ impl OpImpl for Prelu {
         Ok(Type::Tensor(ctx.tensor(0)?.clone()))
     }
 
+    #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         let view = with_kernel_ctx(spec, |ctx| channel_view(ctx, "alpha"))?;
         real_kernel(spec, spec.inputs[0].dtype, PreluKernel(view))
     }
 }
 
+#[cfg(feature = "executor")]
 struct PreluKernel(AxisView);
 
+#[cfg(feature = "executor")]
 impl RealBody for PreluKernel {
     fn run<T: Real>(
         &self,
@@ -128,6 +142,7 @@ impl OpImpl for LeakyRelu {
         Ok(Type::Tensor(ctx.tensor(0)?.clone()))
     }
 
+    #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         let n = spec.inputs[0].num_elements();
         let body = LeakyReluKernel {
@@ -142,11 +157,13 @@ impl OpImpl for LeakyRelu {
     }
 }
 
+#[cfg(feature = "executor")]
 struct LeakyReluKernel {
     view: AxisView,
     alpha: f64,
 }
 
+#[cfg(feature = "executor")]
 impl RealBody for LeakyReluKernel {
     fn run<T: Real>(
         &self,
@@ -186,6 +203,7 @@ impl OpImpl for Dropout {
         Ok(Type::Tuple(vec![t.clone(), t]))
     }
 
+    #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         let dtype = spec.inputs[0].dtype;
         if dtype.is_custom() {
@@ -196,8 +214,10 @@ impl OpImpl for Dropout {
 }
 
 /// Inference dropout: the output is the input, the mask all ones.
+#[cfg(feature = "executor")]
 struct DropoutKernel;
 
+#[cfg(feature = "executor")]
 impl HostKernel for DropoutKernel {
     fn run(
         &self,

@@ -2,10 +2,10 @@
 //! AnnotateTarget or by hand. Both are identities on their argument; the host kernel copies.
 
 use crate::ir::Type;
-use crate::op::{
-    Arity, AttrDef, AttrKind, HostKernel, KernelError, KernelSpec, OpDef, OpImpl, OpPattern,
-    TypeCtx, TypeError,
-};
+use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
+#[cfg(feature = "executor")]
+use crate::op::{HostKernel, KernelError, KernelSpec};
+#[cfg(feature = "executor")]
 use crate::tensor::{TensorMut, TensorRef};
 
 struct CompilerAnnotation;
@@ -16,14 +16,17 @@ impl OpImpl for CompilerAnnotation {
         Ok(ctx.args[0].clone())
     }
 
+    #[cfg(feature = "executor")]
     fn host_kernel(&self, _spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         Ok(Box::new(Copy))
     }
 }
 
 /// Copies every input to the output of the same position.
+#[cfg(feature = "executor")]
 struct Copy;
 
+#[cfg(feature = "executor")]
 impl HostKernel for Copy {
     fn run(
         &self,

@@ -9,13 +9,16 @@
 //! NaN as numpy does.
 
 use crate::ir::{TensorType, Type};
+#[cfg(feature = "executor")]
 use crate::kernels::{self, broadcast::BroadcastPlan, Int, Scalar};
-use crate::op::{
-    Arity, HostKernel, KernelError, KernelSpec, OpDef, OpImpl, OpPattern, TypeCtx, TypeError,
-};
+use crate::op::{Arity, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
+#[cfg(feature = "executor")]
+use crate::op::{HostKernel, KernelError, KernelSpec};
+#[cfg(feature = "executor")]
 use crate::tensor::Element;
 
 use super::elementwise::broadcast_shapes;
+#[cfg(feature = "executor")]
 use super::support::check_io;
 
 /// The broadcast result shape of two same-dtype operands; returns the shared dtype's type.
@@ -32,6 +35,7 @@ pub(super) fn broadcast_operands(ctx: &TypeCtx<'_>) -> Result<TensorType, TypeEr
 }
 
 /// A host kernel computing `out = f(a, b)` with broadcasting.
+#[cfg(feature = "executor")]
 pub(super) fn broadcast_kernel<A: Element, B: Element, O: Element>(
     spec: &KernelSpec<'_>,
     f: impl Fn(A, B) -> O + Copy + Send + Sync + 'static,
@@ -70,6 +74,7 @@ enum BinaryOp {
 
 struct Binary(BinaryOp);
 
+#[cfg(feature = "executor")]
 fn arith_kernel<T: Scalar>(
     spec: &KernelSpec<'_>,
     op: BinaryOp,
@@ -90,6 +95,7 @@ fn arith_kernel<T: Scalar>(
     }
 }
 
+#[cfg(feature = "executor")]
 fn shift_kernel<T: Int>(
     spec: &KernelSpec<'_>,
     op: BinaryOp,
@@ -110,6 +116,7 @@ impl OpImpl for Binary {
         Ok(Type::Tensor(t))
     }
 
+    #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         check_io(spec, 2, 1)?;
         let dtype = spec.inputs[0].dtype;

@@ -4,13 +4,18 @@
 //! the same dtype; `logical_and`, `logical_or` (broadcasting) and `logical_not` take bool.
 
 use crate::ir::{DType, Type};
+#[cfg(feature = "executor")]
 use crate::kernels;
-use crate::op::{
-    Arity, HostKernel, KernelError, KernelSpec, OpDef, OpImpl, OpPattern, TypeCtx, TypeError,
-};
+use crate::op::{Arity, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
+#[cfg(feature = "executor")]
+use crate::op::{HostKernel, KernelError, KernelSpec};
 
-use super::binary::{broadcast_kernel, broadcast_operands};
+#[cfg(feature = "executor")]
+use super::binary::broadcast_kernel;
+use super::binary::broadcast_operands;
+#[cfg(feature = "executor")]
 use super::elementwise::map_kernel;
+#[cfg(feature = "executor")]
 use super::support::check_io;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,8 +28,13 @@ enum CompareOp {
     GreaterEqual,
 }
 
+#[cfg_attr(
+    not(feature = "executor"),
+    allow(dead_code, reason = "only the host kernel reads it")
+)]
 struct Compare(CompareOp);
 
+#[cfg(feature = "executor")]
 fn compare_kernel<T: kernels::Scalar>(
     spec: &KernelSpec<'_>,
     op: CompareOp,
@@ -46,6 +56,7 @@ impl OpImpl for Compare {
         Ok(Type::tensor(t.shape, DType::Bool))
     }
 
+    #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         check_io(spec, 2, 1)?;
         let dtype = spec.inputs[0].dtype;
@@ -79,6 +90,7 @@ impl OpImpl for Logical {
         Ok(Type::Tensor(t))
     }
 
+    #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         match self.0 {
             LogicalOp::And => broadcast_kernel(spec, |a: u8, b: u8| u8::from(a != 0 && b != 0)),

@@ -5,23 +5,34 @@
 //! OHWI, ...); conv2d_transpose takes NCHW data and an IOHW-style weight `[in, out/groups, kh,
 //! kw]`. int8/uint8 operands with `out_dtype="int32"` accumulate exactly in int32.
 
+#[cfg(feature = "executor")]
 use std::borrow::Cow;
 
 use super::nn_common::{
-    check_operand_dtypes, data_nchw, gemm_kernel, input, layout_positions, out_dtype, output,
-    padding2d, pair, strides, with_kernel_ctx, GemmBody, Layout2d, WindowAxis,
+    check_operand_dtypes, data_nchw, layout_positions, out_dtype, padding2d, pair, strides,
+    Layout2d, WindowAxis,
 };
+#[cfg(feature = "executor")]
+use super::nn_common::{gemm_kernel, input, output, with_kernel_ctx, GemmBody};
 use crate::ir::{AttrValue, DType, TensorType, Type};
-use crate::kernels::conv::{self, Conv2dGeom};
+#[cfg(feature = "executor")]
+use crate::kernels::conv;
+use crate::kernels::conv::Conv2dGeom;
+#[cfg(feature = "executor")]
 use crate::kernels::gemm::Gemm;
+#[cfg(feature = "executor")]
 use crate::kernels::numeric::{widen_slice, Widen};
-use crate::op::{
-    Arity, AttrDef, AttrKind, HostKernel, KernelError, KernelSpec, OpDef, OpImpl, OpPattern,
-    TypeCtx, TypeError,
-};
+use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
+#[cfg(feature = "executor")]
+use crate::op::{HostKernel, KernelError, KernelSpec};
+#[cfg(feature = "executor")]
 use crate::tensor::{TensorMut, TensorRef};
 
 /// Everything a convolution kernel needs, derived from argument types and attributes.
+#[cfg_attr(
+    not(feature = "executor"),
+    allow(dead_code, reason = "only the host kernel reads it")
+)]
 struct ConvSetup {
     geom: Conv2dGeom,
     layout: Layout2d,
@@ -245,6 +256,7 @@ impl OpImpl for ConvOp {
         Ok(Type::Tensor(self.setup(ctx)?.out))
     }
 
+    #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         let setup = with_kernel_ctx(spec, |ctx| self.setup(ctx))?;
         let (a, b, out) = (setup.data_dtype, setup.weight_dtype, setup.out.dtype);
@@ -261,11 +273,13 @@ impl OpImpl for ConvOp {
     }
 }
 
+#[cfg(feature = "executor")]
 struct ConvKernel {
     kind: ConvKind,
     setup: ConvSetup,
 }
 
+#[cfg(feature = "executor")]
 impl GemmBody for ConvKernel {
     fn run<A: Widen<T>, B: Widen<T>, T: Gemm>(
         &self,

@@ -6,20 +6,26 @@
 //! `transpose_b=True`; a batch of 1 broadcasts. int8/uint8 operands with `out_dtype="int32"`
 //! accumulate exactly in int32.
 
-use super::nn_common::{
-    check_operand_dtypes, gemm_kernel, input, out_dtype, output, with_kernel_ctx, GemmBody,
-};
+use super::nn_common::{check_operand_dtypes, out_dtype};
+#[cfg(feature = "executor")]
+use super::nn_common::{gemm_kernel, input, output, with_kernel_ctx, GemmBody};
 use crate::ir::{DType, TensorType, Type};
+#[cfg(feature = "executor")]
 use crate::kernels::gemm::{Gemm, MatMut, MatRef};
+#[cfg(feature = "executor")]
 use crate::kernels::numeric::{widen_slice, Widen};
-use crate::op::{
-    Arity, AttrDef, AttrKind, HostKernel, KernelError, KernelSpec, OpDef, OpImpl, OpPattern,
-    TypeCtx, TypeError,
-};
+use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
+#[cfg(feature = "executor")]
+use crate::op::{HostKernel, KernelError, KernelSpec};
+#[cfg(feature = "executor")]
 use crate::tensor::{TensorMut, TensorRef};
 
 /// A batched product `out[b] = op_a(a[b]) × op_b(b[b])`: `m × k` times `k × n`.
 #[derive(Clone, Debug)]
+#[cfg_attr(
+    not(feature = "executor"),
+    allow(dead_code, reason = "only the host kernel reads it")
+)]
 struct MatmulSetup {
     /// Batch of the result and of each operand (1 broadcasts).
     batch: usize,
@@ -125,6 +131,7 @@ impl OpImpl for MatmulOp {
         Ok(Type::Tensor((self.0)(ctx)?.out))
     }
 
+    #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         let setup = with_kernel_ctx(spec, |ctx| (self.0)(ctx))?;
         let ((a, b), out) = (setup.dtypes, setup.out.dtype);
@@ -141,11 +148,13 @@ impl OpImpl for MatmulOp {
     }
 }
 
+#[cfg(feature = "executor")]
 struct MatmulKernel {
     op: String,
     setup: MatmulSetup,
 }
 
+#[cfg(feature = "executor")]
 impl GemmBody for MatmulKernel {
     fn run<A: Widen<T>, B: Widen<T>, T: Gemm>(
         &self,

@@ -13,13 +13,15 @@
 //!   `sigmoid`) reject integer and bool tensors in their type relation.
 
 use crate::ir::{DType, TensorType, Type};
+#[cfg(feature = "executor")]
 use crate::kernels::{self, elementwise::map, Float, Scalar};
-use crate::op::{
-    Arity, AttrDef, AttrKind, HostKernel, KernelError, KernelSpec, OpDef, OpImpl, OpPattern,
-    TypeCtx, TypeError,
-};
+use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
+#[cfg(feature = "executor")]
+use crate::op::{HostKernel, KernelError, KernelSpec};
+#[cfg(feature = "executor")]
 use crate::tensor::Element;
 
+#[cfg(feature = "executor")]
 use super::support::check_io;
 
 /// numpy broadcasting of two shapes.
@@ -56,6 +58,7 @@ pub(crate) fn broadcast_shapes(
 }
 
 /// A host kernel computing `y[i] = f(x[i])`.
+#[cfg(feature = "executor")]
 pub(super) fn map_kernel<T: Element, U: Element>(
     spec: &KernelSpec<'_>,
     f: impl Fn(T) -> U + Copy + Send + Sync + 'static,
@@ -100,6 +103,7 @@ impl UnaryOp {
 
 struct Unary(UnaryOp);
 
+#[cfg(feature = "executor")]
 fn float_kernel<T: Float>(spec: &KernelSpec<'_>, op: UnaryOp) -> Box<dyn HostKernel> {
     use UnaryOp::*;
     match op {
@@ -118,6 +122,7 @@ fn float_kernel<T: Float>(spec: &KernelSpec<'_>, op: UnaryOp) -> Box<dyn HostKer
 }
 
 /// Kernels of the ops defined for every numeric dtype.
+#[cfg(feature = "executor")]
 fn scalar_kernel<T: Scalar>(spec: &KernelSpec<'_>, op: UnaryOp) -> Box<dyn HostKernel> {
     match op {
         UnaryOp::Relu => map_kernel(spec, |x: T| if x > T::ZERO { x } else { T::ZERO }),
@@ -137,6 +142,7 @@ impl OpImpl for Unary {
         Ok(Type::Tensor(t.clone()))
     }
 
+    #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         check_io(spec, 1, 1)?;
         let dtype = spec.inputs[0].dtype;
@@ -179,6 +185,7 @@ fn bounds(ctx: &TypeCtx<'_>) -> Result<(f64, f64), TypeError> {
     Ok((lo, hi))
 }
 
+#[cfg(feature = "executor")]
 fn clip_kernel<T: Scalar>(spec: &KernelSpec<'_>, lo: f64, hi: f64) -> Box<dyn HostKernel> {
     let lo = T::from_wide(kernels::Wide::Float(lo));
     let hi = T::from_wide(kernels::Wide::Float(hi));
@@ -199,6 +206,7 @@ impl OpImpl for Clip {
         Ok(Type::Tensor(ctx.tensor(0)?.clone()))
     }
 
+    #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         check_io(spec, 1, 1)?;
         let (lo, hi) = super::support::with_type_ctx(spec, bounds)?;
@@ -219,6 +227,7 @@ fn target_dtype(ctx: &TypeCtx<'_>) -> Result<DType, TypeError> {
     name.parse::<DType>().map_err(|e| ctx.err(e.to_string()))
 }
 
+#[cfg(feature = "executor")]
 fn cast_kernel<S: Scalar>(
     spec: &KernelSpec<'_>,
     to: DType,
@@ -242,6 +251,7 @@ impl OpImpl for Cast {
         )))
     }
 
+    #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         check_io(spec, 1, 1)?;
         let (from, to) = (spec.inputs[0].dtype, spec.outputs[0].dtype);

@@ -13,12 +13,13 @@
 //! it as an int); `shift` must lie in `[-32, 31]` so every shift amount stays inside 64 bits.
 
 use crate::ir::{DType, Type};
-use crate::op::{
-    Arity, AttrDef, AttrKind, HostKernel, KernelError, KernelSpec, OpDef, OpImpl, OpPattern,
-    TypeCtx, TypeError,
-};
+use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
+#[cfg(feature = "executor")]
+use crate::op::{HostKernel, KernelError, KernelSpec};
 
+#[cfg(feature = "executor")]
 use super::elementwise::map_kernel;
+#[cfg(feature = "executor")]
 use super::support::check_io;
 
 /// `fixed_point_multiply(x, multiplier, shift)`.
@@ -28,6 +29,7 @@ struct FixedPointMultiply;
 const SHIFT_RANGE: (i64, i64) = (-32, 31);
 
 /// TVM's `q_multiply_shift(x, multiplier, 31, shift)` on one value.
+#[cfg(feature = "executor")]
 pub(crate) fn fixed_point_multiply(x: i32, multiplier: i32, shift: i32) -> i32 {
     let (left, right) = if shift > 0 { (shift, 0) } else { (0, -shift) };
     let total_right = 31 + right as u32;
@@ -64,6 +66,7 @@ impl OpImpl for FixedPointMultiply {
         Ok(Type::Tensor(t.clone()))
     }
 
+    #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         check_io(spec, 1, 1)?;
         let (multiplier, shift) = super::support::with_type_ctx(spec, params)?;
@@ -92,7 +95,7 @@ pub(super) fn register(ops: &mut Vec<OpDef>) {
     );
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "executor"))]
 mod tests {
     use super::fixed_point_multiply;
 

@@ -3,13 +3,15 @@
 //! `dtype` like `cast` does; an empty `dtype` keeps the fill value's.
 
 use crate::ir::{DType, TensorType, Type};
+#[cfg(feature = "executor")]
 use crate::kernels::{self, Scalar};
-use crate::op::{
-    Arity, AttrDef, AttrKind, HostKernel, KernelError, KernelSpec, OpDef, OpImpl, OpPattern,
-    TypeCtx, TypeError,
-};
+use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
+#[cfg(feature = "executor")]
+use crate::op::{HostKernel, KernelError, KernelSpec};
+#[cfg(feature = "executor")]
 use crate::tensor::TensorMut;
 
+#[cfg(feature = "executor")]
 use super::support::check_io;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,6 +33,7 @@ fn shape(ctx: &TypeCtx<'_>) -> Result<Vec<usize>, TypeError> {
 }
 
 /// Fills `out` with `value` converted to its dtype (C conversion rules, see `cast`).
+#[cfg(feature = "executor")]
 fn fill<S: Scalar>(out: &mut TensorMut<'_>, value: S) -> Result<(), KernelError> {
     let dtype = out.ty.dtype;
     if dtype == DType::Bool {
@@ -78,6 +81,7 @@ impl OpImpl for Init {
         Ok(Type::Tensor(TensorType::new(shape, dtype)))
     }
 
+    #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         let inputs = usize::from(self.0 == InitOp::Full);
         check_io(spec, inputs, 1)?;

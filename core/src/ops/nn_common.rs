@@ -5,13 +5,21 @@
 //! context built from the kernel spec ([`kernel_ctx`]), so type relation and kernel can never
 //! disagree about shapes.
 
+#[cfg(feature = "executor")]
 use std::marker::PhantomData;
 use std::str::FromStr;
 
-use crate::ir::{DType, Type};
+use crate::ir::DType;
+#[cfg(feature = "executor")]
+use crate::ir::Type;
+#[cfg(feature = "executor")]
 use crate::kernels::gemm::Gemm;
+#[cfg(feature = "executor")]
 use crate::kernels::numeric::{Real, Widen};
-use crate::op::{HostKernel, KernelError, KernelSpec, TypeCtx, TypeError};
+#[cfg(feature = "executor")]
+use crate::op::{HostKernel, KernelError, KernelSpec};
+use crate::op::{TypeCtx, TypeError};
+#[cfg(feature = "executor")]
 use crate::tensor::{Element, TensorMut, TensorRef};
 
 /// A 2-D image layout.
@@ -258,6 +266,7 @@ pub(super) fn norm_axis(ctx: &TypeCtx<'_>, axis: i64, rank: usize) -> Result<usi
 
 /// Runs `f` on a type context rebuilt from a kernel spec's inputs, so kernel builders share
 /// their op's geometry code.
+#[cfg(feature = "executor")]
 pub(super) fn with_kernel_ctx<R>(
     spec: &KernelSpec<'_>,
     f: impl FnOnce(&TypeCtx<'_>) -> Result<R, TypeError>,
@@ -272,6 +281,7 @@ pub(super) fn with_kernel_ctx<R>(
 }
 
 /// Input `i` of a kernel as a typed slice.
+#[cfg(feature = "executor")]
 pub(super) fn input<'a, T: Element>(
     op: &str,
     inputs: &[TensorRef<'a>],
@@ -285,6 +295,7 @@ pub(super) fn input<'a, T: Element>(
 }
 
 /// Output `i` of a kernel as a typed mutable slice.
+#[cfg(feature = "executor")]
 pub(super) fn output<'o, T: Element>(
     op: &str,
     outputs: &'o mut [TensorMut<'_>],
@@ -298,6 +309,7 @@ pub(super) fn output<'o, T: Element>(
 }
 
 /// A kernel body generic over a floating-point element type.
+#[cfg(feature = "executor")]
 pub(super) trait RealBody: Send + Sync + 'static {
     /// Runs the kernel with elements of type `T`.
     fn run<T: Real>(
@@ -309,8 +321,10 @@ pub(super) trait RealBody: Send + Sync + 'static {
 }
 
 /// A [`RealBody`] fixed to element type `T`.
+#[cfg(feature = "executor")]
 struct RealTyped<K, T>(K, PhantomData<fn() -> T>);
 
+#[cfg(feature = "executor")]
 impl<K: RealBody, T: Real> HostKernel for RealTyped<K, T> {
     fn run(
         &self,
@@ -323,6 +337,7 @@ impl<K: RealBody, T: Real> HostKernel for RealTyped<K, T> {
 }
 
 /// The host kernel running `body` on `dtype` elements (float32 or float64).
+#[cfg(feature = "executor")]
 pub(super) fn real_kernel<K: RealBody>(
     spec: &KernelSpec<'_>,
     dtype: DType,
@@ -337,6 +352,7 @@ pub(super) fn real_kernel<K: RealBody>(
 
 /// A GEMM-based kernel body over data elements `A`, weight elements `B`, accumulating and
 /// producing `T`.
+#[cfg(feature = "executor")]
 pub(super) trait GemmBody: Send + Sync + 'static {
     /// Runs the kernel with these element types.
     fn run<A: Widen<T>, B: Widen<T>, T: Gemm>(
@@ -348,8 +364,10 @@ pub(super) trait GemmBody: Send + Sync + 'static {
 }
 
 /// A [`GemmBody`] fixed to element types.
+#[cfg(feature = "executor")]
 struct GemmTyped<K, A, B, T>(K, PhantomData<fn(A, B) -> T>);
 
+#[cfg(feature = "executor")]
 impl<K: GemmBody, A: Widen<T>, B: Widen<T>, T: Gemm> HostKernel for GemmTyped<K, A, B, T> {
     fn run(
         &self,
@@ -363,6 +381,7 @@ impl<K: GemmBody, A: Widen<T>, B: Widen<T>, T: Gemm> HostKernel for GemmTyped<K,
 
 /// The host kernel running `body` for data dtype `a`, weight dtype `b` and output dtype `out`:
 /// float32 and float64 throughout, or int8/uint8/int32 operands accumulating exactly in int32.
+#[cfg(feature = "executor")]
 pub(super) fn gemm_kernel<K: GemmBody>(
     spec: &KernelSpec<'_>,
     a: DType,

@@ -4,14 +4,19 @@
 //! batch_norm's second and third results are the moving mean and variance passed through, as
 //! TVM computes them outside training.
 
-use super::nn_common::{input, norm_axis, output, real_kernel, with_kernel_ctx, RealBody};
+use super::nn_common::norm_axis;
+#[cfg(feature = "executor")]
+use super::nn_common::{input, output, real_kernel, with_kernel_ctx, RealBody};
 use crate::ir::{TensorType, Type};
-use crate::kernels::norm::{layer_norm, per_channel, AxisView, Lrn};
+use crate::kernels::norm::AxisView;
+#[cfg(feature = "executor")]
+use crate::kernels::norm::{layer_norm, per_channel, Lrn};
+#[cfg(feature = "executor")]
 use crate::kernels::numeric::Real;
-use crate::op::{
-    Arity, AttrDef, AttrKind, HostKernel, KernelError, KernelSpec, OpDef, OpImpl, OpPattern,
-    TypeCtx, TypeError,
-};
+use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
+#[cfg(feature = "executor")]
+use crate::op::{HostKernel, KernelError, KernelSpec};
+#[cfg(feature = "executor")]
 use crate::tensor::{TensorMut, TensorRef};
 
 /// The data (argument 0), its normalized `axis` attribute and the view around it; checks that
@@ -52,6 +57,7 @@ impl OpImpl for BatchNorm {
         Ok(Type::Tuple(vec![Type::Tensor(data), stat.clone(), stat]))
     }
 
+    #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         let (data, _, view) = with_kernel_ctx(spec, |ctx| axis_setup(ctx, &BATCH_NORM_PARAMS))?;
         let body = BatchNormKernel {
@@ -64,6 +70,7 @@ impl OpImpl for BatchNorm {
     }
 }
 
+#[cfg(feature = "executor")]
 struct BatchNormKernel {
     view: AxisView,
     epsilon: f64,
@@ -71,6 +78,7 @@ struct BatchNormKernel {
     scale: bool,
 }
 
+#[cfg(feature = "executor")]
 impl RealBody for BatchNormKernel {
     fn run<T: Real>(
         &self,
@@ -112,6 +120,7 @@ impl OpImpl for LayerNorm {
         Ok(Type::Tensor(axis_setup(ctx, &["gamma", "beta"])?.0))
     }
 
+    #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         let (data, _, view) = with_kernel_ctx(spec, |ctx| axis_setup(ctx, &["gamma", "beta"]))?;
         let body = LayerNormKernel {
@@ -124,6 +133,7 @@ impl OpImpl for LayerNorm {
     }
 }
 
+#[cfg(feature = "executor")]
 struct LayerNormKernel {
     view: AxisView,
     epsilon: f64,
@@ -131,6 +141,7 @@ struct LayerNormKernel {
     scale: bool,
 }
 
+#[cfg(feature = "executor")]
 impl RealBody for LayerNormKernel {
     fn run<T: Real>(
         &self,
@@ -167,6 +178,7 @@ impl OpImpl for LrnOp {
         Ok(Type::Tensor(data))
     }
 
+    #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         let (data, _, view) = with_kernel_ctx(spec, |ctx| axis_setup(ctx, &[]))?;
         let size = usize::try_from(spec.int("size")?)
@@ -186,11 +198,13 @@ impl OpImpl for LrnOp {
     }
 }
 
+#[cfg(feature = "executor")]
 struct LrnKernel {
     view: AxisView,
     lrn: Lrn,
 }
 
+#[cfg(feature = "executor")]
 impl RealBody for LrnKernel {
     fn run<T: Real>(
         &self,

@@ -2,17 +2,24 @@
 //! `constant`, `edge` or `reflect` mode (Relay v0.16: the pad value is the second argument, a
 //! scalar tensor). The host kernel moves raw elements, so it serves every dtype.
 
+#[cfg(feature = "executor")]
 use super::nn_common::with_kernel_ctx;
 use crate::ir::{TensorType, Type};
-use crate::kernels::pad::{pad, PadMode};
-use crate::op::{
-    Arity, AttrDef, AttrKind, HostKernel, KernelError, KernelSpec, OpDef, OpImpl, OpPattern,
-    TypeCtx, TypeError,
-};
+#[cfg(feature = "executor")]
+use crate::kernels::pad::pad;
+use crate::kernels::pad::PadMode;
+use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
+#[cfg(feature = "executor")]
+use crate::op::{HostKernel, KernelError, KernelSpec};
+#[cfg(feature = "executor")]
 use crate::tensor::{Tensor, TensorMut, TensorRef};
 
 struct Pad;
 
+#[cfg_attr(
+    not(feature = "executor"),
+    allow(dead_code, reason = "only the host kernel reads it")
+)]
 struct PadSetup {
     mode: PadMode,
     widths: Vec<(usize, usize)>,
@@ -86,6 +93,7 @@ impl OpImpl for Pad {
         Ok(Type::Tensor(setup(ctx)?.out))
     }
 
+    #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         let s = with_kernel_ctx(spec, setup)?;
         let value = &spec.inputs[1];
@@ -99,8 +107,10 @@ impl OpImpl for Pad {
     }
 }
 
+#[cfg(feature = "executor")]
 struct PadKernel(PadSetup);
 
+#[cfg(feature = "executor")]
 impl HostKernel for PadKernel {
     fn run(
         &self,

@@ -2,17 +2,19 @@
 //! padding, dilation, `ceil_mode`, `count_include_pad`) and `nn.global_max_pool2d`,
 //! `nn.global_avg_pool2d`, over NCHW or NHWC data. Host kernels for float32 and float64.
 
-use super::nn_common::{
-    data_nchw, input, output, padding2d, pair, real_kernel, with_kernel_ctx, Layout2d, RealBody,
-    WindowAxis,
-};
+use super::nn_common::{data_nchw, padding2d, pair, Layout2d, WindowAxis};
+#[cfg(feature = "executor")]
+use super::nn_common::{input, output, real_kernel, with_kernel_ctx, RealBody};
 use crate::ir::{AttrValue, TensorType, Type};
+#[cfg(feature = "executor")]
 use crate::kernels::numeric::Real;
-use crate::kernels::pool::{pool2d, Pool2dGeom, PoolKind};
-use crate::op::{
-    Arity, AttrDef, AttrKind, HostKernel, KernelError, KernelSpec, OpDef, OpImpl, OpPattern,
-    TypeCtx, TypeError,
-};
+#[cfg(feature = "executor")]
+use crate::kernels::pool::pool2d;
+use crate::kernels::pool::{Pool2dGeom, PoolKind};
+use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
+#[cfg(feature = "executor")]
+use crate::op::{HostKernel, KernelError, KernelSpec};
+#[cfg(feature = "executor")]
 use crate::tensor::{TensorMut, TensorRef};
 
 /// Which pooling an op computes.
@@ -104,6 +106,7 @@ impl OpImpl for PoolOp {
         Ok(Type::Tensor(self.setup(ctx)?.2))
     }
 
+    #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         let (geom, kind, out) = with_kernel_ctx(spec, |ctx| self.setup(ctx))?;
         real_kernel(
@@ -118,12 +121,14 @@ impl OpImpl for PoolOp {
     }
 }
 
+#[cfg(feature = "executor")]
 struct PoolKernel {
     op: String,
     geom: Pool2dGeom,
     kind: PoolKind,
 }
 
+#[cfg(feature = "executor")]
 impl RealBody for PoolKernel {
     fn run<T: Real>(
         &self,

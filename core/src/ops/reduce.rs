@@ -9,14 +9,17 @@
 //! `select_last_index`.
 
 use crate::ir::{DType, TensorType, Type};
+#[cfg(feature = "executor")]
 use crate::kernels::{self, reduce::reduce, Scalar, Wide};
-use crate::op::{
-    Arity, AttrDef, AttrKind, HostKernel, KernelError, KernelSpec, OpDef, OpImpl, OpPattern,
-    TypeCtx, TypeError,
-};
+use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
+#[cfg(feature = "executor")]
+use crate::op::{HostKernel, KernelError, KernelSpec};
+#[cfg(feature = "executor")]
 use crate::tensor::Element;
 
-use super::support::{check_io, normalize_axes, with_type_ctx};
+use super::support::normalize_axes;
+#[cfg(feature = "executor")]
+use super::support::{check_io, with_type_ctx};
 
 /// The reduced axes (sorted) and the output shape.
 fn reduce_axes(ctx: &TypeCtx<'_>, t: &TensorType) -> Result<(Vec<usize>, Vec<usize>), TypeError> {
@@ -66,6 +69,7 @@ impl ReduceOp {
 struct Reduce(ReduceOp);
 
 /// A kernel folding each reduced row with `f`.
+#[cfg(feature = "executor")]
 fn rows_kernel<T: Element, U: Element>(
     spec: &KernelSpec<'_>,
     axes: Vec<usize>,
@@ -86,6 +90,7 @@ fn rows_kernel<T: Element, U: Element>(
 }
 
 /// Position of the extreme element of `row` under `better(candidate, best)`.
+#[cfg(feature = "executor")]
 fn arg_extreme<T: Scalar>(row: &[T], better: impl Fn(T, T) -> bool) -> i32 {
     let mut best = 0usize;
     for (i, &v) in row.iter().enumerate().skip(1) {
@@ -96,6 +101,7 @@ fn arg_extreme<T: Scalar>(row: &[T], better: impl Fn(T, T) -> bool) -> i32 {
     i32::try_from(best).unwrap_or(i32::MAX)
 }
 
+#[cfg(feature = "executor")]
 fn reduce_kernel<T: Scalar>(
     spec: &KernelSpec<'_>,
     op: ReduceOp,
@@ -145,6 +151,7 @@ impl OpImpl for Reduce {
         Ok(Type::tensor(shape, dtype))
     }
 
+    #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         check_io(spec, 1, 1)?;
         let input = &spec.inputs[0];

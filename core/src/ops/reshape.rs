@@ -10,15 +10,18 @@
 //! (one of them may be -1).
 
 use crate::ir::{TensorType, Type};
+#[cfg(feature = "executor")]
 use crate::kernels;
-use crate::op::{
-    Arity, AttrDef, AttrKind, HostKernel, KernelError, KernelSpec, OpDef, OpImpl, OpPattern,
-    TypeCtx, TypeError,
-};
+use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
+#[cfg(feature = "executor")]
+use crate::op::{HostKernel, KernelError, KernelSpec};
 
-use super::support::{check_io, normalize_axes, normalize_axis};
+#[cfg(feature = "executor")]
+use super::support::check_io;
+use super::support::{normalize_axes, normalize_axis};
 
 /// A kernel copying the input's bytes to the output.
+#[cfg(feature = "executor")]
 fn copy_kernel(spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
     check_io(spec, 1, 1)?;
     Ok(kernels::kernel(
@@ -44,6 +47,7 @@ impl OpImpl for View {
         Ok(Type::tensor((self.0)(ctx, t)?, t.dtype))
     }
 
+    #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         copy_kernel(spec)
     }

@@ -3,20 +3,27 @@
 //! and rounding modes. An optional `scale` (ONNX's `scales`) replaces `size / input` in the
 //! coordinate transformation, as onnxruntime does when a model gives scales. Host kernels for float32 and float64.
 
-use super::nn_common::{
-    data_nchw, input, out_dtype, output, real_kernel, with_kernel_ctx, Layout2d, RealBody,
-};
+use super::nn_common::{data_nchw, out_dtype, Layout2d};
+#[cfg(feature = "executor")]
+use super::nn_common::{input, output, real_kernel, with_kernel_ctx, RealBody};
 use crate::ir::{AttrValue, TensorType, Type};
+#[cfg(feature = "executor")]
 use crate::kernels::numeric::Real;
-use crate::kernels::resize::{resize2d, CoordMode, Method, ResizeGeom, Rounding};
-use crate::op::{
-    Arity, AttrDef, AttrKind, HostKernel, KernelError, KernelSpec, OpDef, OpImpl, OpPattern,
-    TypeCtx, TypeError,
-};
+#[cfg(feature = "executor")]
+use crate::kernels::resize::resize2d;
+use crate::kernels::resize::{CoordMode, Method, ResizeGeom, Rounding};
+use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
+#[cfg(feature = "executor")]
+use crate::op::{HostKernel, KernelError, KernelSpec};
+#[cfg(feature = "executor")]
 use crate::tensor::{TensorMut, TensorRef};
 
 struct Resize2d;
 
+#[cfg_attr(
+    not(feature = "executor"),
+    allow(dead_code, reason = "only the host kernel reads it")
+)]
 struct ResizeSetup {
     geom: ResizeGeom,
     method: Method,
@@ -106,14 +113,17 @@ impl OpImpl for Resize2d {
         Ok(Type::Tensor(setup(ctx)?.out))
     }
 
+    #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         let s = with_kernel_ctx(spec, setup)?;
         real_kernel(spec, s.out.dtype, ResizeKernel(s))
     }
 }
 
+#[cfg(feature = "executor")]
 struct ResizeKernel(ResizeSetup);
 
+#[cfg(feature = "executor")]
 impl RealBody for ResizeKernel {
     fn run<T: Real>(
         &self,

@@ -3,19 +3,25 @@
 //! counts as true); `x` and `y` may have any dtype, custom ones included, as long as it is the
 //! same.
 
-use crate::ir::{DType, TensorType, Type};
+#[cfg(feature = "executor")]
+use crate::ir::DType;
+use crate::ir::{TensorType, Type};
+#[cfg(feature = "executor")]
 use crate::kernels::{self, broadcast::BroadcastPlan, Scalar};
-use crate::op::{
-    Arity, HostKernel, KernelError, KernelSpec, OpDef, OpImpl, OpPattern, TypeCtx, TypeError,
-};
+use crate::op::{Arity, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
+#[cfg(feature = "executor")]
+use crate::op::{HostKernel, KernelError, KernelSpec};
+#[cfg(feature = "executor")]
 use crate::tensor::TensorRef;
 
 use super::elementwise::broadcast_shapes;
+#[cfg(feature = "executor")]
 use super::support::check_io;
 
 struct Where;
 
 /// The condition as 0/1 bytes.
+#[cfg(feature = "executor")]
 fn truth<T: Scalar>(cond: &TensorRef<'_>) -> Result<Vec<u8>, KernelError> {
     let c = kernels::input::<T>(std::slice::from_ref(cond), 0)?;
     Ok(c.iter().map(|&v| u8::from(v != T::ZERO)).collect())
@@ -34,6 +40,7 @@ impl OpImpl for Where {
         )))
     }
 
+    #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         check_io(spec, 3, 1)?;
         let cond_dtype = spec.inputs[0].dtype;

@@ -13,13 +13,15 @@
 //! of bounds.
 
 use crate::ir::{DType, TensorType, Type};
+#[cfg(feature = "executor")]
 use crate::kernels::{self, transform};
-use crate::op::{
-    Arity, AttrDef, AttrKind, HostKernel, KernelError, KernelSpec, OpDef, OpImpl, OpPattern,
-    TypeCtx, TypeError,
-};
+use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
+#[cfg(feature = "executor")]
+use crate::op::{HostKernel, KernelError, KernelSpec};
 
-use super::support::{check_io, normalize_axes, normalize_axis, with_type_ctx};
+#[cfg(feature = "executor")]
+use super::support::{check_io, with_type_ctx};
+use super::support::{normalize_axes, normalize_axis};
 
 struct StridedSlice;
 
@@ -120,6 +122,7 @@ impl OpImpl for StridedSlice {
         Ok(Type::tensor(slice_geometry(ctx, t)?.shape, t.dtype))
     }
 
+    #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         check_io(spec, 1, 1)?;
         let input = &spec.inputs[0];
@@ -204,6 +207,7 @@ fn take_type(ctx: &TypeCtx<'_>) -> Result<(Option<usize>, TakeMode, TensorType),
 }
 
 /// Maps raw indices into `0..n` according to `mode`.
+#[cfg(feature = "executor")]
 fn resolve(
     op: &str,
     raw: impl Iterator<Item = i64>,
@@ -239,6 +243,7 @@ impl OpImpl for Take {
         Ok(Type::Tensor(take_type(ctx)?.2))
     }
 
+    #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         check_io(spec, 2, 1)?;
         let (axis, mode, _) = with_type_ctx(spec, take_type)?;

@@ -1,17 +1,26 @@
 //! `nn.softmax` and `nn.log_softmax` along `axis` (default −1). Host kernels for float32 and
 //! float64, max-subtracted for stability.
 
-use super::nn_common::{input, norm_axis, output, real_kernel, with_kernel_ctx, RealBody};
+use super::nn_common::norm_axis;
+#[cfg(feature = "executor")]
+use super::nn_common::{input, output, real_kernel, with_kernel_ctx, RealBody};
 use crate::ir::Type;
-use crate::kernels::norm::{softmax, AxisView};
+#[cfg(feature = "executor")]
+use crate::kernels::norm::softmax;
+use crate::kernels::norm::AxisView;
+#[cfg(feature = "executor")]
 use crate::kernels::numeric::Real;
-use crate::op::{
-    Arity, AttrDef, AttrKind, HostKernel, KernelError, KernelSpec, OpDef, OpImpl, OpPattern,
-    TypeCtx, TypeError,
-};
+use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
+#[cfg(feature = "executor")]
+use crate::op::{HostKernel, KernelError, KernelSpec};
+#[cfg(feature = "executor")]
 use crate::tensor::{TensorMut, TensorRef};
 
 /// Softmax, or log-softmax when the flag is set.
+#[cfg_attr(
+    not(feature = "executor"),
+    allow(dead_code, reason = "only the host kernel reads it")
+)]
 struct Softmax(bool);
 
 fn view(ctx: &TypeCtx<'_>) -> Result<AxisView, TypeError> {
@@ -26,6 +35,7 @@ impl OpImpl for Softmax {
         Ok(Type::Tensor(ctx.tensor(0)?.clone()))
     }
 
+    #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         let view = with_kernel_ctx(spec, view)?;
         let body = SoftmaxKernel {
@@ -37,12 +47,14 @@ impl OpImpl for Softmax {
     }
 }
 
+#[cfg(feature = "executor")]
 struct SoftmaxKernel {
     op: String,
     view: AxisView,
     log: bool,
 }
 
+#[cfg(feature = "executor")]
 impl RealBody for SoftmaxKernel {
     fn run<T: Real>(
         &self,

@@ -1,6 +1,8 @@
 //! Helpers shared by op definitions: axis normalization and kernel-spec checks.
 
-use crate::op::{KernelError, KernelSpec, TypeCtx, TypeError};
+#[cfg(feature = "executor")]
+use crate::op::{KernelError, KernelSpec};
+use crate::op::{TypeCtx, TypeError};
 
 /// Resolves a possibly negative `axis` against `rank` (Python style: -1 is the last axis).
 pub(super) fn normalize_axis(
@@ -38,6 +40,7 @@ pub(super) fn normalize_axes(
 }
 
 /// Checks that a kernel spec has `inputs` input and `outputs` output tensors.
+#[cfg(feature = "executor")]
 pub(super) fn check_io(
     spec: &KernelSpec<'_>,
     inputs: usize,
@@ -58,6 +61,7 @@ pub(super) fn check_io(
 
 /// Rebuilds a [`TypeCtx`] over a kernel spec's tensor types, so kernel builders can reuse the
 /// attribute and axis logic of their type relations.
+#[cfg(feature = "executor")]
 pub(super) fn with_type_ctx<R>(
     spec: &KernelSpec<'_>,
     f: impl FnOnce(&TypeCtx<'_>) -> Result<R, TypeError>,

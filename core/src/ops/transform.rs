@@ -5,13 +5,15 @@
 //! axis, or a list of ascending split points within the axis.
 
 use crate::ir::{AttrValue, TensorType, Type};
+#[cfg(feature = "executor")]
 use crate::kernels::{self, transform};
-use crate::op::{
-    Arity, AttrDef, AttrKind, HostKernel, KernelError, KernelSpec, OpDef, OpImpl, OpPattern,
-    TypeCtx, TypeError,
-};
+use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
+#[cfg(feature = "executor")]
+use crate::op::{HostKernel, KernelError, KernelSpec};
 
-use super::support::{check_io, normalize_axis, with_type_ctx};
+use super::support::normalize_axis;
+#[cfg(feature = "executor")]
+use super::support::{check_io, with_type_ctx};
 
 struct Transpose;
 
@@ -37,6 +39,7 @@ impl OpImpl for Transpose {
         ))
     }
 
+    #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         check_io(spec, 1, 1)?;
         let input = spec.inputs[0].clone();
@@ -116,6 +119,7 @@ impl OpImpl for Concatenate {
         Ok(Type::Tensor(concat_type(ctx, &tensors)?.0))
     }
 
+    #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         check_io(spec, spec.inputs.len().max(1), 1)?;
         let fields: Vec<&TensorType> = spec.inputs.iter().collect();
@@ -209,6 +213,7 @@ impl OpImpl for Split {
         ))
     }
 
+    #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         let input = spec
             .inputs

@@ -17,15 +17,14 @@
 //! which is why a detector keeps them on the host.
 
 use crate::ir::{DType, TensorType, Type};
-use crate::kernels::{
-    self,
-    nms::{self, Boxes, NmsAttrs},
-};
-use crate::op::{
-    Arity, AttrDef, AttrKind, HostKernel, KernelError, KernelSpec, OpDef, OpImpl, OpPattern,
-    TypeCtx, TypeError,
-};
+use crate::kernels::nms::{Boxes, NmsAttrs};
+#[cfg(feature = "executor")]
+use crate::kernels::{self, nms};
+use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
+#[cfg(feature = "executor")]
+use crate::op::{HostKernel, KernelError, KernelSpec};
 
+#[cfg(feature = "executor")]
 use super::support::{check_io, with_type_ctx};
 
 /// Argument `i` must be a scalar of `dtype`.
@@ -106,6 +105,7 @@ impl OpImpl for GetValidCounts {
         ]))
     }
 
+    #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         check_io(spec, 2, 3)?;
         let (geo, id, score) = with_type_ctx(spec, valid_counts_setup)?;
@@ -139,6 +139,7 @@ impl OpImpl for GetValidCounts {
 }
 
 /// A tensor-access error inside a kernel whose types were checked: a wiring mistake.
+#[cfg(feature = "executor")]
 fn wiring(e: impl std::fmt::Display) -> KernelError {
     KernelError::new("kernel", e.to_string())
 }
@@ -199,6 +200,7 @@ impl OpImpl for NonMaxSuppression {
         }
     }
 
+    #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         let (geo, attrs) = with_type_ctx(spec, nms_setup)?;
         check_io(spec, 5, if attrs.return_indices { 2 } else { 1 })?;

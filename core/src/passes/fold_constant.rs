@@ -18,24 +18,31 @@
 //! every live expression is typed, dead constants are dropped. Idempotent. Cost: linear in the
 //! module size plus the kernels' work on the folded values.
 
+#[cfg(feature = "executor")]
 use std::sync::Arc;
 
-use crate::ir::{
-    rewrite::Rebuild, Call, Expr, ExprId, Function, FunctionBuilder, IrError, Module, TensorType,
-    Type,
+use crate::byoc::{nonzero, COMPOSITE, PRIMITIVE};
+use crate::ir::{Expr, Function};
+#[cfg(feature = "executor")]
+use {
+    super::{eliminate_dead_code, infer_types, Pass, PassContext, PassError},
+    crate::byoc::is_external,
+    crate::ir::{
+        rewrite::Rebuild, Call, ExprId, FunctionBuilder, IrError, Module, TensorType, Type,
+    },
+    crate::op::Op,
+    crate::tensor::{Tensor, TensorMut},
 };
-use crate::op::Op;
-use crate::tensor::{Tensor, TensorMut};
 
-use super::{eliminate_dead_code, infer_types, Pass, PassContext, PassError};
-use crate::byoc::{is_external, nonzero, COMPOSITE, PRIMITIVE};
-
+#[cfg(feature = "executor")]
 /// The `fold-constant` pass.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FoldConstant;
 
+#[cfg(feature = "executor")]
 const NAME: &str = "fold-constant";
 
+#[cfg(feature = "executor")]
 impl Pass for FoldConstant {
     fn name(&self) -> &'static str {
         NAME
@@ -53,12 +60,14 @@ impl Pass for FoldConstant {
 }
 
 /// A compile-time value: a tensor, or a tuple of values.
+#[cfg(feature = "executor")]
 #[derive(Clone, Debug)]
 enum Value {
     Tensor(Arc<Tensor>),
     Tuple(Vec<Value>),
 }
 
+#[cfg(feature = "executor")]
 impl Value {
     fn flatten<'v>(&'v self, out: &mut Vec<&'v Arc<Tensor>>) {
         match self {
@@ -98,6 +107,7 @@ impl Value {
     }
 }
 
+#[cfg(feature = "executor")]
 fn fold_function(name: &str, f: &Function, cx: &mut PassContext) -> Result<Function, PassError> {
     let frozen = frozen_nodes(f);
     let mut values: Vec<Option<Value>> = vec![None; f.len()];
@@ -146,6 +156,7 @@ fn fold_function(name: &str, f: &Function, cx: &mut PassContext) -> Result<Funct
 
 /// Runs `call`'s host kernel when all its arguments have values. `None` when an argument is not
 /// constant or the op has no host kernel for these types.
+#[cfg(feature = "executor")]
 fn evaluate(
     function: &str,
     f: &Function,

@@ -15,6 +15,7 @@ pub mod partition_graph;
 mod partitioning;
 mod pass;
 pub mod prune;
+#[cfg(feature = "executor")]
 pub mod quantize;
 mod registry;
 mod simplify_inference;
@@ -22,12 +23,14 @@ mod simplify_inference;
 pub use bind_params::BindParams;
 pub use context::{DeclinedMatch, PassContext, PassTiming, Remark};
 pub use dead_code::{eliminate_dead_code, DeadCodeElimination};
+#[cfg(feature = "executor")]
 pub use fold_constant::FoldConstant;
 pub use fold_scale_axis::FoldScaleAxis;
 pub use infer_type::{infer_function, infer_missing_types, infer_types, InferType, TypeInferError};
 pub use manager::{verify, PassManager, PrintSink, AFTER, BEFORE};
 pub use partitioning::PartitionError;
 pub use pass::{Pass, PassError};
+#[cfg(feature = "executor")]
 pub use quantize::{CalibrateMode, QConfig, Quantize};
 pub use registry::{create_pass, lookup_pass, PassInfo, PASSES};
 pub use simplify_inference::SimplifyInference;

@@ -8,6 +8,7 @@ use thiserror::Error;
 
 use crate::byoc::is_external;
 use crate::ir::{ExprId, Function, IrError, Module, Type};
+#[cfg(feature = "executor")]
 use crate::op::KernelError;
 
 use super::PartitionError;
@@ -60,6 +61,7 @@ pub enum PassError {
     },
     /// Evaluating a constant expression failed.
     #[error("in @{function}, at {at}: evaluating a constant expression failed: {source}")]
+    #[cfg(feature = "executor")]
     Eval {
         /// The global function.
         function: String,
@@ -107,6 +109,7 @@ pub enum PassError {
     },
     /// Quantization failed (bad configuration, calibration data or a calibration run).
     #[error(transparent)]
+    #[cfg(feature = "executor")]
     Quantize(Box<super::quantize::QuantizeError>),
     /// A BYOC partitioning pass failed (malformed annotations, IR it cannot build).
     #[error(transparent)]

@@ -4,9 +4,9 @@
 //! default options. Passes that need inputs (`bind-params` needs the tensors) are listed so
 //! their names validate, but are built by code that has those inputs.
 
-use super::{
-    DeadCodeElimination, FoldConstant, FoldScaleAxis, InferType, Pass, PassError, SimplifyInference,
-};
+#[cfg(feature = "executor")]
+use super::FoldConstant;
+use super::{DeadCodeElimination, FoldScaleAxis, InferType, Pass, PassError, SimplifyInference};
 
 /// A pass known by name.
 #[derive(Clone, Copy, Debug)]
@@ -32,10 +32,10 @@ fn boxed<P: Pass + Default + 'static>() -> Box<dyn Pass> {
 }
 
 macro_rules! passes {
-    ($($name:literal => $summary:literal, $create:expr;)*) => {
+    ($($(#[$cfg:meta])* $name:literal => $summary:literal, $create:expr;)*) => {
         /// Every core pass that has a command-line name, in pipeline order.
         pub const PASSES: &[PassInfo] = &[
-            $(PassInfo { name: $name, summary: $summary, create: $create },)*
+            $($(#[$cfg])* PassInfo { name: $name, summary: $summary, create: $create },)*
         ];
     };
 }
@@ -47,6 +47,7 @@ passes! {
         Some(boxed::<SimplifyInference>);
     "fold-scale-axis" => "fold per-channel constant scales after nn.conv2d / nn.dense into the weights",
         Some(boxed::<FoldScaleAxis>);
+    #[cfg(feature = "executor")]
     "fold-constant" => "evaluate op calls whose arguments are all constants",
         Some(boxed::<FoldConstant>);
     "dead-code-elimination" => "drop unused expressions and uncalled global functions",

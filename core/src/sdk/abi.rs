@@ -695,7 +695,7 @@ macro_rules! export_plugin {
     };
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "executor"))]
 mod tests {
     //! The C table in-process: the built-in reference runtime exported through the SDK's
     //! slots, tables shorter than 2.0's refused, options carried to `deserialize`.
