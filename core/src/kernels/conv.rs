@@ -10,14 +10,12 @@
 //! HWIO for channels-last data, IOHW for the transposed convolution.
 
 #[cfg(feature = "executor")]
-use rayon::prelude::*;
-
-#[cfg(feature = "executor")]
-use super::depthwise::{self, depthwise_nchw};
-#[cfg(feature = "executor")]
-use super::gemm::{Gemm, MatMut, MatRef};
-#[cfg(feature = "executor")]
-use super::numeric::{widen_slice, Widen};
+use {
+    super::depthwise::{self, depthwise_nchw},
+    super::gemm::{Gemm, MatMut, MatRef},
+    super::numeric::{widen_slice, Widen},
+    rayon::prelude::*,
+};
 
 /// The geometry of a 2-D (transposed) convolution in logical N, C, H, W terms. `in_*` describe
 /// the data argument, `out_*` the result.

@@ -5,10 +5,7 @@
 //! parallel.
 
 #[cfg(feature = "executor")]
-use rayon::prelude::*;
-
-#[cfg(feature = "executor")]
-use super::numeric::Real;
+use {super::numeric::Real, rayon::prelude::*};
 
 /// A tensor seen as `[outer, len, inner]` around one axis.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,10 +7,7 @@
 //! count gives 0 (average) or the dtype's lowest value (max), as TVM does.
 
 #[cfg(feature = "executor")]
-use rayon::prelude::*;
-
-#[cfg(feature = "executor")]
-use super::numeric::Real;
+use {super::numeric::Real, rayon::prelude::*};
 
 /// Geometry of a 2-D pooling in logical N, C, H, W terms.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -2,25 +2,20 @@
 //! `nn.prelu`, `nn.leaky_relu` (float32, float64) and `nn.dropout` (identity at inference;
 //! Relay types it as the 2-tuple `(out, mask)`, and the mask here is all ones).
 
-#[cfg(feature = "executor")]
-use std::marker::PhantomData;
-
 use super::nn_common::norm_axis;
-#[cfg(feature = "executor")]
-use super::nn_common::{input, output, real_kernel, with_kernel_ctx, RealBody};
-#[cfg(feature = "executor")]
-use crate::ir::DType;
 use crate::ir::Type;
-#[cfg(feature = "executor")]
-use crate::kernels::norm::per_channel;
 use crate::kernels::norm::AxisView;
-#[cfg(feature = "executor")]
-use crate::kernels::numeric::{Acc, Real};
 use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
 #[cfg(feature = "executor")]
-use crate::op::{HostKernel, KernelError, KernelSpec};
-#[cfg(feature = "executor")]
-use crate::tensor::{TensorMut, TensorRef};
+use {
+    super::nn_common::{input, output, real_kernel, with_kernel_ctx, RealBody},
+    crate::ir::DType,
+    crate::kernels::norm::per_channel,
+    crate::kernels::numeric::{Acc, Real},
+    crate::op::{HostKernel, KernelError, KernelSpec},
+    crate::tensor::{TensorMut, TensorRef},
+    std::marker::PhantomData,
+};
 
 /// The view of the data around `axis` after checking that argument 1 (`what`) is a vector of
 /// the axis length and the data's dtype.

@@ -4,9 +4,10 @@
 use crate::ir::Type;
 use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
 #[cfg(feature = "executor")]
-use crate::op::{HostKernel, KernelError, KernelSpec};
-#[cfg(feature = "executor")]
-use crate::tensor::{TensorMut, TensorRef};
+use {
+    crate::op::{HostKernel, KernelError, KernelSpec},
+    crate::tensor::{TensorMut, TensorRef},
+};
 
 struct CompilerAnnotation;
 

@@ -9,17 +9,16 @@
 //! NaN as numpy does.
 
 use crate::ir::{TensorType, Type};
-#[cfg(feature = "executor")]
-use crate::kernels::{self, broadcast::BroadcastPlan, Int, Scalar};
 use crate::op::{Arity, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
-#[cfg(feature = "executor")]
-use crate::op::{HostKernel, KernelError, KernelSpec};
-#[cfg(feature = "executor")]
-use crate::tensor::Element;
 
 use super::elementwise::broadcast_shapes;
 #[cfg(feature = "executor")]
-use super::support::check_io;
+use {
+    super::support::check_io,
+    crate::kernels::{self, broadcast::BroadcastPlan, Int, Scalar},
+    crate::op::{HostKernel, KernelError, KernelSpec},
+    crate::tensor::Element,
+};
 
 /// The broadcast result shape of two same-dtype operands; returns the shared dtype's type.
 pub(super) fn broadcast_operands(ctx: &TypeCtx<'_>) -> Result<TensorType, TypeError> {

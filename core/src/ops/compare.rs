@@ -4,19 +4,17 @@
 //! the same dtype; `logical_and`, `logical_or` (broadcasting) and `logical_not` take bool.
 
 use crate::ir::{DType, Type};
-#[cfg(feature = "executor")]
-use crate::kernels;
 use crate::op::{Arity, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
-#[cfg(feature = "executor")]
-use crate::op::{HostKernel, KernelError, KernelSpec};
 
-#[cfg(feature = "executor")]
-use super::binary::broadcast_kernel;
 use super::binary::broadcast_operands;
 #[cfg(feature = "executor")]
-use super::elementwise::map_kernel;
-#[cfg(feature = "executor")]
-use super::support::check_io;
+use {
+    super::binary::broadcast_kernel,
+    super::elementwise::map_kernel,
+    super::support::check_io,
+    crate::kernels,
+    crate::op::{HostKernel, KernelError, KernelSpec},
+};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum CompareOp {

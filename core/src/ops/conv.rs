@@ -5,28 +5,23 @@
 //! OHWI, ...); conv2d_transpose takes NCHW data and an IOHW-style weight `[in, out/groups, kh,
 //! kw]`. int8/uint8 operands with `out_dtype="int32"` accumulate exactly in int32.
 
-#[cfg(feature = "executor")]
-use std::borrow::Cow;
-
 use super::nn_common::{
     check_operand_dtypes, data_nchw, layout_positions, out_dtype, padding2d, pair, strides,
     Layout2d, WindowAxis,
 };
-#[cfg(feature = "executor")]
-use super::nn_common::{gemm_kernel, input, output, with_kernel_ctx, GemmBody};
 use crate::ir::{AttrValue, DType, TensorType, Type};
-#[cfg(feature = "executor")]
-use crate::kernels::conv;
 use crate::kernels::conv::Conv2dGeom;
-#[cfg(feature = "executor")]
-use crate::kernels::gemm::Gemm;
-#[cfg(feature = "executor")]
-use crate::kernels::numeric::{widen_slice, Widen};
 use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
 #[cfg(feature = "executor")]
-use crate::op::{HostKernel, KernelError, KernelSpec};
-#[cfg(feature = "executor")]
-use crate::tensor::{TensorMut, TensorRef};
+use {
+    super::nn_common::{gemm_kernel, input, output, with_kernel_ctx, GemmBody},
+    crate::kernels::conv,
+    crate::kernels::gemm::Gemm,
+    crate::kernels::numeric::{widen_slice, Widen},
+    crate::op::{HostKernel, KernelError, KernelSpec},
+    crate::tensor::{TensorMut, TensorRef},
+    std::borrow::Cow,
+};
 
 /// Everything a convolution kernel needs, derived from argument types and attributes.
 #[cfg_attr(

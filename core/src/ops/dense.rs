@@ -7,18 +7,16 @@
 //! accumulate exactly in int32.
 
 use super::nn_common::{check_operand_dtypes, out_dtype};
-#[cfg(feature = "executor")]
-use super::nn_common::{gemm_kernel, input, output, with_kernel_ctx, GemmBody};
 use crate::ir::{DType, TensorType, Type};
-#[cfg(feature = "executor")]
-use crate::kernels::gemm::{Gemm, MatMut, MatRef};
-#[cfg(feature = "executor")]
-use crate::kernels::numeric::{widen_slice, Widen};
 use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
 #[cfg(feature = "executor")]
-use crate::op::{HostKernel, KernelError, KernelSpec};
-#[cfg(feature = "executor")]
-use crate::tensor::{TensorMut, TensorRef};
+use {
+    super::nn_common::{gemm_kernel, input, output, with_kernel_ctx, GemmBody},
+    crate::kernels::gemm::{Gemm, MatMut, MatRef},
+    crate::kernels::numeric::{widen_slice, Widen},
+    crate::op::{HostKernel, KernelError, KernelSpec},
+    crate::tensor::{TensorMut, TensorRef},
+};
 
 /// A batched product `out[b] = op_a(a[b]) × op_b(b[b])`: `m × k` times `k × n`.
 #[derive(Clone, Debug)]

@@ -13,16 +13,14 @@
 //!   `sigmoid`) reject integer and bool tensors in their type relation.
 
 use crate::ir::{DType, TensorType, Type};
-#[cfg(feature = "executor")]
-use crate::kernels::{self, elementwise::map, Float, Scalar};
 use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
 #[cfg(feature = "executor")]
-use crate::op::{HostKernel, KernelError, KernelSpec};
-#[cfg(feature = "executor")]
-use crate::tensor::Element;
-
-#[cfg(feature = "executor")]
-use super::support::check_io;
+use {
+    super::support::check_io,
+    crate::kernels::{self, elementwise::map, Float, Scalar},
+    crate::op::{HostKernel, KernelError, KernelSpec},
+    crate::tensor::Element,
+};
 
 /// numpy broadcasting of two shapes.
 pub(crate) fn broadcast_shapes(

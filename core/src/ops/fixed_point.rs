@@ -15,12 +15,11 @@
 use crate::ir::{DType, Type};
 use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
 #[cfg(feature = "executor")]
-use crate::op::{HostKernel, KernelError, KernelSpec};
-
-#[cfg(feature = "executor")]
-use super::elementwise::map_kernel;
-#[cfg(feature = "executor")]
-use super::support::check_io;
+use {
+    super::elementwise::map_kernel,
+    super::support::check_io,
+    crate::op::{HostKernel, KernelError, KernelSpec},
+};
 
 /// `fixed_point_multiply(x, multiplier, shift)`.
 struct FixedPointMultiply;

@@ -3,16 +3,14 @@
 //! `dtype` like `cast` does; an empty `dtype` keeps the fill value's.
 
 use crate::ir::{DType, TensorType, Type};
-#[cfg(feature = "executor")]
-use crate::kernels::{self, Scalar};
 use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
 #[cfg(feature = "executor")]
-use crate::op::{HostKernel, KernelError, KernelSpec};
-#[cfg(feature = "executor")]
-use crate::tensor::TensorMut;
-
-#[cfg(feature = "executor")]
-use super::support::check_io;
+use {
+    super::support::check_io,
+    crate::kernels::{self, Scalar},
+    crate::op::{HostKernel, KernelError, KernelSpec},
+    crate::tensor::TensorMut,
+};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum InitOp {

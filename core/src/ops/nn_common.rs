@@ -5,22 +5,19 @@
 //! context built from the kernel spec ([`kernel_ctx`]), so type relation and kernel can never
 //! disagree about shapes.
 
-#[cfg(feature = "executor")]
-use std::marker::PhantomData;
 use std::str::FromStr;
 
 use crate::ir::DType;
-#[cfg(feature = "executor")]
-use crate::ir::Type;
-#[cfg(feature = "executor")]
-use crate::kernels::gemm::Gemm;
-#[cfg(feature = "executor")]
-use crate::kernels::numeric::{Real, Widen};
-#[cfg(feature = "executor")]
-use crate::op::{HostKernel, KernelError, KernelSpec};
 use crate::op::{TypeCtx, TypeError};
 #[cfg(feature = "executor")]
-use crate::tensor::{Element, TensorMut, TensorRef};
+use {
+    crate::ir::Type,
+    crate::kernels::gemm::Gemm,
+    crate::kernels::numeric::{Real, Widen},
+    crate::op::{HostKernel, KernelError, KernelSpec},
+    crate::tensor::{Element, TensorMut, TensorRef},
+    std::marker::PhantomData,
+};
 
 /// A 2-D image layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

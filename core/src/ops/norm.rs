@@ -5,19 +5,17 @@
 //! TVM computes them outside training.
 
 use super::nn_common::norm_axis;
-#[cfg(feature = "executor")]
-use super::nn_common::{input, output, real_kernel, with_kernel_ctx, RealBody};
 use crate::ir::{TensorType, Type};
 use crate::kernels::norm::AxisView;
-#[cfg(feature = "executor")]
-use crate::kernels::norm::{layer_norm, per_channel, Lrn};
-#[cfg(feature = "executor")]
-use crate::kernels::numeric::Real;
 use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
 #[cfg(feature = "executor")]
-use crate::op::{HostKernel, KernelError, KernelSpec};
-#[cfg(feature = "executor")]
-use crate::tensor::{TensorMut, TensorRef};
+use {
+    super::nn_common::{input, output, real_kernel, with_kernel_ctx, RealBody},
+    crate::kernels::norm::{layer_norm, per_channel, Lrn},
+    crate::kernels::numeric::Real,
+    crate::op::{HostKernel, KernelError, KernelSpec},
+    crate::tensor::{TensorMut, TensorRef},
+};
 
 /// The data (argument 0), its normalized `axis` attribute and the view around it; checks that
 /// the per-channel arguments `params` are 1-D of the axis length and of the data's dtype.

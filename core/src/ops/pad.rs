@@ -2,17 +2,16 @@
 //! `constant`, `edge` or `reflect` mode (Relay v0.16: the pad value is the second argument, a
 //! scalar tensor). The host kernel moves raw elements, so it serves every dtype.
 
-#[cfg(feature = "executor")]
-use super::nn_common::with_kernel_ctx;
 use crate::ir::{TensorType, Type};
-#[cfg(feature = "executor")]
-use crate::kernels::pad::pad;
 use crate::kernels::pad::PadMode;
 use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
 #[cfg(feature = "executor")]
-use crate::op::{HostKernel, KernelError, KernelSpec};
-#[cfg(feature = "executor")]
-use crate::tensor::{Tensor, TensorMut, TensorRef};
+use {
+    super::nn_common::with_kernel_ctx,
+    crate::kernels::pad::pad,
+    crate::op::{HostKernel, KernelError, KernelSpec},
+    crate::tensor::{Tensor, TensorMut, TensorRef},
+};
 
 struct Pad;
 

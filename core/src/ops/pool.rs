@@ -3,19 +3,17 @@
 //! `nn.global_avg_pool2d`, over NCHW or NHWC data. Host kernels for float32 and float64.
 
 use super::nn_common::{data_nchw, padding2d, pair, Layout2d, WindowAxis};
-#[cfg(feature = "executor")]
-use super::nn_common::{input, output, real_kernel, with_kernel_ctx, RealBody};
 use crate::ir::{AttrValue, TensorType, Type};
-#[cfg(feature = "executor")]
-use crate::kernels::numeric::Real;
-#[cfg(feature = "executor")]
-use crate::kernels::pool::pool2d;
 use crate::kernels::pool::{Pool2dGeom, PoolKind};
 use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
 #[cfg(feature = "executor")]
-use crate::op::{HostKernel, KernelError, KernelSpec};
-#[cfg(feature = "executor")]
-use crate::tensor::{TensorMut, TensorRef};
+use {
+    super::nn_common::{input, output, real_kernel, with_kernel_ctx, RealBody},
+    crate::kernels::numeric::Real,
+    crate::kernels::pool::pool2d,
+    crate::op::{HostKernel, KernelError, KernelSpec},
+    crate::tensor::{TensorMut, TensorRef},
+};
 
 /// Which pooling an op computes.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -9,17 +9,16 @@
 //! `select_last_index`.
 
 use crate::ir::{DType, TensorType, Type};
-#[cfg(feature = "executor")]
-use crate::kernels::{self, reduce::reduce, Scalar, Wide};
 use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
-#[cfg(feature = "executor")]
-use crate::op::{HostKernel, KernelError, KernelSpec};
-#[cfg(feature = "executor")]
-use crate::tensor::Element;
 
 use super::support::normalize_axes;
 #[cfg(feature = "executor")]
-use super::support::{check_io, with_type_ctx};
+use {
+    super::support::{check_io, with_type_ctx},
+    crate::kernels::{self, reduce::reduce, Scalar, Wide},
+    crate::op::{HostKernel, KernelError, KernelSpec},
+    crate::tensor::Element,
+};
 
 /// The reduced axes (sorted) and the output shape.
 fn reduce_axes(ctx: &TypeCtx<'_>, t: &TensorType) -> Result<(Vec<usize>, Vec<usize>), TypeError> {

@@ -10,15 +10,15 @@
 //! (one of them may be -1).
 
 use crate::ir::{TensorType, Type};
-#[cfg(feature = "executor")]
-use crate::kernels;
 use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
-#[cfg(feature = "executor")]
-use crate::op::{HostKernel, KernelError, KernelSpec};
 
-#[cfg(feature = "executor")]
-use super::support::check_io;
 use super::support::{normalize_axes, normalize_axis};
+#[cfg(feature = "executor")]
+use {
+    super::support::check_io,
+    crate::kernels,
+    crate::op::{HostKernel, KernelError, KernelSpec},
+};
 
 /// A kernel copying the input's bytes to the output.
 #[cfg(feature = "executor")]

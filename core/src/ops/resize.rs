@@ -4,19 +4,17 @@
 //! coordinate transformation, as onnxruntime does when a model gives scales. Host kernels for float32 and float64.
 
 use super::nn_common::{data_nchw, out_dtype, Layout2d};
-#[cfg(feature = "executor")]
-use super::nn_common::{input, output, real_kernel, with_kernel_ctx, RealBody};
 use crate::ir::{AttrValue, TensorType, Type};
-#[cfg(feature = "executor")]
-use crate::kernels::numeric::Real;
-#[cfg(feature = "executor")]
-use crate::kernels::resize::resize2d;
 use crate::kernels::resize::{CoordMode, Method, ResizeGeom, Rounding};
 use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
 #[cfg(feature = "executor")]
-use crate::op::{HostKernel, KernelError, KernelSpec};
-#[cfg(feature = "executor")]
-use crate::tensor::{TensorMut, TensorRef};
+use {
+    super::nn_common::{input, output, real_kernel, with_kernel_ctx, RealBody},
+    crate::kernels::numeric::Real,
+    crate::kernels::resize::resize2d,
+    crate::op::{HostKernel, KernelError, KernelSpec},
+    crate::tensor::{TensorMut, TensorRef},
+};
 
 struct Resize2d;
 

@@ -3,20 +3,18 @@
 //! counts as true); `x` and `y` may have any dtype, custom ones included, as long as it is the
 //! same.
 
-#[cfg(feature = "executor")]
-use crate::ir::DType;
 use crate::ir::{TensorType, Type};
-#[cfg(feature = "executor")]
-use crate::kernels::{self, broadcast::BroadcastPlan, Scalar};
 use crate::op::{Arity, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
-#[cfg(feature = "executor")]
-use crate::op::{HostKernel, KernelError, KernelSpec};
-#[cfg(feature = "executor")]
-use crate::tensor::TensorRef;
 
 use super::elementwise::broadcast_shapes;
 #[cfg(feature = "executor")]
-use super::support::check_io;
+use {
+    super::support::check_io,
+    crate::ir::DType,
+    crate::kernels::{self, broadcast::BroadcastPlan, Scalar},
+    crate::op::{HostKernel, KernelError, KernelSpec},
+    crate::tensor::TensorRef,
+};
 
 struct Where;
 

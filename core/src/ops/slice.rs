@@ -13,15 +13,15 @@
 //! of bounds.
 
 use crate::ir::{DType, TensorType, Type};
-#[cfg(feature = "executor")]
-use crate::kernels::{self, transform};
 use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
-#[cfg(feature = "executor")]
-use crate::op::{HostKernel, KernelError, KernelSpec};
 
-#[cfg(feature = "executor")]
-use super::support::{check_io, with_type_ctx};
 use super::support::{normalize_axes, normalize_axis};
+#[cfg(feature = "executor")]
+use {
+    super::support::{check_io, with_type_ctx},
+    crate::kernels::{self, transform},
+    crate::op::{HostKernel, KernelError, KernelSpec},
+};
 
 struct StridedSlice;
 

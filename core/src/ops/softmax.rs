@@ -2,19 +2,17 @@
 //! float64, max-subtracted for stability.
 
 use super::nn_common::norm_axis;
-#[cfg(feature = "executor")]
-use super::nn_common::{input, output, real_kernel, with_kernel_ctx, RealBody};
 use crate::ir::Type;
-#[cfg(feature = "executor")]
-use crate::kernels::norm::softmax;
 use crate::kernels::norm::AxisView;
-#[cfg(feature = "executor")]
-use crate::kernels::numeric::Real;
 use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
 #[cfg(feature = "executor")]
-use crate::op::{HostKernel, KernelError, KernelSpec};
-#[cfg(feature = "executor")]
-use crate::tensor::{TensorMut, TensorRef};
+use {
+    super::nn_common::{input, output, real_kernel, with_kernel_ctx, RealBody},
+    crate::kernels::norm::softmax,
+    crate::kernels::numeric::Real,
+    crate::op::{HostKernel, KernelError, KernelSpec},
+    crate::tensor::{TensorMut, TensorRef},
+};
 
 /// Softmax, or log-softmax when the flag is set.
 #[cfg_attr(

@@ -5,15 +5,15 @@
 //! axis, or a list of ascending split points within the axis.
 
 use crate::ir::{AttrValue, TensorType, Type};
-#[cfg(feature = "executor")]
-use crate::kernels::{self, transform};
 use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
-#[cfg(feature = "executor")]
-use crate::op::{HostKernel, KernelError, KernelSpec};
 
 use super::support::normalize_axis;
 #[cfg(feature = "executor")]
-use super::support::{check_io, with_type_ctx};
+use {
+    super::support::{check_io, with_type_ctx},
+    crate::kernels::{self, transform},
+    crate::op::{HostKernel, KernelError, KernelSpec},
+};
 
 struct Transpose;
 

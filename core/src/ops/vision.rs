@@ -18,14 +18,13 @@
 
 use crate::ir::{DType, TensorType, Type};
 use crate::kernels::nms::{Boxes, NmsAttrs};
-#[cfg(feature = "executor")]
-use crate::kernels::{self, nms};
 use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
 #[cfg(feature = "executor")]
-use crate::op::{HostKernel, KernelError, KernelSpec};
-
-#[cfg(feature = "executor")]
-use super::support::{check_io, with_type_ctx};
+use {
+    super::support::{check_io, with_type_ctx},
+    crate::kernels::{self, nms},
+    crate::op::{HostKernel, KernelError, KernelSpec},
+};
 
 /// Argument `i` must be a scalar of `dtype`.
 fn check_scalar(ctx: &TypeCtx<'_>, i: usize, name: &str, dtype: DType) -> Result<(), TypeError> {
