@@ -7,6 +7,7 @@
 //!   of each target;
 //! - [`model`]: loading `.relay` and `.onnx` models; [`inputs`]: their inputs from `.npz` or
 //!   seeded random values, and output names;
+//! - [`quantize`]: the quantizer's options and calibration samples, and quantizing a model;
 //! - [`report`]: the partitioning summary, graph, DOT, SVG and HTML reports;
 //! - [`conformance`]: the plugin conformance kit.
 //!
@@ -18,5 +19,6 @@ pub mod inputs;
 pub mod model;
 pub mod pipeline;
 pub mod plugins;
+pub mod quantize;
 pub mod report;
 pub mod target;

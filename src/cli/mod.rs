@@ -18,9 +18,10 @@ use clap::{Parser, Subcommand};
 
 pub use bench::{BenchArgs, BenchReport};
 pub use build::BuildArgs;
+pub use byoc_pipeline::quantize::QuantizeOptions;
 pub use inspect::InspectArgs;
 pub use plugins::PluginsArgs;
-pub use quantize::{QuantizeArgs, QuantizeOptions};
+pub use quantize::{quantize_module, QuantizeArgs};
 pub use run::RunArgs;
 pub use targets::TargetArgs;
 pub use verify::VerifyArgs;

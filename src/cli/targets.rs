@@ -11,7 +11,7 @@ use byoc_core::sdk::{CompileOptions, THREADS_OPTION};
 use byoc_core::Module;
 use clap::Args;
 
-use super::{CheckFailed, QuantizeOptions};
+use super::{quantize_module, CheckFailed, QuantizeOptions};
 use crate::model::{load_model, parse_input_shapes};
 use crate::pipeline::{partition, PartitionOptions};
 use crate::plugins::{select_targets, Selection};
@@ -106,7 +106,11 @@ pub fn load_model_for(model: &Path, input_shapes: &[String], args: &TargetArgs) 
     if !args.quantize {
         return Ok(module);
     }
-    QuantizeOptions::default().quantize(&module, &model.display().to_string())
+    quantize_module(
+        &QuantizeOptions::default(),
+        &module,
+        &model.display().to_string(),
+    )
 }
 
 /// Partitions `module` for the selected targets and compiles every partition, one at a time

@@ -13,7 +13,7 @@ use byoc_core::exec::{ExecOptions, ExternalModules};
 use clap::Args;
 
 use super::targets::{load, partition_and_compile, TargetArgs};
-use super::{CheckFailed, QuantizeOptions};
+use super::{quantize_module, CheckFailed, QuantizeOptions};
 use crate::inputs::resolve_inputs;
 use crate::verify::{top1_agreement, verify_partitioned, Accuracy, OutputError};
 
@@ -62,7 +62,7 @@ pub struct VerifyArgs {
 fn verify_quantized(args: &VerifyArgs) -> Result<()> {
     let name = args.model.display().to_string();
     let float = load(&args.model, &args.input_shapes)?;
-    let quantized = args.quantizer.quantize(&float, &name)?;
+    let quantized = quantize_module(&args.quantizer, &float, &name)?;
     let (quantized, externals) = if args.targets.is_empty() {
         (quantized, ExternalModules::new())
     } else {
