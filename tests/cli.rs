@@ -2,26 +2,13 @@
 //! input of every kind giving a clear message and exit code 2, huge shapes refused against the
 //! memory budget.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use byoc::core::io::read_npz;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn byoc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_byoc"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("the byoc binary starts")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
+use common::{byoc, root, stderr};
 
 fn tmp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("byoc-cli-{}", std::process::id()));

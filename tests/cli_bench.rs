@@ -2,22 +2,10 @@
 //! statistics, nothing on standard error when it is not a terminal, and clear errors for bad
 //! arguments. Timings are checked for consistency only, never against wall-clock limits.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
 
+use common::byoc;
 use serde_json::Value;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn byoc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_byoc"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("the byoc binary starts")
-}
 
 /// Runs `byoc bench` with `args`, checks success and a quiet stderr, and parses the JSON.
 fn bench_json(args: &[&str]) -> Value {

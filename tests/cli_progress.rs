@@ -3,20 +3,11 @@
 //! terminal case runs the command under util-linux `script`, which gives it a
 //! pseudo-terminal, and is skipped (with a message) where `script` is missing.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use std::process::Command;
 
-fn piped(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_byoc"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("the byoc binary starts")
-}
+use common::{byoc as piped, root};
 
 /// The long commands of the tour, with their progress messages.
 const DETECTOR: &[&str] = &[

@@ -11,7 +11,7 @@ mod plugin_build;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::OnceLock;
 
 use anyhow::{anyhow, ensure, Context, Result};
@@ -25,13 +25,10 @@ use byoc_core::passes::prune::op_names;
 use byoc_core::plugin::{compile_externals, PluginRegistry, PluginSearch, Runtimes};
 use byoc_core::sdk::{CompileOptions, Plugin};
 use byoc_core::Tensor;
+use common::{byoc_command, root, stderr};
 use plugin_build::build_next_to_byoc;
 
 const MODEL: &str = "examples/models/small_cnn.relay";
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// The directory of the byoc binary, where the build puts `libbyoc_plugin_csource.so` (built
 /// here with the same profile), which byoc searches by default.
@@ -42,26 +39,15 @@ fn plugin_dir() -> &'static Path {
 
 /// A fresh scratch directory for one test.
 fn scratch(name: &str) -> PathBuf {
-    let dir = plugin_dir()
-        .join("csource-tests")
-        .join(format!("{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
+    common::scratch(&plugin_dir().join("csource-tests"), name)
 }
 
 fn byoc(args: &[&str], env: &[(&str, &str)]) -> Output {
     plugin_dir();
-    Command::new(env!("CARGO_BIN_EXE_byoc"))
-        .current_dir(root())
-        .args(args)
+    byoc_command(args)
         .envs(env.iter().copied())
         .output()
         .expect("byoc runs")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 fn succeeded(out: Output) -> Result<String> {

@@ -1,7 +1,7 @@
 //! End-to-end runs of ONNX's nine "light" CNNs on the host executor, through the driver's
 //! library API (`load_model`, `Executor`): the shipped models against ONNX's expected outputs
 //! and the random-weight variants against onnxruntime. Data and helpers: `tests/light/mod.rs`;
-//! tolerance: `tests/common/mod.rs`.
+//! tolerance: `tests/common/compare.rs`.
 
 mod common;
 mod light;

@@ -4,10 +4,11 @@
 //! plugins (panics, errors, wrong output sizes, a future ABI, no entry point) are refused or
 //! reported with the plugin's name, and the host keeps working.
 
+mod common;
 mod plugin_build;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::{Arc, OnceLock};
 
 use byoc::pipeline::{partition, PartitionOptions};
@@ -21,11 +22,8 @@ use byoc_core::plugin::{
 use byoc_core::sdk::{CompileOptions, Plugin};
 use byoc_core::text::parse_module;
 use byoc_core::{Module, Tensor};
+use common::{byoc_command, root, stderr};
 use plugin_build::build_next_to_byoc;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// The directory the build puts the plugins in (next to the byoc binary), after building the
 /// template and the test plugins with the same profile.
@@ -54,12 +52,7 @@ fn so(name: &str) -> PathBuf {
 
 /// A fresh directory on the plugins' file system (so files can be hard-linked).
 fn scratch(name: &str) -> PathBuf {
-    let dir = plugin_dir()
-        .join("plugin-tests")
-        .join(format!("{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
+    common::scratch(&plugin_dir().join("plugin-tests"), name)
 }
 
 /// Places `src` in `dir` under the plugin file name of `name`.
@@ -404,8 +397,7 @@ fn two_plugins_claiming_one_name_are_an_error() {
 }
 
 fn byoc_with(args: &[&str], plugin_path_env: Option<&Path>) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_byoc"));
-    cmd.args(args).current_dir(root());
+    let mut cmd = byoc_command(args);
     match plugin_path_env {
         Some(p) => cmd.env("BYOC_PLUGIN_PATH", p),
         None => cmd.env_remove("BYOC_PLUGIN_PATH"),
@@ -415,10 +407,6 @@ fn byoc_with(args: &[&str], plugin_path_env: Option<&Path>) -> Output {
 
 fn byoc(args: &[&str]) -> Output {
     byoc_with(args, None)
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 fn path_str(p: &Path) -> &str {

@@ -1,60 +1,48 @@
-//! Helpers shared by the integration tests that compare byoc's outputs with reference
-//! outputs (onnxruntime, ONNX's reference evaluator).
-//!
-//! Tolerance: every element `a` of byoc's output and `b` of the reference must satisfy
-//! `|a - b| <= RTOL * max(|b|, FLOOR_FRACTION * max|reference|)`: a relative error of at most
-//! 1e-4, where elements smaller than a hundredth of the output's largest magnitude (near-zero
-//! softmax probabilities, cancelled sums) are held to that absolute floor instead.
+//! Helpers shared by the integration tests: running the `byoc` binary from the repository
+//! root ([`byoc`], [`byoc_command`], [`stderr`]), fresh scratch directories ([`scratch`]),
+//! and comparing byoc's outputs with reference outputs ([`compare`], with the tolerance of
+//! `compare.rs`).
 
-use std::path::Path;
+#![allow(
+    dead_code,
+    unused_imports,
+    reason = "each test binary uses some of the helpers"
+)]
 
-use anyhow::{bail, ensure, Result};
-use byoc_core::Tensor;
+mod compare;
 
-/// Largest relative error allowed.
-pub const RTOL: f64 = 1e-4;
-/// The absolute floor, as a fraction of the reference output's largest magnitude.
-pub const FLOOR_FRACTION: f64 = 1e-2;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
-/// Checks one output against its reference with the tolerance in the module doc.
-pub fn compare(model: &Path, name: &str, got: &Tensor, reference: &Tensor) -> Result<()> {
-    ensure!(
-        got.shape() == reference.shape(),
-        "{}: output '{name}' has shape {:?}, expected {:?}",
-        model.display(),
-        got.shape(),
-        reference.shape()
-    );
-    let (a, b) = (got.to_f64_vec(), reference.to_f64_vec());
-    let peak = b.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    let floor = FLOOR_FRACTION * peak;
-    let mut worst = (0.0f64, 0usize);
-    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
-        let diff = (x - y).abs();
-        // Equal values (zeros included) have no error; a NaN on either side an unbounded one.
-        let err = if diff == 0.0 {
-            0.0
-        } else if diff.is_nan() {
-            f64::INFINITY
-        } else {
-            diff / y.abs().max(floor)
-        };
-        if err > worst.0 {
-            worst = (err, i);
-        }
-    }
-    let (err, i) = worst;
-    if err > RTOL {
-        bail!(
-            "{}: output '{name}' element {i}: got {}, expected {} (relative error {err:.3e} > {RTOL:e}, floor {floor:.3e})",
-            model.display(),
-            a[i],
-            b[i]
-        );
-    }
-    eprintln!(
-        "{}: output '{name}': max relative error {err:.3e}",
-        model.display()
-    );
-    Ok(())
+pub use compare::compare;
+
+/// The repository root (the `byoc` package's directory): commands run there, and model
+/// paths in the tests are relative to it.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The `byoc` binary with `args`, to run in the repository root.
+pub fn byoc_command(args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_byoc"));
+    command.args(args).current_dir(root());
+    command
+}
+
+/// Runs the `byoc` binary with `args` in the repository root, output captured.
+pub fn byoc(args: &[&str]) -> Output {
+    byoc_command(args).output().expect("the byoc binary starts")
+}
+
+/// A command's standard error as text.
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A fresh, empty directory `<base>/<process id>-<name>` for one test.
+pub fn scratch(base: &Path, name: &str) -> PathBuf {
+    let dir = base.join(format!("{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
 }

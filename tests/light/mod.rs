@@ -2,7 +2,8 @@
 //! Inception v1/v2, ShuffleNet, SqueezeNet, VGG-19, AlexNet, ZFNet-512): where the data is,
 //! running a model with an executor the caller builds, and comparing with the references.
 //! Included by `tests/onnx_light.rs` (host executor) and by plugin tests (`#[path]`), each of
-//! which also declares `mod common` (`tests/common/mod.rs`) at its root.
+//! which also declares `mod common` (`tests/common/mod.rs`, or its `compare.rs` alone) at its
+//! root.
 //!
 //! The data comes from `scripts/fetch_onnx_light.sh` (run by `./scripts/dev test`), which
 //! writes one folder per model under the directory named by `BYOC_ONNX_LIGHT_DIR`:
@@ -15,7 +16,7 @@
 //! test` prepares the data and runs them with `--ignored`. Run that way, every model must be
 //! there and match, and an unset `BYOC_ONNX_LIGHT_DIR` fails the tests.
 //!
-//! Tolerance: `tests/common/mod.rs` (`compare`): a relative error of at most 1e-4.
+//! Tolerance: `tests/common/compare.rs` (`compare`): a relative error of at most 1e-4.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

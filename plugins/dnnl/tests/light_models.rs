@@ -2,12 +2,12 @@
 //! resnet50.onnx --target dnnl --format json` reports for ResNet-50 (every conv with its batch
 //! norm and relu one `dnnl.conv2d_bias_relu`, every residual add fused as a sum post-op), and
 //! every random-weight variant partitioned, compiled by the dnnl plugin and run against
-//! onnxruntime's outputs (max relative error 1e-4, the tolerance of `tests/common/mod.rs`).
+//! onnxruntime's outputs (max relative error 1e-4, the tolerance of `tests/common/compare.rs`).
 //!
 //! Data: `BYOC_ONNX_LIGHT_DIR` (see `scripts/fetch_onnx_light.sh`). The tests are ignored
 //! without it; `./scripts/dev test` prepares the data and runs them.
 
-#[path = "../../../tests/common/mod.rs"]
+#[path = "../../../tests/common/compare.rs"]
 mod common;
 #[path = "../../../tests/light/mod.rs"]
 mod light;
