@@ -1,5 +1,7 @@
 //! Tests of the pass manager and the prepare passes: each pass's effect against an expected
-//! module built by hand, numerics against hand-computed values, and error messages.
+//! module built by hand, numerics against hand-computed values, and error messages. The
+//! module-in/module-out tests of FoldConstant and SimplifyInference are pass cases
+//! (`tests/cases/passes/fold_constant_*.case`, `simplify_inference_*.case`).
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -397,98 +399,6 @@ fn dead_code_elimination_drops_unused_nodes_literals_and_functions() {
 // FoldConstant
 
 #[test]
-fn fold_constant_evaluates_transitively() {
-    let m = run(foldable_module(), vec![Box::new(FoldConstant)]);
-    // relu([1, -5] + [2, 1]) = relu([3, -4]) = [3, 0]
-    let mut b = FunctionBuilder::new();
-    let x = b.param("x", ty(&[2]));
-    let c = b.constant(t(&[2], &[3.0, 0.0]));
-    let out = b.call("add", &[x, c], none()).unwrap();
-    let expected = Module::from_main(b.finish(vec![x], out, none()).unwrap());
-    assert_same(&m, &expected);
-    // Idempotent.
-    let again = run(m.clone(), vec![Box::new(FoldConstant)]);
-    assert_same(&again, &m);
-}
-
-#[test]
-fn fold_constant_looks_through_constant_tuples() {
-    let mut b = FunctionBuilder::new();
-    let c1 = b.constant(t(&[3], &[1.5, 2.0, -1.0]));
-    let c2 = b.constant(t(&[3], &[0.25, -4.0, 8.0]));
-    let tup = b.tuple(&[c1, c2]).unwrap();
-    let f0 = b.tuple_get_item(tup, 0).unwrap();
-    let f1 = b.tuple_get_item(tup, 1).unwrap();
-    let s = b.call("add", &[f0, f1], none()).unwrap();
-    let r = b.call("nn.relu", &[s], none()).unwrap();
-    let m = Module::from_main(b.finish(vec![], r, none()).unwrap());
-    let m = run(m, vec![Box::new(FoldConstant)]);
-    // relu([1.75, -2.0, 7.0])
-    assert_close(&body_constant(&m), &[1.75, 0.0, 7.0]);
-    assert_eq!(m.main().unwrap().len(), 1);
-}
-
-#[test]
-fn fold_constant_leaves_annotations_composites_and_external_functions() {
-    let c = || t(&[2], &[-1.0, 2.0]);
-    // @main: compiler_begin(c) is kept; relu(c) inside a composite is kept; relu(c) inside a
-    // plain local function folds.
-    let build_main = |folded_plain: bool| {
-        let mut b = FunctionBuilder::new();
-        let x = b.param("x", ty(&[2]));
-        let c0 = b.constant(c());
-        let begin = b
-            .call(
-                "annotation.compiler_begin",
-                &[c0],
-                Attrs::new().with("compiler", "t"),
-            )
-            .unwrap();
-        let a = b.param("a", ty(&[2]));
-        let c1 = b.constant(c());
-        let r1 = b.call("nn.relu", &[c1], none()).unwrap();
-        let s1 = b.call("add", &[a, r1], none()).unwrap();
-        let composite = b
-            .function(&[a], s1, Attrs::new().with("Composite", "t.add_relu"))
-            .unwrap();
-        let p = b.param("p", ty(&[2]));
-        let r2 = if folded_plain {
-            b.constant(t(&[2], &[0.0, 2.0]))
-        } else {
-            let c2 = b.constant(c());
-            b.call("nn.relu", &[c2], none()).unwrap()
-        };
-        let s2 = b.call("add", &[p, r2], none()).unwrap();
-        let plain = b.function(&[p], s2, none()).unwrap();
-        let y = b.call_local(composite, &[x]).unwrap();
-        let z = b.call_local(plain, &[y]).unwrap();
-        let out = b.call("add", &[z, begin], none()).unwrap();
-        b.finish(vec![x], out, none()).unwrap()
-    };
-    let external = || {
-        let mut b = FunctionBuilder::new();
-        let i = b.param("i", ty(&[2]));
-        let c0 = b.constant(c());
-        let r = b.call("nn.relu", &[c0], none()).unwrap();
-        let s = b.call("add", &[i, r], none()).unwrap();
-        b.finish(
-            vec![i],
-            s,
-            Attrs::new()
-                .with("Compiler", "t")
-                .with("global_symbol", "t_0"),
-        )
-        .unwrap()
-    };
-    let mut m = Module::from_main(build_main(false));
-    m.add("t_0", external()).unwrap();
-    let m = run(m, vec![Box::new(FoldConstant)]);
-    let mut expected = Module::from_main(build_main(true));
-    expected.add("t_0", external()).unwrap();
-    assert_same(&m, &expected);
-}
-
-#[test]
 fn fold_constant_skips_ops_without_a_host_kernel() {
     register_test_ops();
     let mut b = FunctionBuilder::new();
@@ -545,74 +455,6 @@ fn batch_norm_module(x_shape: &[usize], channels: usize, attrs: Attrs) -> Module
     let bn = b.call("nn.batch_norm", &args, attrs).unwrap();
     let out = b.tuple_get_item(bn, 0).unwrap();
     Module::from_main(b.finish(args, out, none()).unwrap())
-}
-
-fn scalar(v: f32) -> Tensor {
-    Tensor::scalar(v)
-}
-
-#[test]
-fn simplify_inference_unpacks_batch_norm_as_tvm_does() {
-    let m = batch_norm_module(&[1, 2, 3, 3], 2, none());
-    let m = run(m, vec![Box::new(SimplifyInference::default())]);
-
-    let mut b = FunctionBuilder::new();
-    let x = b.param("x", ty(&[1, 2, 3, 3]));
-    let gamma = b.param("gamma", ty(&[2]));
-    let beta = b.param("beta", ty(&[2]));
-    let mean = b.param("mean", ty(&[2]));
-    let var = b.param("var", ty(&[2]));
-    let eps = b.constant(scalar(1e-5));
-    let v = b.call("add", &[var, eps], none()).unwrap();
-    let s = b.call("sqrt", &[v], none()).unwrap();
-    let one = b.constant(scalar(1.0));
-    let sc = b.call("divide", &[one, s], none()).unwrap();
-    let sc = b.call("multiply", &[sc, gamma], none()).unwrap();
-    let nm = b.call("negative", &[mean], none()).unwrap();
-    let sh = b.call("multiply", &[nm, sc], none()).unwrap();
-    let sh = b.call("add", &[sh, beta], none()).unwrap();
-    let expand = Attrs::new().with("axis", 1i64).with("num_newaxis", 2i64);
-    let sc = b.call("expand_dims", &[sc], expand.clone()).unwrap();
-    let sh = b.call("expand_dims", &[sh], expand).unwrap();
-    let out = b.call("multiply", &[x, sc], none()).unwrap();
-    let out = b.call("add", &[out, sh], none()).unwrap();
-    let expected = Module::from_main(
-        b.finish(vec![x, gamma, beta, mean, var], out, none())
-            .unwrap(),
-    );
-    assert_same(&m, &expected);
-    let again = run(m.clone(), vec![Box::new(SimplifyInference::default())]);
-    assert_same(&again, &m);
-}
-
-#[test]
-fn simplify_inference_without_scale_and_center_on_the_last_axis() {
-    let attrs = Attrs::new()
-        .with("axis", -1i64)
-        .with("scale", false)
-        .with("center", false);
-    let m = run(
-        batch_norm_module(&[3, 2], 2, attrs),
-        vec![Box::new(SimplifyInference::default())],
-    );
-    let mut b = FunctionBuilder::new();
-    let params: Vec<ExprId> = [("x", vec![3, 2]), ("gamma", vec![2]), ("beta", vec![2])]
-        .into_iter()
-        .chain([("mean", vec![2]), ("var", vec![2])])
-        .map(|(n, s)| b.param(n, ty(&s)))
-        .collect();
-    let (x, mean, var) = (params[0], params[3], params[4]);
-    let eps = b.constant(scalar(1e-5));
-    let v = b.call("add", &[var, eps], none()).unwrap();
-    let s = b.call("sqrt", &[v], none()).unwrap();
-    let one = b.constant(scalar(1.0));
-    let sc = b.call("divide", &[one, s], none()).unwrap();
-    let nm = b.call("negative", &[mean], none()).unwrap();
-    let sh = b.call("multiply", &[nm, sc], none()).unwrap();
-    let out = b.call("multiply", &[x, sc], none()).unwrap();
-    let out = b.call("add", &[out, sh], none()).unwrap();
-    let expected = Module::from_main(b.finish(params, out, none()).unwrap());
-    assert_same(&m, &expected);
 }
 
 #[test]
