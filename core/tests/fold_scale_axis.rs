@@ -1,6 +1,7 @@
 //! FoldScaleAxis: the folded form against hand-computed weights, whole batch-norm chains against
 //! the host executor running the unfolded module (batch norm, multiply and add kernels: an
-//! independent reference), and the cases it must leave alone.
+//! independent reference), and the cases it must leave alone. The small module-in/module-out
+//! tests are pass cases (`tests/cases/passes/fold_scale_axis_*.case`).
 
 use std::collections::BTreeMap;
 
@@ -132,51 +133,6 @@ fn ops(m: &Module) -> Vec<String> {
 }
 
 #[test]
-fn scale_and_shift_after_a_conv_become_its_weights_and_one_bias() {
-    // y = conv(x, w) * s + t with w = [[1, 2], [3, 4]] (2 out, 2 in, 1x1), s = [2, -1],
-    // t = [0.5, 1]: the weights' rows scale by s, t becomes the bias.
-    let m = parse(
-        r#"def @main(%x: Tensor[(1, 2, 3, 3), float32]) {
-          %0 = nn.conv2d(%x, const((2, 2, 1, 1), float32, [1f, 2f, 3f, 4f]), channels=2, kernel_size=[1, 1]);
-          %1 = multiply(%0, const((2, 1, 1), float32, [2f, -1f]));
-          add(const((2, 1, 1), float32, [0.5f, 1f]), %1)
-        }"#,
-    );
-    let expected = parse(
-        r#"def @main(%x: Tensor[(1, 2, 3, 3), float32]) {
-          %0 = nn.conv2d(%x, const((2, 2, 1, 1), float32, [2f, 4f, -3f, -4f]), channels=2, kernel_size=[1, 1]);
-          nn.bias_add(%0, const((2), float32, [0.5f, 1f]), axis=1)
-        }"#,
-    );
-    let folded = fold(&m);
-    assert_same(&folded, &expected);
-    assert_computes_the_same(&m, &folded, &[1, 2, 3, 3]);
-    assert_same(&fold(&folded), &folded);
-}
-
-#[test]
-fn a_bias_before_the_scale_is_scaled_and_shifts_merge() {
-    // (conv(x, w) + b) * s + t  ->  conv(x, w * s) + (b * s + t); the scale is (1, C, 1, 1).
-    let m = parse(
-        r#"def @main(%x: Tensor[(1, 2, 3, 3), float32]) {
-          %0 = nn.conv2d(%x, const((2, 2, 1, 1), float32, [1f, 2f, 3f, 4f]), channels=2, kernel_size=[1, 1]);
-          %1 = nn.bias_add(%0, const((2), float32, [1f, -2f]));
-          %2 = multiply(%1, const((1, 2, 1, 1), float32, [2f, -1f]));
-          add(%2, const((2, 1, 1), float32, [0.5f, 1f]))
-        }"#,
-    );
-    let expected = parse(
-        r#"def @main(%x: Tensor[(1, 2, 3, 3), float32]) {
-          %0 = nn.conv2d(%x, const((2, 2, 1, 1), float32, [2f, 4f, -3f, -4f]), channels=2, kernel_size=[1, 1]);
-          nn.bias_add(%0, const((2), float32, [2.5f, 3f]), axis=1)
-        }"#,
-    );
-    let folded = fold(&m);
-    assert_same(&folded, &expected);
-    assert_computes_the_same(&m, &folded, &[1, 2, 3, 3]);
-}
-
-#[test]
 fn batch_norm_after_conv_folds_into_the_weights() {
     // conv (3x3, padding 1, groups 2) -> batch_norm -> relu, every parameter a constant.
     let (c_in, c_out) = (4, 6);
@@ -215,23 +171,6 @@ fn dense_scale_and_shift_fold_along_the_last_axis() {
     let folded = fold(&m);
     assert_eq!(ops(&folded), ["nn.dense", "nn.bias_add"]);
     assert_computes_the_same(&m, &folded, &[2, 4]);
-}
-
-#[test]
-fn a_per_channel_add_alone_becomes_a_bias_add() {
-    let m = parse(
-        r#"def @main(%x: Tensor[(1, 2, 3, 3), float32], %w: Tensor[(2, 2, 1, 1), float32]) {
-          %0 = nn.conv2d(%x, %w, channels=2, kernel_size=[1, 1]);
-          add(%0, const((2, 1, 1), float32, [0.5f, 1f]))
-        }"#,
-    );
-    let expected = parse(
-        r#"def @main(%x: Tensor[(1, 2, 3, 3), float32], %w: Tensor[(2, 2, 1, 1), float32]) {
-          %0 = nn.conv2d(%x, %w, channels=2, kernel_size=[1, 1]);
-          nn.bias_add(%0, const((2), float32, [0.5f, 1f]), axis=1)
-        }"#,
-    );
-    assert_same(&fold(&m), &expected);
 }
 
 #[test]
