@@ -3,7 +3,7 @@
 //! scratch directory per test, running `byoc` from the repository root, and where an ONNX light
 //! model's data is.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use anyhow::{ensure, Context, Result};
@@ -25,11 +25,6 @@ impl PluginCli {
             dir: build_next_to_byoc(&root(), &[package]),
             name,
         }
-    }
-
-    /// The directory of `byoc` and the plugin's shared object.
-    pub fn dir(&self) -> &Path {
-        &self.dir
     }
 
     /// The plugin's shared object built next to `byoc` (the test binary's own directory holds
