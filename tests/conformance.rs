@@ -1,5 +1,5 @@
 //! The conformance kit run on every shipped plugin, each loaded from its `.so` as byoc loads
-//! it (so the checks cross the C ABI): `tinyacc` (the template), `csource` and `dnnl`. A new
+//! it (so the checks cross the C ABI): `tinyacc` (the template), `csource`, `dnnl` and `vta`. A new
 //! plugin adopts the kit with one function like these: its cases, then `check()`. A broken
 //! plugin (the `faulty` test plugin) fails the kit, naming the checks.
 
@@ -22,6 +22,7 @@ fn plugin_dir() -> &'static Path {
                 "byoc-plugin-tinyacc",
                 "byoc-plugin-csource",
                 "byoc-plugin-dnnl",
+                "byoc-plugin-vta",
                 "byoc-testplugin-faulty",
             ],
         )
@@ -89,6 +90,21 @@ fn dnnl_conforms() {
         .case("dense_softmax", DENSE_SOFTMAX)
         // oneDNN reorders the accumulation of the convolution.
         .tolerance(1e-4)
+        .check()
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn vta_conforms() {
+    // A quantized ResNet-style block (int8 convs with bias, residual, requantization, an
+    // int32 shortcut conv, and a dense head), weights as inputs; vta is bit-exact.
+    let block = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/models/quantized_block.relay"),
+    )
+    .expect("examples/models/quantized_block.relay");
+    Conformance::new(load("byoc_plugin_vta"))
+        .case("quantized_block", &block)
+        .tolerance(0.0)
         .check()
         .unwrap_or_else(|e| panic!("{e}"));
 }

@@ -8,6 +8,8 @@
 
 mod common;
 mod plugin_build;
+#[path = "common/plugin_cli.rs"]
+mod plugin_cli;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -25,34 +27,22 @@ use byoc_core::passes::prune::op_names;
 use byoc_core::plugin::{compile_externals, PluginRegistry, PluginSearch, Runtimes};
 use byoc_core::sdk::{CompileOptions, Plugin};
 use byoc_core::Tensor;
-use common::{byoc_command, root, stderr};
-use plugin_build::build_next_to_byoc;
+use plugin_cli::{light_model, stderr, succeeded, PluginCli};
 
 const MODEL: &str = "examples/models/small_cnn.relay";
 
-/// The directory of the byoc binary, where the build puts `libbyoc_plugin_csource.so` (built
-/// here with the same profile), which byoc searches by default.
-fn plugin_dir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| build_next_to_byoc(&root(), &["byoc-plugin-csource"]))
+/// `libbyoc_plugin_csource.so`, built next to byoc, which searches there by default.
+fn cli() -> &'static PluginCli {
+    static CLI: OnceLock<PluginCli> = OnceLock::new();
+    CLI.get_or_init(|| PluginCli::build("byoc-plugin-csource", "csource"))
 }
 
-/// A fresh scratch directory for one test.
 fn scratch(name: &str) -> PathBuf {
-    common::scratch(&plugin_dir().join("csource-tests"), name)
+    cli().scratch(name)
 }
 
 fn byoc(args: &[&str], env: &[(&str, &str)]) -> Output {
-    plugin_dir();
-    byoc_command(args)
-        .envs(env.iter().copied())
-        .output()
-        .expect("byoc runs")
-}
-
-fn succeeded(out: Output) -> Result<String> {
-    ensure!(out.status.success(), "byoc failed: {}", stderr(&out));
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    cli().byoc(args, env)
 }
 
 /// Asserts exit code 2 and returns standard error.
@@ -304,18 +294,10 @@ fn inspect_emits_the_c_of_each_partition() -> Result<()> {
 #[test]
 #[ignore = "needs the ONNX light models: ./scripts/fetch_onnx_light.sh"]
 fn squeezenet_partitioned_to_csource_matches_onnxruntime() -> Result<()> {
-    let light = std::env::var_os("BYOC_ONNX_LIGHT_DIR")
-        .context("BYOC_ONNX_LIGHT_DIR names the prepared models (./scripts/fetch_onnx_light.sh)")?;
-    let dir = PathBuf::from(light).join("squeezenet");
+    let dir = light_model("squeezenet")?;
     let model = dir.join("random.onnx");
     let module = byoc::model::load_model(&model, &BTreeMap::new())?;
-    // Only the plugin file built next to byoc (the test binary's own directory holds a copy).
-    let so = plugin_dir().join(format!(
-        "{}byoc_plugin_csource{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    ));
-    let registry = PluginRegistry::discover(&PluginSearch::only(&[so]))?;
+    let registry = PluginRegistry::discover(&PluginSearch::only(&[cli().library()]))?;
     let plugin = registry.get("csource")?;
     let target = Target::from_description(&plugin.describe())?;
     let runtimes = Runtimes::new().with("csource", plugin);

@@ -3,54 +3,55 @@
 //! `byoc run --target vta` is bit-exact with the host executor, with 1 and 2 virtual threads;
 //! an artifact built for vta runs the same; `byoc inspect --format json` shows the vta
 //! composites; `--emit-source` writes `vta_0.asm`; and bad options or configurations are
-//! refused with messages, without taking byoc down.
+//! refused with messages, without taking byoc down. ResNet-50 from the ONNX light models
+//! (random weights), quantized by the Quantize pass, runs with every int8 conv on vta and gives
+//! the host's logits bit for bit (ignored by default; `./scripts/dev test` runs it with the
+//! light models, see tests/onnx_light.rs).
 
+mod common;
 mod plugin_build;
+#[path = "common/plugin_cli.rs"]
+mod plugin_cli;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::OnceLock;
 
-use anyhow::{anyhow, ensure, Result};
+use anyhow::{anyhow, ensure, Context, Result};
+use byoc::inputs::resolve_inputs;
+use byoc::pipeline::{partition, PartitionOptions};
+use byoc::target::Target;
+use byoc_core::exec::{ExecOptions, Executor};
 use byoc_core::io::read_npz;
-use plugin_build::build_next_to_byoc;
+use byoc_core::ir::{Expr, Function};
+use byoc_core::passes::{eliminate_dead_code, Pass, PassContext, QConfig, Quantize};
+use byoc_core::plugin::{compile_externals, PluginRegistry, PluginSearch, Runtimes};
+use byoc_core::sdk::{CompileOptions, Plugin};
+use byoc_core::DType;
+use plugin_cli::{light_model, stderr, succeeded, PluginCli};
 
 const MODEL: &str = "examples/models/quantized_block.relay";
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn plugin_dir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| build_next_to_byoc(&root(), &["byoc-plugin-vta"]))
+/// `libbyoc_plugin_vta.so`, built next to byoc, which searches there by default.
+fn cli() -> &'static PluginCli {
+    static CLI: OnceLock<PluginCli> = OnceLock::new();
+    CLI.get_or_init(|| PluginCli::build("byoc-plugin-vta", "vta"))
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = plugin_dir()
-        .join("vta-tests")
-        .join(format!("{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
+    cli().scratch(name)
 }
 
 fn byoc(args: &[&str]) -> Output {
-    plugin_dir();
-    Command::new(env!("CARGO_BIN_EXE_byoc"))
-        .current_dir(root())
-        .args(args)
-        .output()
-        .expect("byoc runs")
+    cli().byoc(args, &[])
 }
 
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn succeeded(out: Output) -> Result<String> {
-    ensure!(out.status.success(), "byoc failed: {}", stderr(&out));
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+/// `byoc run MODEL --target vta` on one seeded random input, with `extra` arguments.
+fn run_on_vta(extra: &[&str]) -> Output {
+    let mut args = vec!["run", MODEL, "--target", "vta", "--random-inputs", "1"];
+    args.extend_from_slice(extra);
+    byoc(&args)
 }
 
 /// The outputs of two runs are identical, and not degenerate.
@@ -112,15 +113,7 @@ fn run_and_artifact_are_bit_exact_with_the_host() -> Result<()> {
 
 #[test]
 fn profile_and_bench_report_accelerator_counters() -> Result<()> {
-    let out = byoc(&[
-        "run",
-        MODEL,
-        "--target",
-        "vta",
-        "--random-inputs",
-        "1",
-        "--profile",
-    ]);
+    let out = run_on_vta(&["--profile"]);
     let err = stderr(&out);
     succeeded(out)?;
     let line = err
@@ -182,6 +175,19 @@ fn inspect_shows_composites_and_emits_assembly() -> Result<()> {
         "{json}"
     );
     assert!(composites.contains(&"vta.dense"), "{json}");
+    // The 1x1 shortcut conv's int32 result feeds the residual add as it is.
+    assert!(composites.contains(&"vta.conv2d_int32"), "{json}");
+    // `--quantize` applies before partitioning: a float model's convs after the first reach vta.
+    let json = succeeded(byoc(&[
+        "inspect",
+        "examples/models/small_cnn.relay",
+        "--quantize",
+        "--target",
+        "vta",
+        "--format",
+        "json",
+    ]))?;
+    ensure!(json.contains("\"vta.conv2d"), "{json}");
     let dir = scratch("emit");
     let src = dir.join("src");
     succeeded(byoc(&[
@@ -215,16 +221,7 @@ fn bad_options_and_configurations_are_refused() -> Result<()> {
         ("vta.virtual_threads=3", "expected 1 or 2"),
         (option.as_str(), "LOG_ACC_BUFF_SIZE = 40"),
     ] {
-        let out = byoc(&[
-            "run",
-            MODEL,
-            "--target",
-            "vta",
-            "--random-inputs",
-            "1",
-            "--plugin-option",
-            opt,
-        ]);
+        let out = run_on_vta(&["--plugin-option", opt]);
         ensure!(!out.status.success(), "{opt} accepted");
         ensure!(
             out.status.code() != Some(101),
@@ -234,5 +231,83 @@ fn bad_options_and_configurations_are_refused() -> Result<()> {
         ensure!(stderr(&out).contains(expect), "{opt}: {}", stderr(&out));
     }
     std::fs::remove_dir_all(&dir)?;
+    Ok(())
+}
+
+/// The int8 `nn.conv2d` calls of `f` and the data types of all its conv2d inputs.
+fn conv_inputs(f: &Function) -> Vec<DType> {
+    f.ids()
+        .filter_map(|id| match f.expr(id) {
+            Expr::Call(call) if call.is_op("nn.conv2d") => f
+                .ty(call.args[0])
+                .and_then(|t| t.as_tensor())
+                .map(|t| t.dtype),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "needs the ONNX light models: ./scripts/fetch_onnx_light.sh"]
+fn quantized_resnet50_runs_on_vta_bit_exact_with_the_host() -> Result<()> {
+    let dir = light_model("resnet50")?;
+    let mut module = byoc::model::load_model(&dir.join("random.onnx"), &BTreeMap::new())?;
+    Quantize::new(QConfig::default()).run(&mut module, &mut PassContext::new())?;
+    // Compare the logits, not their softmax: with random weights the softmax is uniform.
+    let main = module.get_mut("main").context("no @main")?;
+    let Expr::Call(softmax) = main.expr(main.body) else {
+        return Err(anyhow!("@main does not end in a call"));
+    };
+    ensure!(
+        softmax.is_op("nn.softmax"),
+        "@main does not end in a softmax"
+    );
+    main.body = softmax.args[0];
+    *main = eliminate_dead_code(main).map_err(|e| anyhow!("{e}"))?;
+    let quantized = module.main().map_err(|e| anyhow!("{e}"))?;
+    let convs = conv_inputs(quantized);
+    let int8 = convs.iter().filter(|&&d| d == DType::Int8).count();
+    // 53 convolutions; the first stays in float (TVM's skip_conv_layers=[0]).
+    ensure!(convs.len() == 53 && int8 == 52, "conv2d inputs {convs:?}");
+
+    let registry = PluginRegistry::discover(&PluginSearch::only(&[cli().library()]))?;
+    let plugin = registry.get("vta")?;
+    let target = Target::from_description(&plugin.describe())?;
+    let result = partition(&module, &[target], &PartitionOptions::default())?;
+    // The partition report: the only conv2d left on the host is the float one.
+    let host = result.module.main().map_err(|e| anyhow!("{e}"))?;
+    ensure!(
+        conv_inputs(host) == [DType::Float32],
+        "conv2d left on the host: {:?}",
+        conv_inputs(host)
+    );
+    let rejected: Vec<_> = result
+        .rejected
+        .iter()
+        .filter(|r| r.op == "nn.conv2d")
+        .collect();
+    ensure!(rejected.len() == 1, "{rejected:?}");
+
+    let runtimes = Runtimes::new().with("vta", plugin);
+    let externals = compile_externals(&result.module, &runtimes, &CompileOptions::new())?;
+    let on_vta = Executor::with_externals(&result.module, ExecOptions::default(), &externals)?;
+    let inputs = dir.join("random_input.npz");
+    let got = on_vta
+        .run_named(&resolve_inputs(&result.module, Some(&inputs), None)?)
+        .context("run on vta")?;
+    let want = Executor::new(&module, ExecOptions::default())?
+        .run_named(&resolve_inputs(&module, Some(&inputs), None)?)
+        .context("run on the host")?;
+    ensure!(got == want, "the logits on vta differ from the host's");
+    let logits: std::collections::BTreeSet<u32> = want[0]
+        .as_slice::<f32>()?
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
+    ensure!(
+        logits.len() > 100,
+        "degenerate logits: {} values",
+        logits.len()
+    );
     Ok(())
 }

@@ -9,7 +9,7 @@ use byoc_core::text::{print_module, print_module_with, PrintOptions};
 use clap::builder::PossibleValuesParser;
 use clap::{Args, ValueEnum};
 
-use super::targets::{load, TargetArgs};
+use super::targets::{load_model_for, TargetArgs};
 use crate::pipeline::{
     partition, pass_names, PartitionOptions, Partitioned, Stage as PipelineStage,
 };
@@ -95,7 +95,7 @@ pub fn inspect(args: &InspectArgs) -> Result<()> {
     {
         bail!("--print-before / --print-after need a pipeline stage, not --stage parse");
     }
-    let module = load(&args.model, &args.input_shapes)?;
+    let module = load_model_for(&args.model, &args.input_shapes, &args.targets)?;
     let text = match args.stage.pipeline_stage() {
         None if args.format == Format::Text => {
             print_module_with(&module, &PrintOptions { show_types: true })

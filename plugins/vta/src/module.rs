@@ -61,8 +61,11 @@ pub struct LayerSpec {
     pub operands: Vec<Operand>,
     /// data, weight, operands.
     pub inputs: Vec<Input>,
-    /// The int8 output shape.
+    /// The output shape.
     pub out_shape: Vec<usize>,
+    /// The output is int32 (stored as four byte planes), not int8.
+    #[serde(default)]
+    pub int32_out: bool,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -139,6 +142,7 @@ impl VtaModule {
                 operands: layer.operands.clone(),
                 inputs: Vec::new(),
                 out_shape: layer.out_shape.clone(),
+                int32_out: layer.int32_out,
             };
             for (k, source) in layer.sources.iter().enumerate() {
                 let input = match source {
@@ -203,6 +207,7 @@ impl VtaModule {
                 operands: spec.operands.clone(),
                 sources: Vec::new(),
                 out_shape: spec.out_shape.clone(),
+                int32_out: spec.int32_out,
             };
             let g = &spec.geometry;
             let expected_out = match spec.kind {
@@ -359,14 +364,14 @@ impl VtaModule {
         .map_err(err)
     }
 
-    /// Runs one layer on `sim`; returns its int8 output.
+    /// Runs one layer on `sim`; returns its output (int8, or int32).
     fn run_layer(
         &self,
         l: &CompiledLayer,
         inputs: &[TensorRef<'_>],
-        done: &[Vec<i8>],
+        done: &[Tensor],
         sim: &mut Simulator,
-    ) -> Result<(Vec<i8>, Profile), PluginError> {
+    ) -> Result<(Tensor, Profile), PluginError> {
         let p = &l.program;
         let b = self.config.block();
         let mut dram = vec![0u8; p.dram.total];
@@ -397,20 +402,23 @@ impl VtaModule {
                     })?;
                     pack_into(&l.spec, b, k, view, dst)?;
                 }
-                Input::Layer(i) => {
-                    let data = &done[i];
-                    let shape = &self.layers[i].spec.out_shape;
-                    let t = Tensor::from_slice(shape.clone(), data).map_err(err)?;
-                    pack_into(&l.spec, b, k, &t.view(), dst)?;
-                }
+                Input::Layer(i) => pack_into(&l.spec, b, k, &done[i].view(), dst)?,
             }
         }
         let profile = sim
             .run(&p.insns, &mut dram)
             .map_err(|e| err(format!("vta simulator: {e}")))?;
-        let mut out = vec![0i8; numel(&l.spec.out_shape)];
-        packer.output(&dram[p.dram.out..], &mut out);
-        Ok((out, profile))
+        let shape = l.spec.out_shape.clone();
+        let out = if l.spec.int32_out {
+            let mut out = vec![0i32; numel(&shape)];
+            packer.output_int32(&dram[p.dram.out..], &mut out);
+            Tensor::from_vec(shape, out)
+        } else {
+            let mut out = vec![0i8; numel(&shape)];
+            packer.output(&dram[p.dram.out..], &mut out);
+            Tensor::from_vec(shape, out)
+        };
+        Ok((out.map_err(err)?, profile))
     }
 }
 
@@ -516,7 +524,7 @@ impl CompiledModule for VtaModule {
             )));
         }
         let mut sim = Simulator::new(&self.config);
-        let mut done: Vec<Vec<i8>> = Vec::with_capacity(self.layers.len());
+        let mut done: Vec<Tensor> = Vec::with_capacity(self.layers.len());
         let mut profiles = Vec::with_capacity(self.layers.len());
         for l in &self.layers {
             let (out, profile) = self.run_layer(l, inputs, &done, &mut sim)?;
@@ -524,20 +532,18 @@ impl CompiledModule for VtaModule {
             profiles.push(profile);
         }
         for (dst, src) in outputs.iter_mut().zip(&self.outputs) {
-            let slice = dst.as_slice_mut::<i8>()?;
-            let data: &[i8] = match *src {
-                Input::Layer(i) => &done[i],
-                Input::Param(i) => inputs[i].as_slice::<i8>()?,
+            let data = match *src {
+                Input::Layer(i) => done[i].view(),
+                Input::Param(i) => inputs[i],
                 Input::Packed(_) => return Err(err("vta: an output is a constant")),
             };
-            if slice.len() != data.len() {
+            if dst.ty != data.ty {
                 return Err(err(format!(
-                    "vta: output has {} elements, the layer gives {}",
-                    slice.len(),
-                    data.len()
+                    "vta: output is {}, the layer gives {}",
+                    dst.ty, data.ty
                 )));
             }
-            slice.copy_from_slice(data);
+            dst.bytes.copy_from_slice(data.bytes);
         }
         if let Ok(mut p) = self.profile.lock() {
             *p = profiles;

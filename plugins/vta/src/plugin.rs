@@ -2,7 +2,8 @@
 //! `cdylib` exports it.
 //!
 //! - `describe`: no single ops, only the composite table [`PATTERNS`] (an int8 conv2d or dense
-//!   with its realized-quantization epilogue), so everything else stays on the host; partitions
+//!   with its realized-quantization epilogue; then a conv2d whose int32 result leaves as it is,
+//!   with its bias, residual add and relu), so everything else stays on the host; partitions
 //!   without a conv2d or dense are pruned.
 //! - `compile`: reads the partition's layers and generates their instruction streams
 //!   ([`VtaModule::compile`]); `deserialize` reads a module from an artifact; `emit_source`
@@ -38,10 +39,15 @@ pub fn options_schema() -> OptionSchema {
 /// residual adds, relu, a rounding add, right shift, clip, relu, the cast to int8, and a relu
 /// after it.
 fn epilogue(core: &str) -> String {
-    let biased = format!("nn.relu?(add?(add?({core}, *), *))");
+    let biased = accumulate(core);
     let shifted = format!("right_shift?(add?({biased}, const), const)");
     let clipped = format!("nn.relu?(clip?(nn.relu?({shifted})))");
     format!("nn.relu?(cast({clipped}){{dtype=\"int8\"}})")
+}
+
+/// The int32 part of an epilogue: bias and residual adds, relu.
+fn accumulate(core: &str) -> String {
+    format!("nn.relu?(add?(add?({core}, *), *))")
 }
 
 /// The int8 conv2d the target runs.
@@ -49,14 +55,17 @@ const CONV: &str = r#"nn.conv2d(* : int8, * : int8){groups=1, dilation=[1, 1], d
 /// The int8 dense the target runs.
 const DENSE: &str = r#"nn.dense(* : int8, * : int8){out_dtype="int32"}"#;
 
-/// The composite names, in priority order.
-pub const PATTERNS: &[&str] = &["vta.conv2d", "vta.dense"];
+/// The composite names, in priority order. `vta.conv2d_int32` takes the convolutions whose
+/// int32 result is used as it is (a ResNet shortcut, or a residual sum that the host both
+/// requantizes and adds to a later block), after `vta.conv2d` took those that end in int8.
+pub const PATTERNS: &[&str] = &["vta.conv2d", "vta.dense", "vta.conv2d_int32"];
 
 /// The pattern table: `(name, pattern)` in the pattern syntax.
 pub fn patterns() -> Vec<(&'static str, String)> {
     vec![
         (PATTERNS[0], epilogue(CONV)),
         (PATTERNS[1], epilogue(DENSE)),
+        (PATTERNS[2], accumulate(CONV)),
     ]
 }
 

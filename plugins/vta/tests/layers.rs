@@ -7,22 +7,8 @@ mod common;
 
 use anyhow::Result;
 use byoc_plugin_vta::VtaConfig;
-use common::{check, check_with, Case};
+use common::{check, check_with, Case, RESNET18};
 use proptest::prelude::*;
-
-/// ResNet-18's conv workloads C2–C11 (H, Cin, Cout, K, pad, stride).
-pub const RESNET18: [(&str, usize, usize, usize, usize, usize, usize); 10] = [
-    ("C2", 56, 64, 64, 3, 1, 1),
-    ("C3", 56, 64, 128, 3, 1, 2),
-    ("C4", 56, 64, 128, 1, 0, 2),
-    ("C5", 28, 128, 128, 3, 1, 1),
-    ("C6", 28, 128, 256, 3, 1, 2),
-    ("C7", 28, 128, 256, 1, 0, 2),
-    ("C8", 14, 256, 256, 3, 1, 1),
-    ("C9", 14, 256, 512, 3, 1, 2),
-    ("C10", 14, 256, 512, 1, 0, 2),
-    ("C11", 7, 512, 512, 3, 1, 1),
-];
 
 #[test]
 fn resnet18_workloads_match_the_host() -> Result<()> {
@@ -51,6 +37,38 @@ fn residual_and_relu_epilogue() -> Result<()> {
         shift: 4,
         ..Case::conv(16, 6, 16)
     })?;
+    Ok(())
+}
+
+#[test]
+fn int32_outputs_leave_as_byte_planes() -> Result<()> {
+    // A ResNet-50 downsample shortcut: 1x1 stride 2 with its bias, int32 out.
+    check(&Case {
+        k: (1, 1),
+        pad: [0; 4],
+        stride: (2, 2),
+        int32_out: true,
+        ..Case::conv(64, 14, 256)
+    })?;
+    // A residual sum with relu, int32 out, channels padded, values beyond 16 bits.
+    check(&Case {
+        residual: true,
+        relu: true,
+        int32_out: true,
+        ..Case::conv(24, 9, 40)
+    })?;
+    for threads in [1, 2] {
+        check_with(
+            &Case {
+                bias: false,
+                int32_out: true,
+                ..Case::conv(32, 7, 16)
+            },
+            &VtaConfig::default(),
+            threads,
+            11,
+        )?;
+    }
     Ok(())
 }
 
@@ -171,11 +189,13 @@ proptest! {
         c in 1usize..40, o in 1usize..40, hw in 1usize..12, k in 1usize..4,
         stride in 1usize..3, pad in 0usize..3, bias: bool, residual: bool,
         shift in 0i64..12, clip: bool, relu: bool, constants: bool, dense: bool, seed in 0u64..1000,
+        int32_out: bool,
     ) {
         let k = k.min(hw + 2 * pad);
         let case = Case {
             n: 1, c, hw: (hw, hw), o, k: (k, k), stride: (stride, stride), pad: [pad; 4],
             bias, residual, shift, clip: clip.then_some((-100.0, 90.0)), relu, constants, dense,
+            int32_out: int32_out && !dense,
         };
         let result = check_with(&case, &VtaConfig::default(), 2, seed);
         match result {

@@ -10,27 +10,13 @@ use byoc_core::passes::infer_types;
 use byoc_core::sdk::{CompileOptions, PartitionedFunction, Plugin};
 use byoc_core::{DType, Tensor, TensorType, Type};
 use byoc_plugin_vta::{Vta, VtaConfig};
-use common::{assert_same, build, host, partition, Case};
+use common::{assert_same, build, host, partition, run, Case};
 
 fn partitioned(m: &Module) -> Result<PartitionedFunction> {
     Ok(PartitionedFunction {
         symbol: "vta_0".to_string(),
         function: partition(m)?,
     })
-}
-
-fn run_module(
-    module: &dyn byoc_core::sdk::CompiledModule,
-    inputs: &[Tensor],
-    like: &[Tensor],
-) -> Result<Vec<Tensor>> {
-    let mut outs: Vec<Tensor> = like.iter().map(|t| Tensor::zeros(t.ty().clone())).collect();
-    let views: Vec<_> = inputs.iter().map(Tensor::view).collect();
-    let mut out_views: Vec<_> = outs.iter_mut().map(Tensor::view_mut).collect();
-    module
-        .run(&views, &mut out_views)
-        .map_err(|e| anyhow!("{e}"))?;
-    Ok(outs)
 }
 
 #[test]
@@ -45,18 +31,10 @@ fn compile_serialize_deserialize_run() -> Result<()> {
     let want = host(&m, &inputs)?;
     let vta = Vta::new();
     let module = vta.compile(&partitioned(&m)?, &CompileOptions::new())?;
-    assert_same(
-        &run_module(module.as_ref(), &inputs, &want)?,
-        &want,
-        "compiled",
-    )?;
+    assert_same(&run(module.as_ref(), &inputs, &want)?, &want, "compiled")?;
     let bytes = module.serialize()?;
     let back = vta.deserialize(&bytes, &CompileOptions::new())?;
-    assert_same(
-        &run_module(back.as_ref(), &inputs, &want)?,
-        &want,
-        "deserialized",
-    )?;
+    assert_same(&run(back.as_ref(), &inputs, &want)?, &want, "deserialized")?;
     assert_eq!(back.serialize()?, bytes, "serialization is deterministic");
     // Corrupt bytes are errors, not panics.
     for bad in [&b"junk"[..], &bytes[..bytes.len() - 1], &bytes[..20]] {
@@ -121,11 +99,7 @@ fn chained_layers_in_one_partition() -> Result<()> {
         .collect::<Result<_>>()?;
     let want = host(&m, &inputs)?;
     let module = Vta::new().compile(&partitioned(&m)?, &CompileOptions::new())?;
-    assert_same(
-        &run_module(module.as_ref(), &inputs, &want)?,
-        &want,
-        "chained",
-    )?;
+    assert_same(&run(module.as_ref(), &inputs, &want)?, &want, "chained")?;
     Ok(())
 }
 

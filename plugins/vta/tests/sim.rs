@@ -72,6 +72,13 @@ fn with_uops(uops: &[Uop], dram: &mut Vec<u8>) -> Vec<Insn> {
     )]
 }
 
+/// A program that loads the single micro-op `dst`, `src` (weight 0) into uop 0, and its DRAM.
+fn one_uop(dst: u32, src: u32) -> (Vec<Insn>, Vec<u8>) {
+    let mut dram = Vec::new();
+    let prog = with_uops(&[Uop { dst, src, wgt: 0 }], &mut dram);
+    (prog, dram)
+}
+
 #[test]
 fn load_pads_with_zero_rows_and_columns() {
     let mut sim = Simulator::new(&VtaConfig::default());
@@ -129,15 +136,7 @@ fn store_keeps_the_low_8_bits() {
 fn gemm_accumulates_with_wrapping_and_reset_zeroes() {
     let mut sim = Simulator::new(&VtaConfig::default());
     // Input element 0: lanes k -> k - 8; weight element 0: row j, column k -> (j == k) * 2 + 1.
-    let mut dram = Vec::new();
-    let mut prog = with_uops(
-        &[Uop {
-            dst: 4,
-            src: 0,
-            wgt: 0,
-        }],
-        &mut dram,
-    );
+    let (mut prog, mut dram) = one_uop(4, 0);
     let inp_at = dram.len();
     dram.extend((0..B).map(|k| (k as i8 - 8) as u8));
     let wgt_at = dram.len().div_ceil(256) * 256;
@@ -200,15 +199,7 @@ fn each_alu_op_with_immediates_and_tensors() {
     ];
     for (op, imm, x, want) in cases {
         let mut sim = Simulator::new(&VtaConfig::default());
-        let mut dram = Vec::new();
-        let mut prog = with_uops(
-            &[Uop {
-                dst: 1,
-                src: 2,
-                wgt: 0,
-            }],
-            &mut dram,
-        );
+        let (mut prog, mut dram) = one_uop(1, 2);
         sim.machine_mut().set_acc_element(1, &[x; B]);
         sim.machine_mut().set_acc_element(2, &[i32::from(imm); B]);
         prog.push(alu(op, Some(imm), one_loop(0, 1, 1)));
@@ -235,15 +226,7 @@ fn each_alu_op_with_immediates_and_tensors() {
 #[test]
 fn shift_amounts_outside_31_are_errors() {
     let mut sim = Simulator::new(&VtaConfig::default());
-    let mut dram = Vec::new();
-    let mut prog = with_uops(
-        &[Uop {
-            dst: 1,
-            src: 2,
-            wgt: 0,
-        }],
-        &mut dram,
-    );
+    let (mut prog, mut dram) = one_uop(1, 2);
     prog.push(alu(AluOp::Shr, Some(32), one_loop(0, 1, 1)));
     prog.push(finish());
     let e = sim.run(&prog, &mut dram).unwrap_err().to_string();
@@ -273,15 +256,7 @@ fn out_of_buffer_accesses_name_the_instruction() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("instruction 0") && e.contains("DRAM"), "{e}");
-    let mut dram = Vec::new();
-    let mut prog = with_uops(
-        &[Uop {
-            dst: 2040,
-            src: 0,
-            wgt: 0,
-        }],
-        &mut dram,
-    );
+    let (mut prog, mut dram) = one_uop(2040, 0);
     prog.push(alu(AluOp::Add, Some(1), one_loop(0, 1, 9)));
     prog.push(finish());
     let e = sim.run(&prog, &mut dram).unwrap_err().to_string();
@@ -326,15 +301,7 @@ fn token_deadlocks_and_missing_finish_are_errors() {
 fn tokens_order_modules_and_loads_overlap_compute() {
     // Two input loads, each followed by a compute step that waits for it: with tokens the
     // second load runs while the first ALU works.
-    let mut dram = Vec::new();
-    let mut prog = with_uops(
-        &[Uop {
-            dst: 0,
-            src: 0,
-            wgt: 0,
-        }],
-        &mut dram,
-    );
+    let (mut prog, mut dram) = one_uop(0, 0);
     let mut l1 = load(MemType::Inp, 0, 0, 1, 64, 64, [0; 4]);
     l1.deps_mut().push_next = true;
     let l2 = l1;

@@ -6,7 +6,9 @@
 //! tensor (a per-channel bias, a full-shape residual, or a scalar constant), `right_shift` by a
 //! constant, `clip`, `nn.relu`, and `cast` to int8. After the cast only `nn.relu` / `clip` may
 //! follow, and only when the value is already known to lie in int8 (a `clip` to int8 bounds
-//! before the cast), so that computing them on int32 accumulators gives the same result.
+//! before the cast), so that computing them on int32 accumulators gives the same result. A chain
+//! without the cast gives an int32 output ([`Layer::int32_out`]: a ResNet shortcut or a
+//! residual sum that the host requantizes and also adds to a later block).
 //! Host semantics are followed exactly: `right_shift` by 32 or more fills with the sign bit, by
 //! a negative amount leaves the value unchanged; clip bounds are truncated to the integer type.
 
@@ -119,8 +121,10 @@ pub struct Layer {
     pub operands: Vec<Operand>,
     /// Sources: data, weight, then each tensor operand.
     pub sources: Vec<Source>,
-    /// Shape of the int8 output.
+    /// Shape of the output.
     pub out_shape: Vec<usize>,
+    /// The output is the int32 accumulator (no cast to int8 ends the chain).
+    pub int32_out: bool,
 }
 
 fn err(msg: impl Into<String>) -> CompileError {
@@ -266,6 +270,7 @@ pub(super) fn read_layer(r: &Resolver<'_>, body: ExprId) -> Result<Layer, Compil
         operands: Vec::new(),
         sources: vec![r.source(conv.args[0])?, r.source(conv.args[1])?],
         out_shape: oshape.clone(),
+        int32_out: false,
     };
     // The value's known range (None: any int32), and whether it was cast to int8.
     let mut range: Option<(i64, i64)> = None;
@@ -335,12 +340,14 @@ pub(super) fn read_layer(r: &Resolver<'_>, body: ExprId) -> Result<Layer, Compil
             other => unreachable!("the chain holds only epilogue ops, not {other}"),
         }
     }
-    if !cast {
+    let (out_shape, out_dt) = tensor_type(f, body)?;
+    if !cast && out_dt != DType::Int32 {
         return Err(err(format!(
-            "the layer at {root} does not end with a cast to int8 (VTA stores int8 outputs)"
+            "the layer at {root} ends in {out_dt}, expected int8 (a cast) or int32"
         )));
     }
-    layer.out_shape = tensor_type(f, body)?.0;
+    layer.int32_out = !cast;
+    layer.out_shape = out_shape;
     fold_immediate_adds(&mut layer);
     Ok(layer)
 }

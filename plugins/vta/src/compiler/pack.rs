@@ -143,8 +143,9 @@ impl Packer {
         }
     }
 
-    /// Unpacks the int8 output from `src` (`n * Ob * oh * ow * b` bytes).
-    pub fn output(&self, src: &[u8], out: &mut [i8]) {
+    /// Calls `f(byte, index)` for each output value: its byte offset in the packed
+    /// `(N, Ob, OH, OW)` layout and its flat index in the output tensor (padded lanes skipped).
+    fn each_output(&self, mut f: impl FnMut(usize, usize)) {
         let (g, b) = (&self.g, self.b);
         let (_, ob) = self.blocks();
         let mut at = 0;
@@ -155,11 +156,13 @@ impl Packer {
                         for j in 0..b {
                             let o = obi * b + j;
                             if o < g.o {
-                                let index = match self.kind {
-                                    LayerKind::Conv2d => ((n * g.o + o) * g.oh + y) * g.ow + x,
-                                    LayerKind::Dense => x * g.o + o,
-                                };
-                                out[index] = src[at] as i8;
+                                f(
+                                    at,
+                                    match self.kind {
+                                        LayerKind::Conv2d => ((n * g.o + o) * g.oh + y) * g.ow + x,
+                                        LayerKind::Dense => x * g.o + o,
+                                    },
+                                );
                             }
                             at += 1;
                         }
@@ -167,5 +170,25 @@ impl Packer {
                 }
             }
         }
+    }
+
+    /// Unpacks the int8 output from `src` (`n * Ob * oh * ow * b` bytes).
+    pub fn output(&self, src: &[u8], out: &mut [i8]) {
+        self.each_output(|at, index| out[index] = src[at] as i8);
+    }
+
+    /// Unpacks an int32 output from its four byte planes in `src` (each `n * Ob * oh * ow * b`
+    /// bytes, plane `k` holding bits `8k..8k+8` of each value).
+    pub fn output_int32(&self, src: &[u8], out: &mut [i32]) {
+        let (_, ob) = self.blocks();
+        let plane = self.g.n * ob * self.g.oh * self.g.ow * self.b;
+        self.each_output(|at, index| {
+            out[index] = i32::from_le_bytes([
+                src[at],
+                src[at + plane],
+                src[at + 2 * plane],
+                src[at + 3 * plane],
+            ]);
+        });
     }
 }

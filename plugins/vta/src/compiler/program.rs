@@ -34,7 +34,8 @@ pub struct DramLayout {
     pub wgt: usize,
     /// Each epilogue operand: (Ob) accumulator elements per channel, or (N, Ob, OH, OW).
     pub operands: Vec<usize>,
-    /// Output (N, Ob, OH, OW) elements.
+    /// Output (N, Ob, OH, OW) elements; for an int32 output, four such planes, plane `k`
+    /// holding byte `k` of each value (little-endian).
     pub out: usize,
     /// Total bytes.
     pub total: usize,
@@ -325,7 +326,8 @@ pub fn compile_layer(
             _ => 1,
         })
         .sum();
-    let tiling = choose(config, &g, cb, ob, &Needs::new(&roles, alu_ops), threads)?;
+    let needs = Needs::new(&roles, alu_ops, layer.int32_out);
+    let tiling = choose(config, &g, cb, ob, &needs, threads)?;
     // DRAM layout.
     let align = |v: usize| v.div_ceil(256 * 4) * (256 * 4);
     let wgt_elem = b * b;
@@ -356,7 +358,7 @@ pub fn compile_layer(
             OperandRole::Full => region(checked(&[out_elems, 4 * b])?),
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let out = region(checked(&[out_elems, b])?)?;
+    let out = region(checked(&[out_elems, b, needs.planes])?)?;
     let uop_dram = off;
     let mut e = Emitter {
         config,
@@ -601,18 +603,52 @@ pub fn compile_layer(
                             }
                         }
                     }
+                    // An int32 output leaves as byte planes: plane k is a copy of the
+                    // accumulators shifted right by 8k (the store keeps each lane's low byte).
+                    let plane_base = |k: usize| match k {
+                        0 => acc_base,
+                        _ => {
+                            full_base
+                                + if roles.contains(&OperandRole::Full) {
+                                    entries
+                                } else {
+                                    0
+                                }
+                                + (k - 1) * entries
+                        }
+                    };
+                    for k in 1..needs.planes {
+                        let dst = plane_base(k) as u32;
+                        e.gemm(
+                            &reset_dims[..3],
+                            3,
+                            Uop {
+                                dst,
+                                src: 0,
+                                wgt: 0,
+                            },
+                            true,
+                        )?;
+                        let all = ((1, 0, 0), (entries, 1, 1));
+                        e.alu(AluOp::Add, None, dst, acc_base as u32, all.0, all.1)?;
+                        let shift = Some(8 * k as i32);
+                        last_compute =
+                            e.alu(AluOp::Shr, shift, dst, dst, (1, 0, 0), (entries, 1, 0))?;
+                    }
                     e.deps(last_compute).push_next = true;
-                    // Store, one instruction per channel block.
-                    for ol in 0..shape.ob {
-                        let elem = ((n * ob + ob0 + ol) * g.oh + oh0) * g.ow + ow0;
+                    // Store, one instruction per channel block (and byte plane).
+                    let stores = needs.planes * shape.ob;
+                    for s in 0..stores {
+                        let (k, ol) = (s / shape.ob, s % shape.ob);
+                        let elem = k * out_elems + ((n * ob + ob0 + ol) * g.oh + oh0) * g.ow + ow0;
                         e.push(Insn::Store(MemInsn {
                             deps: DepFlags {
-                                pop_prev: ol == 0,
-                                push_prev: ol + 1 == shape.ob,
+                                pop_prev: s == 0,
+                                push_prev: s + 1 == stores,
                                 ..DepFlags::default()
                             },
                             mem: MemType::Out,
-                            sram_base: field("sram_base", acc_base + ol * px, u16max)?,
+                            sram_base: field("sram_base", plane_base(k) + ol * px, u16max)?,
                             dram_base: field("dram_base", out / b + elem, u32::MAX as usize)?,
                             y_size: field("y_size", shape.oh, u16max)?,
                             x_size: field("x_size", shape.ow, u16max)?,

@@ -158,15 +158,20 @@ pub struct Needs {
     pub full: bool,
     /// Epilogue ALU instructions per tile.
     pub alu_ops: usize,
+    /// Byte planes stored per output value: 1 for int8 outputs, 4 for int32 ones (the store
+    /// keeps the low byte of each lane, so an int32 value leaves as four shifted copies).
+    pub planes: usize,
 }
 
 impl Needs {
-    /// The needs of an epilogue with these operand roles and ALU op count.
-    pub fn new(roles: &[OperandRole], alu_ops: usize) -> Self {
+    /// The needs of an epilogue with these operand roles and ALU op count, and an int8 or an
+    /// int32 output.
+    pub fn new(roles: &[OperandRole], alu_ops: usize, int32_out: bool) -> Self {
         Needs {
             channel: roles.contains(&OperandRole::Channel),
             full: roles.contains(&OperandRole::Full),
             alu_ops,
+            planes: if int32_out { 4 } else { 1 },
         }
     }
 }
@@ -196,11 +201,13 @@ impl Slots {
         }
     }
 
-    /// Accumulator elements a tile uses: output, then channel and full operand regions.
+    /// Accumulator elements a tile uses: output, then channel and full operand regions, then
+    /// the shifted copies of an int32 output's upper byte planes.
     pub fn acc_use(t: &TileShape, needs: &Needs) -> usize {
         t.entries()
             + if needs.channel { t.ob } else { 0 }
             + if needs.full { t.entries() } else { 0 }
+            + (needs.planes - 1) * t.entries()
     }
 
     fn fits(&self, t: &TileShape, g: &Geometry, needs: &Needs) -> bool {
@@ -281,9 +288,14 @@ pub fn choose(
                     + (tob * tib * khkw * wgt_b).div_ceil(bus) as u64;
                 let gemm = (t.entries() * tib * khkw) as u64;
                 let e = t.entries() as u64;
-                let compute = e + chunks * gemm + ALU_II * e * needs.alu_ops as u64;
-                let store =
-                    tob as u64 * (DMA_LATENCY + th as u64 * (tw * out_b).div_ceil(bus) as u64);
+                // Each upper byte plane: a reset, a copy and a shift.
+                let copies = (needs.planes - 1) as u64;
+                let compute = e
+                    + chunks * gemm
+                    + ALU_II * e * needs.alu_ops as u64
+                    + copies * (e + 2 * ALU_II * e);
+                let store = (needs.planes * tob) as u64
+                    * (DMA_LATENCY + th as u64 * (tw * out_b).div_ceil(bus) as u64);
                 let per_tile = if threads >= 2 {
                     (chunks * load).max(compute).max(store)
                 } else {

@@ -16,6 +16,20 @@ use byoc_plugin_vta::{Profile, VtaConfig, VtaModule};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+/// ResNet-18's conv workloads C2–C11 (name, H, Cin, Cout, K, pad, stride).
+pub const RESNET18: [(&str, usize, usize, usize, usize, usize, usize); 10] = [
+    ("C2", 56, 64, 64, 3, 1, 1),
+    ("C3", 56, 64, 128, 3, 1, 2),
+    ("C4", 56, 64, 128, 1, 0, 2),
+    ("C5", 28, 128, 128, 3, 1, 1),
+    ("C6", 28, 128, 256, 3, 1, 2),
+    ("C7", 28, 128, 256, 1, 0, 2),
+    ("C8", 14, 256, 256, 3, 1, 1),
+    ("C9", 14, 256, 512, 3, 1, 2),
+    ("C10", 14, 256, 512, 1, 0, 2),
+    ("C11", 7, 512, 512, 3, 1, 1),
+];
+
 /// One realized int8 layer: conv2d (or dense) with its epilogue.
 #[derive(Clone, Debug)]
 pub struct Case {
@@ -47,6 +61,9 @@ pub struct Case {
     pub constants: bool,
     /// nn.dense instead of conv2d.
     pub dense: bool,
+    /// The layer ends after the bias / residual / relu with its int32 result (no shift, clip
+    /// or cast), as a ResNet shortcut does.
+    pub int32_out: bool,
 }
 
 impl Case {
@@ -67,6 +84,7 @@ impl Case {
             relu: false,
             constants: true,
             dense: false,
+            int32_out: false,
         }
     }
 
@@ -189,6 +207,11 @@ pub fn build(case: &Case, seed: u64) -> Result<(Module, Vec<Tensor>)> {
         v = b.call("add", &[v, r], Attrs::new())?;
         v = b.call("nn.relu", &[v], Attrs::new())?;
     }
+    if case.int32_out {
+        let mut m = Module::from_main(b.finish(params, v, Attrs::new())?);
+        infer_types(&mut m).map_err(|e| anyhow!("{e}"))?;
+        return Ok((m, values));
+    }
     if case.shift > 0 {
         let round = b.constant(Tensor::scalar(1i32 << (case.shift - 1)));
         v = b.call("add", &[v, round], Attrs::new())?;
@@ -235,7 +258,7 @@ pub fn host(m: &Module, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
 }
 
 /// Runs a compiled module on `inputs`, with outputs shaped as `like`.
-pub fn run(module: &VtaModule, inputs: &[Tensor], like: &[Tensor]) -> Result<Vec<Tensor>> {
+pub fn run(module: &dyn CompiledModule, inputs: &[Tensor], like: &[Tensor]) -> Result<Vec<Tensor>> {
     let mut outs: Vec<Tensor> = like.iter().map(|t| Tensor::zeros(t.ty().clone())).collect();
     let views: Vec<_> = inputs.iter().map(Tensor::view).collect();
     let mut out_views: Vec<_> = outs.iter_mut().map(Tensor::view_mut).collect();
@@ -245,20 +268,22 @@ pub fn run(module: &VtaModule, inputs: &[Tensor], like: &[Tensor]) -> Result<Vec
     Ok(outs)
 }
 
-/// Asserts two int8 results are identical, and that they are not trivially constant.
+/// Asserts two int8 (or int32) results are identical, and that they are not trivially
+/// constant.
 pub fn assert_same(got: &[Tensor], want: &[Tensor], what: &str) -> Result<()> {
     ensure!(got.len() == want.len(), "{what}: output counts differ");
     for (g, w) in got.iter().zip(want) {
         ensure!(
-            w.dtype() == DType::Int8,
-            "{what}: host output is {}",
-            w.dtype()
+            matches!(w.dtype(), DType::Int8 | DType::Int32) && g.dtype() == w.dtype(),
+            "{what}: host output is {}, vta's {}",
+            w.dtype(),
+            g.dtype()
         );
-        let (g, w) = (g.as_slice::<i8>()?, w.as_slice::<i8>()?);
+        let (g, w) = (g.to_f64_vec(), w.to_f64_vec());
         if let Some(i) = (0..w.len()).find(|&i| g[i] != w[i]) {
             return Err(anyhow!("{what}: element {i}: vta {} host {}", g[i], w[i]));
         }
-        let distinct: std::collections::BTreeSet<i8> = w.iter().copied().collect();
+        let distinct: std::collections::BTreeSet<i64> = w.iter().map(|&v| v as i64).collect();
         ensure!(
             distinct.len() > 2,
             "{what}: the reference output is degenerate ({distinct:?})"
