@@ -7,8 +7,8 @@
 //! - `<target>.channel_shuffle` ([`CHANNEL_SHUFFLE`]): ShuffleNet's channel shuffle
 //!   `reshape -> transpose -> reshape`; one input, the data.
 //! - int8 ([`IntComposite`], the realized quantized form): `<target>.q<conv2d|dense>[_bias]
-//!   [_sum][_relu][_requant]` (inputs data, weight, `[bias]`, `[sum operand]`, `[round
-//!   constant, shift amount]`), `<target>.requantize` (int32 value, round constant, shift
+//!   [_lshift][_sum][_relu][_requant]` (inputs data, weight, `[bias]`, `[left shift amount]`,
+//!   `[sum operand]`, `[round constant, shift amount]`), `<target>.requantize` (int32 value, round constant, shift
 //!   amount) and `<target>.quantize` (float32 data).
 
 use std::fmt;
@@ -123,13 +123,16 @@ impl IntRoot {
 }
 
 /// An int8 conv2d/dense with its epilogue, in the realized form's order: int32 accumulator,
-/// `add` of a bias, `add` of a residual, `nn.relu`, requantization to int8.
+/// `add` of a bias, `left_shift` (aligning it with a residual of a finer scale), `add` of a
+/// residual, `nn.relu`, requantization to int8.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IntFused {
     /// The compute op.
     pub root: IntRoot,
     /// An int32 bias (one value per channel) follows the weight.
     pub bias: bool,
+    /// `left_shift` by a constant amount (the next input).
+    pub lshift: bool,
     /// An int32 residual of the result's shape is added.
     pub sum: bool,
     /// `nn.relu` on the int32 sum.
@@ -140,7 +143,7 @@ pub struct IntFused {
 }
 
 impl IntFused {
-    /// Parses `<target>.q<conv2d|dense>[_bias][_sum][_relu][_requant]`.
+    /// Parses `<target>.q<conv2d|dense>[_bias][_lshift][_sum][_relu][_requant]`.
     pub fn parse(name: &str) -> Result<IntFused, UnknownComposite> {
         let err = |reason: &str| UnknownComposite {
             name: name.to_string(),
@@ -161,6 +164,7 @@ impl IntFused {
         let q = IntFused {
             root,
             bias: take("_bias"),
+            lshift: take("_lshift"),
             sum: take("_sum"),
             relu: take("_relu"),
             requant: take("_requant"),
@@ -174,7 +178,10 @@ impl IntFused {
 
     /// The number of kernel-node inputs.
     pub fn num_inputs(&self) -> usize {
-        2 + usize::from(self.bias) + usize::from(self.sum) + 2 * usize::from(self.requant)
+        2 + usize::from(self.bias)
+            + usize::from(self.lshift)
+            + usize::from(self.sum)
+            + 2 * usize::from(self.requant)
     }
 }
 
@@ -216,7 +223,7 @@ impl fmt::Display for UnknownComposite {
         write!(
             f,
             "unknown composite '{}': {} (expected <target>.<conv2d|deconv2d|dense|multiply>[_bias][_sum][_<{}>], \
-             <target>.<qconv2d|qdense>[_bias][_sum][_relu][_requant], <target>.{QUANTIZE}, \
+             <target>.<qconv2d|qdense>[_bias][_lshift][_sum][_relu][_requant], <target>.{QUANTIZE}, \
              <target>.{REQUANTIZE} or <target>.{CHANNEL_SHUFFLE})",
             self.name,
             self.reason,
@@ -339,10 +346,17 @@ mod tests {
             CompositeKind::Int(IntComposite::Compute(IntFused {
                 root: IntRoot::Conv2d,
                 bias: true,
+                lshift: false,
                 sum: true,
                 relu: true,
                 requant: true
             }))
+        );
+        assert_eq!(
+            IntFused::parse("dnnl.qconv2d_bias_lshift_sum_relu")
+                .unwrap()
+                .num_inputs(),
+            5
         );
         let q = IntFused::parse("dnnl.qdense_relu").unwrap();
         assert_eq!(

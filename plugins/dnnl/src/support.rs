@@ -36,9 +36,9 @@
 //!   a first `newshape` that does not fit (docs/dnnl.md). `reshape` and `nn.batch_flatten`
 //!   are also single ops (views), so flattening before a classifier stays in the partition.
 //! - **int8** (the quantized realized form, first in the table): `dnnl.q<conv2d|dense>
-//!   [_bias][_sum][_relu][_requant]`, every combination, the most fused first: an int8
-//!   `nn.conv2d` (NCHW/OIHW) or `nn.dense` with `out_dtype="int32"`, `add` of an int32 bias,
-//!   `add` of an int32 residual, `nn.relu`, and the requantization `cast(clip(right_shift(
+//!   [_bias][_lshift][_sum][_relu][_requant]`, every combination, the most fused first: an
+//!   int8 `nn.conv2d` (NCHW/OIHW) or `nn.dense` with `out_dtype="int32"`, `add` of an int32
+//!   bias, `left_shift` by an int32 amount, `add` of an int32 residual, `nn.relu`, and the requantization `cast(clip(right_shift(
 //!   add(x, ?round), ?shift)){a_min=-127, a_max=127}){dtype="int8"}`; `dnnl.requantize`
 //!   (that requantization alone) and `dnnl.quantize` (`cast(clip(round(?data : float32)))`
 //!   to int8 with the same bounds). `cast` of int8/int32 to float32 is a single op. The
@@ -391,6 +391,7 @@ const QUANTIZE_PATTERN: &str =
 struct IntEntry {
     root: IntRoot,
     bias: bool,
+    lshift: bool,
     sum: bool,
     relu: bool,
     requant: bool,
@@ -405,6 +406,7 @@ impl IntEntry {
         let mut name = format!("{TARGET}.{root}");
         for (on, part) in [
             (self.bias, "_bias"),
+            (self.lshift, "_lshift"),
             (self.sum, "_sum"),
             (self.relu, "_relu"),
             (self.requant, "_requant"),
@@ -427,6 +429,9 @@ impl IntEntry {
         };
         if self.bias {
             x = format!("add({x}, ?bias : int32)");
+        }
+        if self.lshift {
+            x = format!("left_shift({x}, ?lshift : int32)");
         }
         if self.sum {
             x = format!("add({x}, ?sum : int32)");
@@ -466,22 +471,27 @@ impl IntEntry {
 /// The int8 entries, the most fused first.
 fn int_entries() -> Vec<IntEntry> {
     let mut entries = Vec::new();
-    // A sum without a bias is the bias entry's pattern (`add` of an int32 operand); the
-    // runtime tells a per-channel operand from a residual by its shape.
-    for bits in (0..16u8).rev().filter(|b| b & 3 != 2) {
+    // A sum right after the root is the bias entry's pattern (`add` of an int32 operand);
+    // the runtime tells a per-channel operand from a residual by its shape.
+    for bits in (0..32u8).rev().filter(|b| b & 7 != 4) {
         for (_, root) in IntRoot::ALL {
             entries.push(IntEntry {
                 root,
-                requant: bits & 8 != 0,
-                relu: bits & 4 != 0,
-                sum: bits & 2 != 0,
+                requant: bits & 16 != 0,
+                relu: bits & 8 != 0,
+                sum: bits & 4 != 0,
+                lshift: bits & 2 != 0,
                 bias: bits & 1 != 0,
             });
         }
     }
     entries.sort_by_key(|e| {
         std::cmp::Reverse(
-            usize::from(e.bias) + usize::from(e.sum) + usize::from(e.relu) + usize::from(e.requant),
+            usize::from(e.bias)
+                + usize::from(e.lshift)
+                + usize::from(e.sum)
+                + usize::from(e.relu)
+                + usize::from(e.requant),
         )
     });
     entries

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use byoc_core::exec::{ExecOptions, Executor};
 use byoc_core::passes::{infer_types, Pass, PassContext, QConfig, Quantize};
 use byoc_core::plugin::{compile_externals, Runtimes};
-use byoc_core::sdk::{CompileOptions, Plugin};
+use byoc_core::sdk::{CompileOptions, PartitionedFunction, Plugin};
 use byoc_core::text::parse_module;
 use byoc_core::{Module, Tensor};
 use byoc_json_runtime::serialize::serialize;
@@ -271,6 +271,67 @@ fn a_large_reduction_splits_the_weight_and_stays_exact() {
     let steps: Vec<String> = m.runtime().steps().into_iter().map(|s| s.label).collect();
     for part in ["(weight high part)", "(weight low part)"] {
         assert!(steps.iter().any(|s| s.contains(part)), "{steps:#?}");
+    }
+}
+
+/// Seeded int8 or int32 values in `[-lim, lim]` as a Relay constant or a tensor.
+fn ints(n: usize, seed: u64, lim: i64) -> Vec<i64> {
+    let mut r = Rng(seed);
+    (0..n)
+        .map(|_| r.below(2 * lim as u64 + 1) as i64 - lim)
+        .collect()
+}
+
+/// Every stage of the epilogue, with operands the quantize pass would not give (the int8
+/// minimum -128 in the data, wrapping int32 sums, a residual as a partition input, shifts of
+/// 31 and beyond), against the host executor on the same partition, bit for bit.
+#[test]
+fn every_epilogue_stage_matches_the_host_on_edge_values() {
+    let list = |v: Vec<i64>| {
+        v.iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for (case, (lshift, shift, round)) in [(2, 7, 64), (0, 31, 1 << 30), (33, 3, -5), (-1, -2, 0)]
+        .into_iter()
+        .enumerate()
+    {
+        let seed = case as u64;
+        let text = dnnl_partition(
+            "%x: Tensor[(1, 5, 6, 7), int8], %r: Tensor[(1, 4, 6, 7), int32]",
+            &format!(
+                "  %f = fn (%a: Tensor[(1, 5, 6, 7), int8], %w: Tensor[(4, 5, 3, 3), int8], \
+                 %b: Tensor[(4, 1, 1), int32], %l: Tensor[(), int32], %s: Tensor[(1, 4, 6, 7), int32], \
+                 %q: Tensor[(), int32], %k: Tensor[(), int32], \
+                 Composite=\"dnnl.qconv2d_bias_lshift_sum_relu_requant\") {{\n    \
+                 %0 = nn.conv2d(%a, %w, padding=[1, 1, 1, 1], channels=4, kernel_size=[3, 3], out_dtype=\"int32\");\n    \
+                 %1 = add(%0, %b);\n    %2 = left_shift(%1, %l);\n    %3 = add(%2, %s);\n    \
+                 %4 = nn.relu(%3);\n    cast(clip(right_shift(add(%4, %q), %k), a_min=-127f, a_max=127f), dtype=\"int8\")\n  }};\n  \
+                 %f(%x, const((4, 5, 3, 3), int8, [{}]), const((4, 1, 1), int32, [{}]), {lshift}, %r, {round}, {shift})",
+                list(ints(4 * 5 * 9, seed + 10, 128).into_iter().map(|v| v.min(127)).collect()),
+                list(ints(4, seed + 11, 1 << 20)),
+            ),
+        );
+        let x: Vec<i8> = ints(5 * 42, seed + 12, 128)
+            .iter()
+            .map(|&v| v.min(127) as i8)
+            .collect();
+        let r: Vec<i32> = ints(4 * 42, seed + 13, i64::from(i32::MAX))
+            .iter()
+            .map(|&v| v as i32)
+            .collect();
+        let inputs = [
+            Tensor::from_vec(vec![1, 5, 6, 7], x).unwrap(),
+            Tensor::from_vec(vec![1, 4, 6, 7], r).unwrap(),
+        ];
+        let f = PartitionedFunction::from_text(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let want = common::host(&f, &inputs);
+        let module = DnnlPlugin
+            .compile(&f, &CompileOptions::new())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let got = common::run(module.as_ref(), &inputs, &want);
+        assert_eq!(got[0].as_bytes(), want[0].as_bytes(), "case {case}");
     }
 }
 

@@ -10,7 +10,7 @@
 //!   each within the bound for up to [`MAX_SPLIT_REDUCTION`] products, recombined in int32
 //!   by the epilogue. A weight that is not a constant is taken only when even its worst case
 //!   (`128 · 128` per product) is within the bound.
-//! - **Epilogue** ([`Epilogue`]): bias, residual, relu and requantization (`add` of the round
+//! - **Epilogue** ([`Epilogue`]): bias, left shift, residual, relu and requantization (`add` of the round
 //!   constant, `right_shift`, `clip`, `cast` to int8) run as one integer pass of the
 //!   runtime's own over the accumulator, with the host's semantics (wrapping adds, the
 //!   shift's rules, C casts), on the OpenMP team oneDNN uses. oneDNN's post-ops would compute
@@ -78,6 +78,18 @@ pub(crate) enum Addend {
     Full,
 }
 
+/// One step of an [`Epilogue`] on the int32 value, in the realized form's order.
+#[derive(Clone, Debug)]
+pub(crate) enum Stage {
+    /// Wrapping `add`.
+    Add(Addend),
+    /// `left_shift` by a constant: the host's rule (`None`: an amount of 32 or more, giving
+    /// 0; a negative amount is no stage at all).
+    LeftShift(Option<u32>),
+    /// `nn.relu`.
+    Relu,
+}
+
 /// The integer epilogue of an int8 convolution or inner product, or a standalone
 /// requantization. Values: the accumulator (two, `hi` and `lo`, for a split weight), one per
 /// [`Addend::Full`], then the result.
@@ -87,8 +99,7 @@ pub(crate) struct Epilogue {
     /// Elements per row (the channels).
     row: usize,
     split: bool,
-    addends: Vec<Addend>,
-    relu: bool,
+    stages: Vec<Stage>,
     requant: Option<Requant>,
 }
 
@@ -201,25 +212,31 @@ impl Epilogue {
                 }
             }
             let mut full = first_addend;
-            for addend in &self.addends {
-                match addend {
-                    Addend::PerChannel(bias) => {
+            for stage in &self.stages {
+                match stage {
+                    Stage::Add(Addend::PerChannel(bias)) => {
                         for (v, b) in acc.iter_mut().zip(bias) {
                             *v = v.wrapping_add(*b);
                         }
                     }
-                    Addend::Full => {
+                    Stage::Add(Addend::Full) => {
                         let p = (ptrs[full] as *const i32).add(o);
                         full += 1;
                         for (c, v) in acc.iter_mut().enumerate() {
                             *v = v.wrapping_add(p.add(c).read_unaligned());
                         }
                     }
-                }
-            }
-            if self.relu {
-                for v in acc.iter_mut() {
-                    *v = (*v).max(0);
+                    Stage::LeftShift(Some(k)) => {
+                        for v in acc.iter_mut() {
+                            *v <<= k;
+                        }
+                    }
+                    Stage::LeftShift(None) => acc.fill(0),
+                    Stage::Relu => {
+                        for v in acc.iter_mut() {
+                            *v = (*v).max(0);
+                        }
+                    }
                 }
             }
             match self.requant {
@@ -418,8 +435,7 @@ fn requantize(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<ValueId, OpError> 
         rows: num_elements(&y) / row,
         row,
         split: false,
-        addends: Vec::new(),
-        relu: false,
+        stages: Vec::new(),
         requant: Some(requant),
     });
     b.int_step(pass, &[src, dst], format!("requantize {}", cx.name));
@@ -569,13 +585,26 @@ fn compute(b: &mut Builder<'_>, cx: &NodeCx<'_>, q: &IntFused) -> Result<ValueId
         )?;
         values.push(acc);
     }
-    let mut addends = Vec::new();
+    let mut stages = Vec::new();
     let mut at = 2;
-    for present in [q.bias, q.sum] {
-        if present {
-            addends.push(addend(b, cx, at, &y, &mut values)?);
-            at += 1;
+    if q.bias {
+        stages.push(Stage::Add(addend(b, cx, at, &y, &mut values)?));
+        at += 1;
+    }
+    if q.lshift {
+        let k = scalar(b, cx, at, "left shift amount")?;
+        // The host's rule: negative amounts leave the value, 32 or more give 0.
+        if let Ok(k) = u32::try_from(k) {
+            stages.push(Stage::LeftShift((k < 32).then_some(k)));
         }
+        at += 1;
+    }
+    if q.sum {
+        stages.push(Stage::Add(addend(b, cx, at, &y, &mut values)?));
+        at += 1;
+    }
+    if q.relu {
+        stages.push(Stage::Relu);
     }
     let requant = if q.requant {
         Some(requant_at(b, cx, at)?)
@@ -594,8 +623,7 @@ fn compute(b: &mut Builder<'_>, cx: &NodeCx<'_>, q: &IntFused) -> Result<ValueId
         rows: num_elements(&y) / row,
         row,
         split,
-        addends,
-        relu: q.relu,
+        stages,
         requant,
     });
     b.int_step(pass, &values, format!("epilogue {}", cx.name));
