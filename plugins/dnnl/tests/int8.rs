@@ -159,7 +159,7 @@ fn random_case(seed: u64) -> (String, Vec<Tensor>) {
     let mut r = Rng(seed.wrapping_add(17));
     let c = r.pick(&[1usize, 3, 4, 8, 16, 24]);
     let (h, w) = (r.pick(&[5usize, 7, 9, 12]), r.pick(&[6usize, 8, 11]));
-    let groups = if c % 4 == 0 {
+    let groups = if c.is_multiple_of(4) {
         r.pick(&[1usize, 1, 4])
     } else {
         1
