@@ -149,9 +149,8 @@ fn resnet50_quantized_is_bit_exact_with_the_host() -> Result<()> {
         progress: None,
     }
     .run(&mut cut, &mut PassContext::new())?;
-    let input = read_npz(&light_dir()?.join("resnet50").join("random_input.npz"))?
-        .into_iter()
-        .map(|(_, t)| t)
+    let input = read_npz(light_dir()?.join("resnet50").join("random_input.npz"))?
+        .into_values()
         .collect::<Vec<_>>();
     let want = Executor::new(&cut, ExecOptions::default())?.run(&input)?;
     let result = partition(&cut, &[dnnl()?], &PartitionOptions::default())?;
