@@ -452,7 +452,7 @@ impl IntEntry {
             return Ok(());
         }
         let w = call.arg_shape(1)?;
-        let k: usize = w[1..].iter().product();
+        let k: usize = w.get(1..).unwrap_or_default().iter().product();
         if k as i64 > MAX_SPLIT_REDUCTION {
             return Err(format!(
                 "{}: {k} products per output exceed the {MAX_SPLIT_REDUCTION} that oneDNN's \
@@ -628,6 +628,44 @@ mod tests {
             arg_types: &arg_types,
             result_type: &result_type,
         })
+    }
+
+    #[test]
+    fn int8_entries_put_the_most_fused_first_and_bound_the_reduction() {
+        let entries = int_entries();
+        let names: Vec<String> = entries.iter().map(IntEntry::name).collect();
+        assert_eq!(names[0], "dnnl.qconv2d_bias_lshift_sum_relu_requant");
+        assert_eq!(names[1], "dnnl.qdense_bias_lshift_sum_relu_requant");
+        // A sum right after the root is the bias entry's pattern.
+        assert!(!names.iter().any(|n| n.starts_with("dnnl.qconv2d_sum")));
+        assert_eq!(names.len(), 2 * 28);
+        let bare = entries
+            .iter()
+            .find(|e| e.name() == "dnnl.qconv2d")
+            .copied()
+            .unwrap();
+        let op = byoc_core::op::OpRegistry::lookup("nn.conv2d").unwrap();
+        let check = |w: Vec<usize>| {
+            let arg_types = [
+                Type::tensor(vec![1, 4096, 8, 8], DType::Int8),
+                Type::tensor(w, DType::Int8),
+            ];
+            bare.check(&CallView {
+                op: &op,
+                attrs: &Attrs::new(),
+                arg_types: &arg_types,
+                result_type: &Type::tensor(vec![1, 8, 8, 8], DType::Int32),
+            })
+        };
+        assert_eq!(check(vec![8, 1024, 4, 4]), Ok(()));
+        let err = check(vec![8, 4096, 3, 3]).unwrap_err();
+        assert_eq!(
+            err.0,
+            "dnnl.qconv2d: 36864 products per output exceed the 16384 that oneDNN's int8 \
+             accumulator sums exactly"
+        );
+        // A weight without dims is no reason to panic.
+        assert_eq!(check(vec![]), Ok(()));
     }
 
     #[test]
