@@ -51,11 +51,12 @@ LIGHT = [
 
 
 def byoc_times(byoc: str, model: str, inputs: str, threads: int, iters: int, warmup: int,
-               target: str | None = None):
+               target: str | None = None, extra: tuple[str, ...] = ()):
     """One `byoc bench` round: (median, min, max) in ms; `target` (`NAME[:KEY=VALUE,...]`)
-    offloads to that plugin, with those plugin options."""
+    offloads to that plugin, with those plugin options; `extra` are more `byoc bench`
+    arguments (e.g. `--quantize`)."""
     cmd = [byoc, "bench", model, "--inputs", inputs, "--threads", str(threads),
-           "--iters", str(iters), "--warmup", str(warmup)]
+           "--iters", str(iters), "--warmup", str(warmup), *extra]
     if target:
         name, _, options = target.partition(":")
         cmd += ["--target", name, "--plugin-option", f"threads={threads}"]

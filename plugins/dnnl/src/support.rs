@@ -35,13 +35,23 @@
 //!   sight; the runtime reads any data of that many elements as the reshape does and refuses
 //!   a first `newshape` that does not fit (docs/dnnl.md). `reshape` and `nn.batch_flatten`
 //!   are also single ops (views), so flattening before a classifier stays in the partition.
+//! - **int8** (the quantized realized form, first in the table): `dnnl.q<conv2d|dense>
+//!   [_bias][_lshift][_sum][_relu][_requant]`, every combination, the most fused first: an
+//!   int8 `nn.conv2d` (NCHW/OIHW) or `nn.dense` with `out_dtype="int32"`, `add` of an int32
+//!   bias, `left_shift` by an int32 amount, `add` of an int32 residual, `nn.relu`, and the requantization `cast(clip(right_shift(
+//!   add(x, ?round), ?shift)){a_min=-127, a_max=127}){dtype="int8"}`; `dnnl.requantize`
+//!   (that requantization alone) and `dnnl.quantize` (`cast(clip(round(?data : float32)))`
+//!   to int8 with the same bounds). `cast` of int8/int32 to float32 is a single op. The
+//!   runtime runs them bit-exactly (docs/dnnl.md); the check refuses a bare int8 conv or
+//!   dense whose products per output exceed what it sums exactly.
 //! - **Prune**: partitions without `nn.conv2d`, `nn.conv2d_transpose`, `nn.dense`,
 //!   `nn.batch_matmul`, `nn.layer_norm` or `nn.global_avg_pool2d` go back to the host (TVM's
 //!   `prune_dnnl_subgraphs`).
 
 use byoc_core::sdk::prelude::*;
 
-use crate::composite::CHANNEL_SHUFFLE;
+use crate::composite::{IntRoot, CHANNEL_SHUFFLE, QUANTIZE, REQUANTIZE};
+use crate::runtime::MAX_SPLIT_REDUCTION;
 
 /// The target name, the `Compiler` attribute of dnnl partitions.
 pub const TARGET: &str = "dnnl";
@@ -328,6 +338,35 @@ pub fn description() -> TargetDescription {
     for op in ["nn.global_avg_pool2d", "nn.global_max_pool2d"] {
         d = d.with_rule_checked(f32_rule(op), |c| layouts(c, &[("layout", "NCHW")]));
     }
+    d = d.with_rule_checked(
+        OpRule::new("cast").with_dtypes([DType::Int8, DType::Int32, DType::Float32]),
+        |c| {
+            let from = c
+                .arg_types
+                .first()
+                .and_then(Type::as_tensor)
+                .map(|t| t.dtype);
+            match (from, c.attr_str("dtype")) {
+                (Some(DType::Int8 | DType::Int32), Some("float32")) => Ok(()),
+                (from, to) => Err(format!(
+                    "cast from {} to {} not supported (int8 or int32 to float32 only)",
+                    from.map_or_else(|| "?".to_string(), |d| d.to_string()),
+                    to.unwrap_or("?")
+                )
+                .into()),
+            }
+        },
+    );
+    for entry in int_entries() {
+        d = d.with_pattern_checked(entry.name(), entry.pattern(), move |c| entry.check(c));
+    }
+    d = d
+        .with_pattern_checked(
+            format!("{TARGET}.{REQUANTIZE}"),
+            REQUANT.replace("{x}", "?data : int32"),
+            |_| Ok(()),
+        )
+        .with_pattern_checked(format!("{TARGET}.{QUANTIZE}"), QUANTIZE_PATTERN, |_| Ok(()));
     for entry in fused_entries() {
         d = d.with_pattern_checked(entry.name(), entry.pattern(), move |c| entry.check(c));
     }
@@ -336,6 +375,126 @@ pub fn description() -> TargetDescription {
         CHANNEL_SHUFFLE_PATTERN,
         channel_shuffle_check,
     )
+}
+
+/// The realized form's requantization of `{x}` (int32) to int8.
+const REQUANT: &str = "cast(clip(right_shift(add({x}, ?round : int32), ?shift : int32))\
+                       {a_min=-127, a_max=127}){dtype=\"int8\"}";
+
+/// The realized form's quantization of float32 data to int8 (after its multiply by the
+/// scale, which stays a float32 op).
+const QUANTIZE_PATTERN: &str =
+    "cast(clip(round(?data : float32)){a_min=-127, a_max=127}){dtype=\"int8\"}";
+
+/// One int8 pattern table entry.
+#[derive(Clone, Copy)]
+struct IntEntry {
+    root: IntRoot,
+    bias: bool,
+    lshift: bool,
+    sum: bool,
+    relu: bool,
+    requant: bool,
+}
+
+impl IntEntry {
+    fn name(&self) -> String {
+        let root = IntRoot::ALL
+            .iter()
+            .find(|(_, r)| *r == self.root)
+            .map_or("", |(n, _)| n);
+        let mut name = format!("{TARGET}.{root}");
+        for (on, part) in [
+            (self.bias, "_bias"),
+            (self.lshift, "_lshift"),
+            (self.sum, "_sum"),
+            (self.relu, "_relu"),
+            (self.requant, "_requant"),
+        ] {
+            if on {
+                name.push_str(part);
+            }
+        }
+        name
+    }
+
+    fn pattern(&self) -> String {
+        let mut x = match self.root {
+            IntRoot::Conv2d => "nn.conv2d(?data : int8, ?weight : int8)\
+                 {data_layout=\"NCHW\", kernel_layout=\"OIHW\", out_layout=\"\", out_dtype=\"int32\"}"
+                .to_string(),
+            IntRoot::Dense => {
+                "nn.dense(?data : int8, ?weight : int8){out_dtype=\"int32\"}".to_string()
+            }
+        };
+        if self.bias {
+            x = format!("add({x}, ?bias : int32)");
+        }
+        if self.lshift {
+            x = format!("left_shift({x}, ?lshift : int32)");
+        }
+        if self.sum {
+            x = format!("add({x}, ?sum : int32)");
+        }
+        if self.relu {
+            x = format!("nn.relu({x})");
+        }
+        if self.requant {
+            x = REQUANT.replace("{x}", &x);
+        }
+        x
+    }
+
+    /// The check on the match's root: a bare conv or dense sums at most
+    /// [`MAX_SPLIT_REDUCTION`] products per output; the data of a dense is 2-D.
+    fn check(self, call: &CallView<'_>) -> Result<(), RejectReason> {
+        if !matches!(call.op_name(), "nn.conv2d" | "nn.dense") {
+            return Ok(());
+        }
+        let w = call.arg_shape(1)?;
+        let k: usize = w.get(1..).unwrap_or_default().iter().product();
+        if k as i64 > MAX_SPLIT_REDUCTION {
+            return Err(format!(
+                "{}: {k} products per output exceed the {MAX_SPLIT_REDUCTION} that oneDNN's \
+                 int8 accumulator sums exactly",
+                self.name()
+            )
+            .into());
+        }
+        if self.root == IntRoot::Dense && call.arg_rank(0)? != 2 {
+            return Err(format!("{}: dense data is not 2-D", self.name()).into());
+        }
+        Ok(())
+    }
+}
+
+/// The int8 entries, the most fused first.
+fn int_entries() -> Vec<IntEntry> {
+    let mut entries = Vec::new();
+    // A sum right after the root is the bias entry's pattern (`add` of an int32 operand);
+    // the runtime tells a per-channel operand from a residual by its shape.
+    for bits in (0..32u8).rev().filter(|b| b & 7 != 4) {
+        for (_, root) in IntRoot::ALL {
+            entries.push(IntEntry {
+                root,
+                requant: bits & 16 != 0,
+                relu: bits & 8 != 0,
+                sum: bits & 4 != 0,
+                lshift: bits & 2 != 0,
+                bias: bits & 1 != 0,
+            });
+        }
+    }
+    entries.sort_by_key(|e| {
+        std::cmp::Reverse(
+            usize::from(e.bias)
+                + usize::from(e.lshift)
+                + usize::from(e.sum)
+                + usize::from(e.relu)
+                + usize::from(e.requant),
+        )
+    });
+    entries
 }
 
 /// ShuffleNet's channel shuffle as the ONNX importer writes it (caffe2/PyTorch):
@@ -469,6 +628,44 @@ mod tests {
             arg_types: &arg_types,
             result_type: &result_type,
         })
+    }
+
+    #[test]
+    fn int8_entries_put_the_most_fused_first_and_bound_the_reduction() {
+        let entries = int_entries();
+        let names: Vec<String> = entries.iter().map(IntEntry::name).collect();
+        assert_eq!(names[0], "dnnl.qconv2d_bias_lshift_sum_relu_requant");
+        assert_eq!(names[1], "dnnl.qdense_bias_lshift_sum_relu_requant");
+        // A sum right after the root is the bias entry's pattern.
+        assert!(!names.iter().any(|n| n.starts_with("dnnl.qconv2d_sum")));
+        assert_eq!(names.len(), 2 * 28);
+        let bare = entries
+            .iter()
+            .find(|e| e.name() == "dnnl.qconv2d")
+            .copied()
+            .unwrap();
+        let op = byoc_core::op::OpRegistry::lookup("nn.conv2d").unwrap();
+        let check = |w: Vec<usize>| {
+            let arg_types = [
+                Type::tensor(vec![1, 4096, 8, 8], DType::Int8),
+                Type::tensor(w, DType::Int8),
+            ];
+            bare.check(&CallView {
+                op: &op,
+                attrs: &Attrs::new(),
+                arg_types: &arg_types,
+                result_type: &Type::tensor(vec![1, 8, 8, 8], DType::Int32),
+            })
+        };
+        assert_eq!(check(vec![8, 1024, 4, 4]), Ok(()));
+        let err = check(vec![8, 4096, 3, 3]).unwrap_err();
+        assert_eq!(
+            err.0,
+            "dnnl.qconv2d: 36864 products per output exceed the 16384 that oneDNN's int8 \
+             accumulator sums exactly"
+        );
+        // A weight without dims is no reason to panic.
+        assert_eq!(check(vec![]), Ok(()));
     }
 
     #[test]

@@ -4,6 +4,9 @@
 //! every random-weight variant partitioned, compiled by the dnnl plugin and run against
 //! onnxruntime's outputs (max relative error 1e-4, the tolerance of `tests/common/compare.rs`).
 //!
+//! ResNet-50 quantized by byoc's `Quantize` pass (every conv int8) runs on dnnl's int8
+//! composites bit for bit as on the host's integer kernels.
+//!
 //! Data: `BYOC_ONNX_LIGHT_DIR` (see `scripts/fetch_onnx_light.sh`). The tests are ignored
 //! without it; `./scripts/dev test` prepares the data and runs them.
 
@@ -17,8 +20,11 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use byoc_core::exec::{ExecOptions, Executor};
+use byoc_core::io::read_npz;
+use byoc_core::passes::{infer_types, Pass, PassContext, QConfig, Quantize};
 use byoc_core::plugin::{compile_externals, Runtimes};
 use byoc_core::sdk::{CompileOptions, Plugin};
+use byoc_core::text::{parse_module, print_module};
 use byoc_core::Module;
 use byoc_pipeline::model::load_model;
 use byoc_pipeline::pipeline::{partition, PartitionOptions};
@@ -105,6 +111,74 @@ fn shufflenet_is_one_partition_with_its_channel_shuffles() -> Result<()> {
     // Everything, the flatten before the classifier included, is one partition.
     assert_eq!(summary.functions.len(), 1);
     assert!(summary.host_ops.is_empty(), "{:?}", summary.host_ops);
+    Ok(())
+}
+
+/// ResNet-50 up to its global pool (the last integer layer, dequantized), with every conv
+/// quantized (the stem too, so that everything before the pool is integer arithmetic or
+/// exact float32 steps: max pooling, scaling by powers of two), through dnnl's int8
+/// composites against the host's integer kernels, bit for bit.
+#[test]
+#[ignore = "needs the ONNX light models: ./scripts/fetch_onnx_light.sh"]
+fn resnet50_quantized_is_bit_exact_with_the_host() -> Result<()> {
+    let model = light_dir()?.join("resnet50").join("random.onnx");
+    let module = load_model(&model, &BTreeMap::new())
+        .with_context(|| format!("loading {}", model.display()))?;
+    // Cut the float model before its global pool: its input becomes the output.
+    let text = print_module(&module);
+    let pool = text
+        .lines()
+        .find(|l| l.contains("avg_pool2d("))
+        .context("ResNet-50 has a global pool")?;
+    let (_, arg) = pool.split_once("pool2d(").context("pool call")?;
+    let arg = arg.split([',', ')']).next().context("pool argument")?;
+    let define = format!("  {arg} = ");
+    let keep = text
+        .find(&define)
+        .and_then(|at| text[at..].find('\n').map(|end| at + end + 1))
+        .context("the pool argument's definition")?;
+    let mut cut = parse_module(&format!("{}  {arg}\n}}\n", &text[..keep]))?;
+    infer_types(&mut cut)?;
+    let config = QConfig {
+        skip_conv_layers: Vec::new(),
+        ..QConfig::default()
+    };
+    Quantize {
+        config,
+        samples: Vec::new(),
+        progress: None,
+    }
+    .run(&mut cut, &mut PassContext::new())?;
+    let input = read_npz(light_dir()?.join("resnet50").join("random_input.npz"))?
+        .into_values()
+        .collect::<Vec<_>>();
+    let want = Executor::new(&cut, ExecOptions::default())?.run(&input)?;
+    let result = partition(&cut, &[dnnl()?], &PartitionOptions::default())?;
+    let summary = Summary::of(&result);
+    let composites: Vec<&str> = summary
+        .functions
+        .iter()
+        .flat_map(|f| f.composites.iter().map(String::as_str))
+        .collect();
+    let int8 = composites
+        .iter()
+        .filter(|c| c.starts_with("dnnl.qconv2d"))
+        .count();
+    assert_eq!(int8, 53, "{composites:?}");
+    assert_eq!(summary.functions.len(), 1, "{composites:?}");
+    assert!(summary.host_ops.is_empty(), "{:?}", summary.host_ops);
+    let got = dnnl_executor(&cut)?.run(&input)?;
+    let (g, w) = (got[0].as_slice::<f32>()?, want[0].as_slice::<f32>()?);
+    let differ = g
+        .iter()
+        .zip(w)
+        .filter(|(a, b)| a.to_bits() != b.to_bits())
+        .count();
+    assert_eq!(differ, 0, "{differ} of {} values differ", w.len());
+    assert!(
+        w.iter().any(|v| *v != 0.0),
+        "an all-zero output checks little"
+    );
     Ok(())
 }
 

@@ -41,6 +41,8 @@ pub const dnnl_not_required: dnnl_status_t = 6;
 
 pub const dnnl_bf16: dnnl_data_type_t = 2;
 pub const dnnl_f32: dnnl_data_type_t = 3;
+pub const dnnl_s32: dnnl_data_type_t = 4;
+pub const dnnl_s8: dnnl_data_type_t = 5;
 pub const dnnl_u8: dnnl_data_type_t = 6;
 pub const dnnl_a: dnnl_format_tag_t = 2;
 pub const dnnl_format_tag_any: dnnl_format_tag_t = 1;
@@ -428,6 +430,16 @@ extern "C" {
 extern "C" {
     pub fn omp_set_num_threads(n: c_int);
     pub fn omp_get_max_threads() -> c_int;
+    pub fn omp_get_thread_num() -> c_int;
+    pub fn omp_get_num_threads() -> c_int;
+    /// Runs `f(data)` on every thread of the calling thread's team (`num_threads` 0: the
+    /// `omp_set_num_threads` count), as `#pragma omp parallel` compiles to.
+    pub fn GOMP_parallel(
+        f: unsafe extern "C" fn(*mut c_void),
+        data: *mut c_void,
+        num_threads: std::ffi::c_uint,
+        flags: std::ffi::c_uint,
+    );
 }
 
 #[cfg(test)]

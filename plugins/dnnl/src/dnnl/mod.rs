@@ -92,6 +92,10 @@ pub enum DataType {
     /// bfloat16 (float32's sign, exponent and top 7 mantissa bits): the operands of
     /// convolutions and matmuls in the `bf16` fpmath mode.
     Bf16,
+    /// int32: the accumulators of int8 convolutions and inner products.
+    S32,
+    /// int8: the data and weights of quantized convolutions and inner products.
+    S8,
 }
 
 impl DataType {
@@ -99,14 +103,18 @@ impl DataType {
         match self {
             DataType::F32 => ffi::dnnl_f32,
             DataType::Bf16 => ffi::dnnl_bf16,
+            DataType::S32 => ffi::dnnl_s32,
+            DataType::S8 => ffi::dnnl_s8,
         }
     }
 
-    /// oneDNN's short name (`f32`, `bf16`).
+    /// oneDNN's short name (`f32`, `bf16`, `s32`, `s8`).
     pub fn name(self) -> &'static str {
         match self {
             DataType::F32 => "f32",
             DataType::Bf16 => "bf16",
+            DataType::S32 => "s32",
+            DataType::S8 => "s8",
         }
     }
 }
@@ -227,14 +235,20 @@ impl MemoryDesc {
         unsafe { ffi::dnnl_memory_desc_get_size(&self.0) }
     }
 
-    /// Whether this is the row-major f32 layout of its dims.
+    /// Whether this is the row-major layout of its dims (in its own element type).
     pub fn is_plain(&self) -> bool {
-        MemoryDesc::plain(self.dims()).is_ok_and(|p| p == *self)
+        MemoryDesc::plain_of(self.dims(), self.data_type().unwrap_or(DataType::F32))
+            .is_ok_and(|p| p == *self)
+    }
+
+    /// This descriptor's row-major layout, in its own element type.
+    pub fn plain_like(&self) -> Result<Self, DnnlError> {
+        MemoryDesc::plain_of(self.dims(), self.data_type().unwrap_or(DataType::F32))
     }
 
     /// The element type (`None` for types the runtime does not use).
     pub fn data_type(&self) -> Option<DataType> {
-        [DataType::F32, DataType::Bf16]
+        [DataType::F32, DataType::Bf16, DataType::S32, DataType::S8]
             .into_iter()
             .find(|t| t.raw() == self.0.data_type)
     }

@@ -20,6 +20,8 @@ pub(crate) struct ExecState {
     pub stream: Stream,
     /// One memory per plan value.
     memories: Vec<Memory>,
+    /// The data pointer of each plan value (for the integer passes).
+    pub ptrs: Vec<*mut u8>,
     /// Values bound per run: (value, is_output, index).
     io: Vec<(usize, bool, usize)>,
     /// Execution arguments per step.
@@ -43,6 +45,7 @@ impl ExecState {
         let scratchpad_memory =
             Memory::new(engine, &MemoryDesc::bytes(plan.scratchpad_bytes)?, sp_base)?;
         let mut memories = Vec::with_capacity(plan.values.len());
+        let mut ptrs = Vec::with_capacity(plan.values.len());
         let mut io = Vec::new();
         for (v, value) in plan.values.iter().enumerate() {
             let buffer = &plan.buffers[value.buffer];
@@ -63,6 +66,7 @@ impl ExecState {
                 },
             };
             memories.push(Memory::new(engine, &value.desc, ptr)?);
+            ptrs.push(ptr);
         }
         let args = plan
             .steps
@@ -88,6 +92,7 @@ impl ExecState {
         Ok(ExecState {
             stream: Stream::new(engine)?,
             memories,
+            ptrs,
             io,
             args,
             _arena: arena,
@@ -101,6 +106,7 @@ impl ExecState {
         for &(v, is_out, k) in &self.io {
             let ptr = if is_out { outputs[k] } else { inputs[k] };
             self.memories[v].set_data(ptr)?;
+            self.ptrs[v] = ptr;
         }
         Ok(())
     }

@@ -16,11 +16,13 @@
 
 mod attrs;
 mod exec;
+mod int8;
 mod ops;
 mod pages;
 mod plan;
 mod team;
 
+pub use int8::MAX_SPLIT_REDUCTION;
 pub use team::on_team;
 
 use std::collections::HashMap;
@@ -36,7 +38,7 @@ use thiserror::Error;
 
 use crate::dnnl::{DataType, DnnlError, Engine, MemoryDesc};
 use exec::{ExecState, StatePool};
-use plan::{Builder, Plan, ValueId};
+use plan::{Builder, Plan, ValueId, Work};
 
 /// Why building one node failed (wrapped with the node in [`RuntimeError::Node`]).
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
@@ -259,9 +261,7 @@ impl DnnlRuntime {
             match node.kind {
                 NodeKind::Input => {
                     for (i, ty) in node.outputs.iter().enumerate() {
-                        check_f32(ty).map_err(|e| node_err(id, &node.name, e))?;
-                        let desc = MemoryDesc::plain(&dims_of(ty))
-                            .map_err(|e| node_err(id, &node.name, e.into()))?;
+                        let desc = plain_desc(ty).map_err(|e| node_err(id, &node.name, e))?;
                         let v = b.input(inputs.len(), desc);
                         inputs.push(ty.clone());
                         entry_value.insert(eid(i), v);
@@ -284,9 +284,7 @@ impl DnnlRuntime {
                             message: format!("bound {} but the graph says {ty}", tensor.ty()),
                         });
                     }
-                    check_f32(ty).map_err(|e| node_err(id, &node.name, e))?;
-                    let desc = MemoryDesc::plain(&dims_of(ty))
-                        .map_err(|e| node_err(id, &node.name, e.into()))?;
+                    let desc = plain_desc(ty).map_err(|e| node_err(id, &node.name, e))?;
                     let v = b.constant(Arc::clone(tensor), desc);
                     entry_value.insert(eid(0), v);
                 }
@@ -328,8 +326,7 @@ impl DnnlRuntime {
         let last = graph.nodes.len().saturating_sub(1);
         let mut head_values = Vec::with_capacity(heads.len());
         for (&h, ty) in heads.iter().zip(&outputs) {
-            let desc =
-                MemoryDesc::plain(&dims_of(ty)).map_err(|e| node_err(last, "output", e.into()))?;
+            let desc = plain_desc(ty).map_err(|e| node_err(last, "output", e))?;
             head_values.push((entry_value[&h], desc));
         }
         let plan = b
@@ -467,10 +464,31 @@ impl DnnlRuntime {
                 label: step.label.clone(),
                 source,
             };
-            // SAFETY: the state's memories point at its arena and scratchpad (sized by the
-            // plan), at the plan's constants, and at this run's views, whose types (hence byte
-            // sizes) were checked above; the state is this run's alone.
-            unsafe { step.primitive.execute(&state.stream, args) }.map_err(failed)?;
+            match &step.work {
+                // SAFETY: the state's memories point at its arena and scratchpad (sized by the
+                // plan), at the plan's constants, and at this run's views, whose types (hence
+                // byte sizes) were checked above; the state is this run's alone.
+                Work::Primitive(p) => unsafe { p.execute(&state.stream, args) }.map_err(failed)?,
+                Work::Int(pass) => {
+                    // The pass reads what earlier primitives wrote.
+                    state.stream.wait().map_err(failed)?;
+                    let ptrs: Vec<*mut u8> =
+                        step.args.iter().map(|&(_, v)| state.ptrs[v]).collect();
+                    // SAFETY: as above; the pass was built for these values' descriptors.
+                    if !unsafe { pass.run(&ptrs) } {
+                        return Err(RuntimeError::Execute {
+                            symbol: self.symbol.clone(),
+                            step: i,
+                            node: step.node,
+                            label: step.label.clone(),
+                            source: DnnlError {
+                                call: "integer pass",
+                                status: "a worker panicked",
+                            },
+                        });
+                    }
+                }
+            }
             if let Some(times) = times.as_deref_mut() {
                 state.stream.wait().map_err(failed)?;
                 times.push(start.elapsed());
@@ -507,7 +525,13 @@ impl DnnlRuntime {
     }
 }
 
-/// Only float32 runs on this runtime.
+/// The row-major descriptor of a graph input, constant or output (float32, or int8/int32 of
+/// quantized graphs).
+fn plain_desc(ty: &TensorType) -> Result<MemoryDesc, OpError> {
+    Ok(MemoryDesc::plain_of(&dims_of(ty), int8::data_type(ty)?)?)
+}
+
+/// Only float32 runs on this runtime's ops other than the int8 composites and `cast`.
 fn check_f32(ty: &TensorType) -> Result<(), OpError> {
     if ty.dtype == DType::Float32 {
         Ok(())

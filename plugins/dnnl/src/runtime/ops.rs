@@ -10,6 +10,7 @@ use byoc_core::{Tensor, TensorType};
 use byoc_json_runtime::NodeAttrs;
 
 use super::attrs::{pad_before, per_axis, Attrs};
+use super::int8;
 use super::plan::{Builder, ValueId};
 use super::{check_f32, dims_of, OpError};
 use crate::composite::{is_composite, Composite, CompositeKind, Eltwise, Root};
@@ -38,7 +39,7 @@ impl NodeCx<'_> {
         Attrs(self.attrs)
     }
 
-    fn expect_inputs(&self, n: usize) -> Result<(), OpError> {
+    pub(crate) fn expect_inputs(&self, n: usize) -> Result<(), OpError> {
         if self.args.len() == n {
             Ok(())
         } else {
@@ -49,14 +50,14 @@ impl NodeCx<'_> {
         }
     }
 
-    fn out_dims(&self, i: usize) -> Result<Vec<i64>, OpError> {
+    pub(crate) fn out_dims(&self, i: usize) -> Result<Vec<i64>, OpError> {
         self.out_types
             .get(i)
             .map(dims_of)
             .ok_or_else(|| OpError::msg(format!("the node has no output {i}")))
     }
 
-    fn in_dims(&self, i: usize) -> Vec<i64> {
+    pub(crate) fn in_dims(&self, i: usize) -> Vec<i64> {
         dims_of(self.in_types[i])
     }
 }
@@ -64,19 +65,34 @@ impl NodeCx<'_> {
 /// Builds the primitives of one kernel node; returns the value of each output.
 pub(crate) fn build(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<Vec<ValueId>, OpError> {
     for ty in cx.in_types.iter().copied().chain(cx.out_types) {
-        check_f32(ty)?;
         if ty.shape.contains(&0) {
             return Err(OpError::msg(format!("zero-sized tensor {ty}")));
         }
     }
-    if is_composite(cx.name) {
-        let kind = CompositeKind::parse(cx.name).map_err(|e| OpError::msg(e.to_string()))?;
-        return match kind {
-            CompositeKind::Fused(c) => composite(b, cx, &c),
-            CompositeKind::ChannelShuffle => channel_shuffle(b, cx),
-        }
-        .map(|v| vec![v]);
-    }
+    let kind = if is_composite(cx.name) {
+        Some(CompositeKind::parse(cx.name).map_err(|e| OpError::msg(e.to_string()))?)
+    } else {
+        None
+    };
+    let all_f32 = || {
+        cx.in_types
+            .iter()
+            .copied()
+            .chain(cx.out_types)
+            .try_for_each(check_f32)
+    };
+    let single = match kind {
+        Some(CompositeKind::Int(q)) => int8::build(b, cx, Some(q)),
+        None if cx.name == "cast" => int8::build(b, cx, None),
+        Some(CompositeKind::Fused(c)) => all_f32().and_then(|()| composite(b, cx, &c)),
+        Some(CompositeKind::ChannelShuffle) => all_f32().and_then(|()| channel_shuffle(b, cx)),
+        None => return all_f32().and_then(|()| op(b, cx)),
+    };
+    single.map(|v| vec![v])
+}
+
+/// Builds a single-op kernel node on float32 tensors.
+fn op(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<Vec<ValueId>, OpError> {
     let one = |r: Result<ValueId, OpError>| r.map(|v| vec![v]);
     match cx.name {
         "nn.conv2d" | "nn.conv2d_transpose" => {
@@ -338,12 +354,39 @@ fn sum_destination(
     }
 }
 
-fn conv_with(
-    b: &mut Builder<'_>,
-    cx: &NodeCx<'_>,
-    deconv: bool,
-    f: &Fused,
-) -> Result<ValueId, OpError> {
+/// The geometry of an NCHW convolution node: dims, groups, oneDNN's weight view and window.
+pub(crate) struct ConvGeometry {
+    pub x: Vec<i64>,
+    pub y: Vec<i64>,
+    pub g: i64,
+    pub oc: i64,
+    pub icg: i64,
+    pub kh: i64,
+    pub kw: i64,
+    /// The weight as oneDNN's logical `[G,] O/G, I/G, KH, KW`, with the element strides of
+    /// the node's weight layout.
+    pub wdims: Vec<i64>,
+    pub wstrides: Vec<i64>,
+    strides: Vec<i64>,
+    dilates: Vec<i64>,
+    pl: Vec<i64>,
+    pr: Vec<i64>,
+}
+
+impl ConvGeometry {
+    /// The primitive's window.
+    pub fn window(&self) -> Window<'_> {
+        Window {
+            strides: &self.strides,
+            dilates: &self.dilates,
+            pad_l: &self.pl,
+            pad_r: &self.pr,
+        }
+    }
+}
+
+/// Reads and checks a (de)convolution node's layouts, shapes, groups and window.
+pub(crate) fn conv_geometry(cx: &NodeCx<'_>, deconv: bool) -> Result<ConvGeometry, OpError> {
     let a = cx.attrs();
     a.layout("data_layout", &["NCHW"])?;
     a.layout("kernel_layout", if deconv { &["IOHW"] } else { &["OIHW"] })?;
@@ -398,12 +441,33 @@ fn conv_with(
         };
     }
     let dilates: Vec<i64> = dil.iter().map(|d| d - 1).collect();
-    let window = Window {
-        strides: &strides,
-        dilates: &dilates,
-        pad_l: &pl,
-        pad_r: &pr,
-    };
+    Ok(ConvGeometry {
+        x,
+        y,
+        g,
+        oc,
+        icg,
+        kh,
+        kw,
+        wdims,
+        wstrides,
+        strides,
+        dilates,
+        pl,
+        pr,
+    })
+}
+
+fn conv_with(
+    b: &mut Builder<'_>,
+    cx: &NodeCx<'_>,
+    deconv: bool,
+    f: &Fused,
+) -> Result<ValueId, OpError> {
+    let geo = conv_geometry(cx, deconv)?;
+    let (x, y, g, oc, icg, kh, kw) = (&geo.x, &geo.y, geo.g, geo.oc, geo.icg, geo.kh, geo.kw);
+    let (wdims, wstrides) = (&geo.wdims, &geo.wstrides);
+    let window = geo.window();
     let bias_desc = match f.bias {
         Some(_) => MemoryDesc::plain(&[oc])?,
         None => MemoryDesc::zero(),
@@ -412,15 +476,15 @@ fn conv_with(
     let conv_pd = |wdims: &[i64]| -> Result<PrimitiveDesc, OpError> {
         let op = OpDesc::convolution(
             deconv,
-            &MemoryDesc::any_of(&x, dt)?,
+            &MemoryDesc::any_of(x, dt)?,
             &MemoryDesc::any_of(wdims, dt)?,
             &bias_desc,
-            &MemoryDesc::any(&y)?,
+            &MemoryDesc::any(y)?,
             &window,
         )?;
         Ok(PrimitiveDesc::new(engine, &op, &attr)?)
     };
-    let mut pd = conv_pd(&wdims)?;
+    let mut pd = conv_pd(wdims)?;
     let mut weight = None;
     if !deconv && g > 1 && g <= MAX_UNGROUPED && slow_impl(&pd.impl_name()) {
         if let Some(dense) = b.graph_constant(cx.args[1]).map(|t| block_diagonal(t, g)) {
@@ -436,7 +500,7 @@ fn conv_with(
     let src = b.in_layout(cx.args[0], pd.query(Query::Src(0)))?;
     let wv = match weight {
         Some(w) => w,
-        None => b.view(cx.args[1], MemoryDesc::strided(&wdims, &wstrides)?)?,
+        None => b.view(cx.args[1], MemoryDesc::strided(wdims, wstrides)?)?,
     };
     let wv = b.in_layout(wv, pd.query(Query::Weights(0)))?;
     let mut args = vec![(ffi::DNNL_ARG_SRC, src), (ffi::DNNL_ARG_WEIGHTS, wv)];

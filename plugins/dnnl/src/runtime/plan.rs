@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use byoc_core::Tensor;
 
+use super::int8::IntPass;
 use super::pages::PageBuf;
 use super::OpError;
 use crate::dnnl::{
@@ -75,9 +76,18 @@ pub(crate) struct Value {
     pub buffer: usize,
 }
 
-/// One primitive execution.
+/// What a step runs.
+pub(crate) enum Work {
+    /// A oneDNN primitive.
+    Primitive(Primitive),
+    /// An integer pass of the runtime's own ([`IntPass`]); its values are the step's
+    /// `args` in the pass's order.
+    Int(IntPass),
+}
+
+/// One step: a primitive execution or an integer pass.
 pub(crate) struct Step {
-    pub primitive: Primitive,
+    pub work: Work,
     pub args: Vec<(c_int, ValueId)>,
     pub scratchpad: usize,
     /// The graph node it belongs to and what it does, for errors and profiles.
@@ -292,7 +302,7 @@ impl<'e> Builder<'e> {
         if cur == desc {
             return Ok(v);
         }
-        let plain = self.in_layout(v, MemoryDesc::plain(cur.dims())?)?;
+        let plain = self.in_layout(v, cur.plain_like()?)?;
         if desc.size() > self.values[plain].desc.size() {
             return Err(OpError::msg(format!(
                 "cannot view {:?} as {desc:?}: it needs more bytes",
@@ -319,13 +329,24 @@ impl<'e> Builder<'e> {
         };
         let label = format!("{label}{on} [{}]", pd.impl_name());
         self.steps.push(Step {
-            primitive,
+            work: Work::Primitive(primitive),
             args,
             scratchpad,
             node: self.node,
             label,
         });
         Ok(())
+    }
+
+    /// Appends an integer pass over `values` (in the pass's order).
+    pub fn int_step(&mut self, pass: IntPass, values: &[ValueId], label: String) {
+        self.steps.push(Step {
+            work: Work::Int(pass),
+            args: values.iter().map(|&v| (0, v)).collect(),
+            scratchpad: 0,
+            node: self.node,
+            label: format!("{label} [byoc:int]"),
+        });
     }
 
     /// Puts the heads into output buffers `0..` (plain) and lays out the arena.
