@@ -69,6 +69,7 @@ fn input_name(ctx: &NodeCtx<'_>, i: usize) -> String {
 /// are allowed (`len` is the quantized axis' extent).
 fn check_len(ctx: &NodeCtx<'_>, i: usize, n: usize, len: Option<usize>) -> Result<(), OnnxError> {
     match len {
+        _ if n == 0 => Err(ctx.err(format!("{} holds no values", input_name(ctx, i)))),
         _ if n == 1 => Ok(()),
         Some(len) if n == len => Ok(()),
         Some(len) => Err(ctx.err(format!(
@@ -529,7 +530,10 @@ fn requantize(
         let m = vector(pairs.iter().map(|p| p.0).collect()).map_err(|e| ctx.err(e.to_string()))?;
         let s = vector(pairs.iter().map(|p| p.1).collect()).map_err(|e| ctx.err(e.to_string()))?;
         let (m, s) = (ctx.constant(m), ctx.constant(s));
-        let axis = ctx.rank(acc)? - 1 - trailing;
+        let axis = ctx
+            .rank(acc)?
+            .checked_sub(1 + trailing)
+            .ok_or_else(|| ctx.err("per-channel scales need a channel axis"))?;
         ctx.call(
             "fixed_point_multiply_per_axis",
             &[acc, m, s],
