@@ -556,6 +556,38 @@ fn factors(x: &QParams, w: &QParams, y: &QParams) -> Vec<f32> {
         .collect()
 }
 
+/// A quantized conv's data and weight, checked.
+struct ConvOperands {
+    x: ExprId,
+    w: ExprId,
+    x_dtype: DType,
+    w_dtype: DType,
+    /// The weight's shape, `[O, I, H, W]`.
+    wshape: Vec<usize>,
+}
+
+/// The data (input `xi`) and the 4-D weight (input `wi`) of a quantized conv, both int8 or
+/// uint8.
+fn conv_operands(ctx: &NodeCtx<'_>, xi: usize, wi: usize) -> Result<ConvOperands, OnnxError> {
+    let (x, w) = (ctx.input(xi)?, ctx.input(wi)?);
+    let x_dtype = quantized_dtype(ctx, x, xi)?;
+    let w_dtype = quantized_dtype(ctx, w, wi)?;
+    let wshape = ctx.shape(w)?;
+    if wshape.len() != 4 {
+        return Err(ctx.err(format!(
+            "{}: the weight must be 4-D (OIHW), got shape {wshape:?}",
+            input_name(ctx, wi)
+        )));
+    }
+    Ok(ConvOperands {
+        x,
+        w,
+        x_dtype,
+        w_dtype,
+        wshape,
+    })
+}
+
 /// How a quantized conv's bias arrives.
 enum Bias {
     /// `QLinearConv`'s int32 bias, already at the accumulator's scale.
@@ -567,16 +599,13 @@ enum Bias {
 /// `QLinearConv` (and the QDQ conv group): `x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp,
 /// [B]`.
 fn qconv(ctx: &mut NodeCtx<'_>, bias_kind: Bias) -> Out {
-    let (x, w) = (ctx.input(0)?, ctx.input(3)?);
-    let x_dtype = quantized_dtype(ctx, x, 0)?;
-    let w_dtype = quantized_dtype(ctx, w, 3)?;
-    let wshape = ctx.shape(w)?;
-    if wshape.len() != 4 {
-        return Err(ctx.err(format!(
-            "{}: the weight must be 4-D (OIHW), got shape {wshape:?}",
-            input_name(ctx, 3)
-        )));
-    }
+    let ConvOperands {
+        x,
+        w,
+        x_dtype,
+        w_dtype,
+        wshape,
+    } = conv_operands(ctx, 0, 3)?;
     let xq = qparams(ctx, (1, 2), x_dtype, None)?;
     let wq = qparams(ctx, (4, 5), w_dtype, Some(wshape[0]))?;
     let yq = qparams(ctx, (6, 7), DType::Float32, None)?;
@@ -663,16 +692,13 @@ pub(super) fn qdq_matmul(ctx: &mut NodeCtx<'_>) -> Out {
 
 /// `ConvInteger(x, w, [x_zp], [w_zp])`: the int32 accumulator.
 pub(super) fn conv_integer(ctx: &mut NodeCtx<'_>) -> Out {
-    let (x, w) = (ctx.input(0)?, ctx.input(1)?);
-    let x_dtype = quantized_dtype(ctx, x, 0)?;
-    let w_dtype = quantized_dtype(ctx, w, 1)?;
-    let wshape = ctx.shape(w)?;
-    if wshape.len() != 4 {
-        return Err(ctx.err(format!(
-            "{}: the weight must be 4-D (OIHW), got shape {wshape:?}",
-            input_name(ctx, 1)
-        )));
-    }
+    let ConvOperands {
+        x,
+        w,
+        x_dtype,
+        w_dtype,
+        wshape,
+    } = conv_operands(ctx, 0, 1)?;
     let (x_zero, _) = zero_points(ctx, 2, x_dtype, None)?;
     let (w_zero, _) = zero_points(ctx, 3, w_dtype, Some(wshape[0]))?;
     let acc = integer_conv(ctx, (x, x_zero[0]), (w, &w_zero))?;
