@@ -10,7 +10,8 @@
 //! agree.
 //!
 //! The models come from `scripts/fixtures/gen_qdq_models.py` (generated under `target/` by
-//! `./scripts/dev test`, which sets `BYOC_ONNX_QDQ_DIR` and runs this test with `--ignored`).
+//! `./scripts/dev test`, which sets `BYOC_ONNX_QDQ_DIR` and runs this test with
+//! `--include-ignored`).
 
 use std::path::{Path, PathBuf};
 
