@@ -619,3 +619,48 @@ fn other_attribute_errors_are_reported() {
         "full: fill_value must be a scalar, got Tensor[(2), float32]"
     );
 }
+
+/// Round half up of `x * m * 2^shift / 2^31`, exactly (TVM's `q_multiply_shift`).
+fn exact_fixed_point(x: i32, m: i32, shift: i32) -> i32 {
+    let num = i128::from(x) * i128::from(m) * (1i128 << shift.max(0));
+    let den = 1i128 << (31 + (-shift).max(0));
+    (num + den / 2).div_euclid(den) as i32
+}
+
+#[test]
+fn fixed_point_multiply_per_axis_rescales_each_channel_exactly() {
+    let x: Vec<i32> = (0..24).map(|i| (i - 12) * 1_234_567 + i).collect();
+    let multipliers = [1_518_500_250, 1 << 30, 2_000_000_000];
+    let shifts = [-3, 0, 2];
+    let inputs = [
+        Tensor::from_vec([2, 3, 4], x.clone()).unwrap(),
+        Tensor::from_vec([3], multipliers.to_vec()).unwrap(),
+        Tensor::from_vec([3], shifts.to_vec()).unwrap(),
+    ];
+    let attrs = Attrs::new().with("axis", 1i64);
+    let out = run_op(
+        "fixed_point_multiply_per_axis",
+        attrs.clone(),
+        &inputs,
+        false,
+        1,
+    )
+    .unwrap();
+    let got = out[0].as_slice::<i32>().unwrap();
+    for (i, (&g, &v)) in got.iter().zip(&x).enumerate() {
+        let c = (i / 4) % 3;
+        assert_eq!(
+            g,
+            exact_fixed_point(v, multipliers[c], shifts[c]),
+            "element {i}"
+        );
+    }
+    // A shift outside [-32, 31] is a kernel error, not undefined shifting.
+    let bad = [
+        inputs[0].clone(),
+        inputs[1].clone(),
+        Tensor::from_vec([3], vec![0, 40, 0]).unwrap(),
+    ];
+    let err = run_op("fixed_point_multiply_per_axis", attrs, &bad, false, 1).unwrap_err();
+    assert!(err.to_string().contains("shift 40"), "{err}");
+}

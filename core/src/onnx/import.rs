@@ -11,7 +11,7 @@ use std::path::Path;
 
 use prost::Message;
 
-use super::convert::converter;
+use super::convert::{converter, fused_converter};
 use super::ctx::{Graph, NodeCtx};
 use super::error::{NodeRef, UnsupportedOp};
 use super::proto::{GraphProto, ModelProto, NodeProto, ValueInfoProto};
@@ -27,19 +27,24 @@ pub(crate) fn import(
     base_dir: Option<&Path>,
     opts: &ImportOptions,
 ) -> Result<Module, OnnxError> {
-    let model = ModelProto::decode(bytes).map_err(|e| OnnxError::Decode {
+    let mut model = ModelProto::decode(bytes).map_err(|e| OnnxError::Decode {
         reason: e.to_string(),
     })?;
-    let graph = model.graph.as_ref().ok_or_else(|| OnnxError::NotAModel {
-        reason: "it has no graph".into(),
-    })?;
+    if model.graph.is_none() {
+        return Err(OnnxError::NotAModel {
+            reason: "it has no graph".into(),
+        });
+    }
     if model.ir_version <= 0 {
         return Err(OnnxError::NotAModel {
             reason: "it has no IR version".into(),
         });
     }
     let opset = default_opset(&model)?;
+    let graph = model.graph.get_or_insert_default();
     check_supported(graph)?;
+    super::qdq::fuse(graph);
+    let graph = &*graph;
     check_graph(graph)?;
     let order = topological_order(graph)?;
 
@@ -481,13 +486,15 @@ fn convert_node<'g>(
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
-    let convert = converter(&node.op_type).ok_or_else(|| OnnxError::UnsupportedOps {
-        ops: vec![UnsupportedOp {
-            op_type: node.op_type.clone(),
-            count: 1,
-            first_node: at.name.clone(),
-        }],
-    })?;
+    let convert = converter(&node.op_type)
+        .or_else(|| fused_converter(&node.op_type))
+        .ok_or_else(|| OnnxError::UnsupportedOps {
+            ops: vec![UnsupportedOp {
+                op_type: node.op_type.clone(),
+                count: 1,
+                first_node: at.name.clone(),
+            }],
+        })?;
     let mut ctx = NodeCtx {
         g,
         node,

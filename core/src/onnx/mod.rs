@@ -10,6 +10,9 @@
 //!   (the CLI's `--input-shape name=1,3,224,224`).
 //! - Constant subgraphs are evaluated at import with the ops' host kernels, so `Shape`,
 //!   `ConstantOfShape` and shape-arithmetic chains leave only constants behind.
+//! - Quantized models (`QuantizeLinear`/`DequantizeLinear`, `QLinearConv`, `QLinearMatMul`,
+//!   `ConvInteger`, `MatMulInteger`, and QDQ models, whose dequantize-conv/matmul-quantize
+//!   groups [`qdq`] fuses first) become integer arithmetic (`convert/quant.rs`).
 //! - `@main` returns the graph outputs in order (a tuple when there are several) and the module
 //!   type-checks ([`crate::passes::infer_types`] has run on it).
 //!
@@ -29,6 +32,7 @@ mod error;
 mod fold;
 mod import;
 pub mod proto;
+mod qdq;
 mod tensor_proto;
 
 use std::collections::BTreeMap;

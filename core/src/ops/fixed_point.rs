@@ -11,13 +11,20 @@
 //! products wrap in 64 bits and the final narrowing keeps the low 32 bits, as the generated
 //! code does. `multiplier` is an int32 Q31 value (TVM's `relay.fixed_point_multiply` takes
 //! it as an int); `shift` must lie in `[-32, 31]` so every shift amount stays inside 64 bits.
+//!
+//! `fixed_point_multiply_per_axis(x, multiplier, shift, axis)` is the same rescaling with one
+//! `(multiplier, shift)` pair per index of `axis`, given as two 1-D int32 tensors (TVM's
+//! `fixed_point_multiply_per_axis`, for per-channel scales such as ONNX's per-channel
+//! `QLinearConv`).
 
 use crate::ir::{DType, Type};
 use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
+use super::nn_common::norm_axis;
 #[cfg(feature = "executor")]
 use {
     super::elementwise::map_kernel,
     super::support::check_io,
+    crate::kernels,
     crate::op::{HostKernel, KernelError, KernelSpec},
 };
 
@@ -78,7 +85,83 @@ impl OpImpl for FixedPointMultiply {
     }
 }
 
+/// `fixed_point_multiply_per_axis(x, multiplier, shift, axis)`.
+struct FixedPointMultiplyPerAxis;
+
+/// The normalized axis and its extent, after checking the operand types.
+fn per_axis_setup(ctx: &TypeCtx<'_>) -> Result<(usize, usize), TypeError> {
+    let x = ctx.tensor(0)?;
+    if x.dtype != DType::Int32 {
+        return Err(ctx.err(format!("requires an int32 tensor, got {}", x.dtype)));
+    }
+    let axis = norm_axis(ctx, ctx.int("axis")?, x.rank())?;
+    let len = x.shape[axis];
+    for (i, what) in [(1, "multiplier"), (2, "shift")] {
+        let t = ctx.tensor(i)?;
+        if t.dtype != DType::Int32 || t.shape != [len] {
+            return Err(ctx.err(format!(
+                "{what} must be an int32 vector of {len} values (axis {axis} of {}), got {}",
+                x, t
+            )));
+        }
+    }
+    Ok((axis, len))
+}
+
+impl OpImpl for FixedPointMultiplyPerAxis {
+    fn infer_type(&self, ctx: &TypeCtx<'_>) -> Result<Type, TypeError> {
+        per_axis_setup(ctx)?;
+        Ok(Type::Tensor(ctx.tensor(0)?.clone()))
+    }
+
+    #[cfg(feature = "executor")]
+    fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
+        check_io(spec, 3, 1)?;
+        let (axis, len) = super::support::with_type_ctx(spec, per_axis_setup)?;
+        let inner: usize = spec.inputs[0].shape[axis + 1..].iter().product();
+        let op = spec.op.to_string();
+        Ok(kernels::kernel(
+            spec.op,
+            spec.inputs,
+            spec.outputs,
+            move |ins, outs, _threads| {
+                let x = kernels::input::<i32>(ins, 0)?;
+                let multiplier = kernels::input::<i32>(ins, 1)?;
+                let shift = kernels::input::<i32>(ins, 2)?;
+                if let Some(s) = shift
+                    .iter()
+                    .find(|&&s| !(SHIFT_RANGE.0..=SHIFT_RANGE.1).contains(&i64::from(s)))
+                {
+                    return Err(KernelError::new(
+                        &op,
+                        format!(
+                            "shift {s} is outside [{}, {}]",
+                            SHIFT_RANGE.0, SHIFT_RANGE.1
+                        ),
+                    ));
+                }
+                let y = kernels::output::<i32>(outs, 0)?;
+                for (i, (out, &v)) in y.iter_mut().zip(x).enumerate() {
+                    let c = (i / inner.max(1)) % len;
+                    *out = fixed_point_multiply(v, multiplier[c], shift[c]);
+                }
+                Ok(())
+            },
+        ))
+    }
+}
+
 pub(super) fn register(ops: &mut Vec<OpDef>) {
+    ops.push(
+        OpDef::new(
+            "fixed_point_multiply_per_axis",
+            "fixed_point_multiply with one (multiplier, shift) pair per index of axis",
+            Arity::Exact(3),
+            OpPattern::Broadcast,
+            FixedPointMultiplyPerAxis,
+        )
+        .with_attrs(vec![AttrDef::new("axis", AttrKind::Int, 1i64)]),
+    );
     ops.push(
         OpDef::new(
             "fixed_point_multiply",

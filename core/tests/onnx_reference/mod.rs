@@ -4,7 +4,9 @@
 //! A case folder holds `model.onnx` and either `test_data_set_0/input_<i>.pb` /
 //! `output_<i>.pb` (serialized TensorProtos, ONNX's backend-test layout) or `refuses.txt`, a
 //! fragment the import or executor-build error must contain. Tolerance:
-//! `|got - want| <= 1e-5 + 1e-4 * |want|`, and the output types must be equal.
+//! `|got - want| <= 1e-5 + 1e-4 * |want|`, and the output types must be equal; a case with
+//! `steps.txt` (a number `n`) lets integer outputs differ by up to `n` (quantization steps:
+//! onnxruntime requantizes in float32, byoc with a fixed-point multiply).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -62,7 +64,14 @@ pub fn check_case(dir: &Path) -> Result<(), String> {
         build(dir, &shapes)
     })?;
     let got = exec.run(&inputs).map_err(|e| format!("run: {e}"))?;
-    compare(&got, &expected)
+    let steps = match std::fs::read_to_string(dir.join("steps.txt")) {
+        Ok(text) => text
+            .trim()
+            .parse::<f64>()
+            .map_err(|e| format!("steps.txt: {e}"))?,
+        Err(_) => 0.0,
+    };
+    compare(&got, &expected, steps)
 }
 
 fn build(dir: &Path, input_shapes: &BTreeMap<String, Vec<usize>>) -> Result<Executor, String> {
@@ -78,7 +87,7 @@ fn build(dir: &Path, input_shapes: &BTreeMap<String, Vec<usize>>) -> Result<Exec
     Executor::new(&model, exec_opts).map_err(|e| format!("executor: {e}"))
 }
 
-fn compare(got: &[Tensor], expected: &[Tensor]) -> Result<(), String> {
+fn compare(got: &[Tensor], expected: &[Tensor], steps: f64) -> Result<(), String> {
     if got.len() != expected.len() {
         return Err(format!(
             "{} outputs, onnxruntime gives {}",
@@ -94,8 +103,9 @@ fn compare(got: &[Tensor], expected: &[Tensor]) -> Result<(), String> {
                 w.ty()
             ));
         }
+        let slack = if w.dtype().is_int() { steps } else { 0.0 };
         for (k, (a, b)) in g.to_f64_vec().iter().zip(w.to_f64_vec()).enumerate() {
-            if (a - b).abs() > 1e-5 + 1e-4 * b.abs() {
+            if (a - b).abs() > 1e-5 + 1e-4 * b.abs() + slack {
                 return Err(format!(
                     "output {i} element {k}: got {a}, onnxruntime gives {b}"
                 ));

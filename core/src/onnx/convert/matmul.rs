@@ -74,7 +74,17 @@ pub(super) fn gemm(ctx: &mut NodeCtx<'_>) -> Out {
 /// matrix right operand gives `nn.dense` over the flattened batch; batched right operands give
 /// `nn.batch_matmul` (batch dims equal, or one side without batch).
 pub(super) fn matmul(ctx: &mut NodeCtx<'_>) -> Out {
-    let (mut a, mut b) = (ctx.input(0)?, ctx.input(1)?);
+    let (a, b) = (ctx.input(0)?, ctx.input(1)?);
+    one(matmul_values(ctx, a, b, Attrs::new())?)
+}
+
+/// `MatMul`'s lowering of `a x b`, with `attrs` (such as `out_dtype`) on the product op.
+pub(super) fn matmul_values(
+    ctx: &mut NodeCtx<'_>,
+    mut a: ExprId,
+    mut b: ExprId,
+    attrs: Attrs,
+) -> Result<ExprId, OnnxError> {
     let (mut sa, mut sb) = (ctx.shape(a)?, ctx.shape(b)?);
     if sa.is_empty() || sb.is_empty() {
         return Err(ctx.err("MatMul operands must have rank at least 1"));
@@ -106,7 +116,7 @@ pub(super) fn matmul(ctx: &mut NodeCtx<'_>) -> Out {
             reshape(ctx, b, &[k, n])?
         };
         let bt = transpose(ctx, b2, &[1, 0])?;
-        let y = ctx.call("nn.dense", &[a2, bt], Attrs::new().with("units", n as i64))?;
+        let y = ctx.call("nn.dense", &[a2, bt], attrs.with("units", n as i64))?;
         let mut batch = batch_a.to_vec();
         if batch_b.len() > batch.len() {
             batch = batch_b.to_vec();
@@ -127,7 +137,7 @@ pub(super) fn matmul(ctx: &mut NodeCtx<'_>) -> Out {
         let a3 = reshape(ctx, a, &[pa, m, k])?;
         let b3 = reshape(ctx, b, &[pb, k, n])?;
         let bt = transpose(ctx, b3, &[0, 2, 1])?;
-        (batch, ctx.call("nn.batch_matmul", &[a3, bt], Attrs::new())?)
+        (batch, ctx.call("nn.batch_matmul", &[a3, bt], attrs)?)
     };
     let mut out = batch;
     if !a_vector {
@@ -136,5 +146,5 @@ pub(super) fn matmul(ctx: &mut NodeCtx<'_>) -> Out {
     if !b_vector {
         out.push(n);
     }
-    one(reshape(ctx, y, &out)?)
+    reshape(ctx, y, &out)
 }

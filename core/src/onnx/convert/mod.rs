@@ -8,6 +8,7 @@
 mod elementwise;
 mod matmul;
 mod nn;
+mod quant;
 mod reduce;
 mod resize;
 mod shape;
@@ -25,6 +26,15 @@ pub(crate) fn converter(op_type: &str) -> Option<Convert> {
         .iter()
         .find(|(name, _)| *name == op_type)
         .map(|&(_, f)| f)
+}
+
+/// The converter of a node that [`super::qdq::fuse`] made from a QDQ group.
+pub(crate) fn fused_converter(op_type: &str) -> Option<Convert> {
+    match op_type {
+        super::qdq::QDQ_CONV => Some(quant::qdq_conv),
+        super::qdq::QDQ_MATMUL => Some(quant::qdq_matmul),
+        _ => None,
+    }
 }
 
 /// Every supported op type with its converter, by family.
@@ -73,6 +83,13 @@ const CONVERTERS: &[(&str, Convert)] = &[
     // matmul.rs
     ("Gemm", matmul::gemm),
     ("MatMul", matmul::matmul),
+    // quant.rs
+    ("QuantizeLinear", quant::quantize_linear),
+    ("DequantizeLinear", quant::dequantize_linear),
+    ("QLinearConv", quant::qlinear_conv),
+    ("QLinearMatMul", quant::qlinear_matmul),
+    ("ConvInteger", quant::conv_integer),
+    ("MatMulInteger", quant::matmul_integer),
     // shape.rs
     ("Flatten", shape::flatten),
     ("Reshape", shape::reshape),

@@ -12,16 +12,16 @@ use crate::onnx::OnnxError;
 type Out = Result<Vec<ExprId>, OnnxError>;
 
 /// The spatial window attributes shared by convolutions and pooling.
-struct Window {
-    kernel: Vec<i64>,
-    strides: Vec<i64>,
-    dilations: Vec<i64>,
+pub(super) struct Window {
+    pub kernel: Vec<i64>,
+    pub strides: Vec<i64>,
+    pub dilations: Vec<i64>,
     /// `[top, left, bottom, right]`.
-    pads: Vec<i64>,
+    pub pads: Vec<i64>,
 }
 
 impl Window {
-    fn attrs(&self, kernel_name: &str, dilation_name: &str) -> Attrs {
+    pub(super) fn attrs(&self, kernel_name: &str, dilation_name: &str) -> Attrs {
         Attrs::new()
             .with(kernel_name, self.kernel.clone())
             .with("strides", self.strides.clone())
@@ -31,7 +31,7 @@ impl Window {
 }
 
 /// Checks that `x` is a rank-4 NCHW tensor and returns its spatial dims.
-fn spatial_2d(ctx: &NodeCtx<'_>, x: ExprId) -> Result<[usize; 2], OnnxError> {
+pub(super) fn spatial_2d(ctx: &NodeCtx<'_>, x: ExprId) -> Result<[usize; 2], OnnxError> {
     let shape = ctx.shape(x)?;
     match shape.as_slice() {
         [_, _, h, w] => Ok([*h, *w]),
@@ -59,7 +59,11 @@ fn ints_attr(
 }
 
 /// Reads `strides`, `dilations`, `pads`/`auto_pad` for a window of `kernel` over `input`.
-fn window(ctx: &NodeCtx<'_>, input: [usize; 2], kernel: Vec<i64>) -> Result<Window, OnnxError> {
+pub(super) fn window(
+    ctx: &NodeCtx<'_>,
+    input: [usize; 2],
+    kernel: Vec<i64>,
+) -> Result<Window, OnnxError> {
     let strides = ints_attr(ctx, "strides", 2, 1)?;
     let dilations = ints_attr(ctx, "dilations", 2, 1)?;
     if strides.iter().chain(&dilations).any(|&v| v < 1) {
@@ -103,7 +107,7 @@ fn window(ctx: &NodeCtx<'_>, input: [usize; 2], kernel: Vec<i64>) -> Result<Wind
 }
 
 /// The kernel's spatial size: the `kernel_shape` attribute or the weight's last two dims.
-fn kernel_shape(ctx: &NodeCtx<'_>, weight: &[usize]) -> Result<Vec<i64>, OnnxError> {
+pub(super) fn kernel_shape(ctx: &NodeCtx<'_>, weight: &[usize]) -> Result<Vec<i64>, OnnxError> {
     match ctx.attr_ints("kernel_shape")? {
         Some(k) if k.len() == 2 => Ok(k),
         Some(k) => Err(ctx.err(format!("kernel_shape {k:?} is not 2-D"))),
