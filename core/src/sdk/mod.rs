@@ -19,6 +19,7 @@ pub mod abi;
 mod datatype;
 mod describe;
 mod function;
+pub mod native;
 mod options;
 pub(crate) mod placeholders;
 mod plugin;
