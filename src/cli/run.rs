@@ -69,10 +69,12 @@ fn load_artifact(
     } else {
         PluginRegistry::new()
     };
+    let plugins: Vec<String> = artifact.targets().into_iter().map(|t| t.plugin).collect();
+    let plugins: Vec<&str> = plugins.iter().map(String::as_str).collect();
     let externals = artifact
         .load_externals(
             |plugin| find_plugin(&registry, plugin),
-            &args.compile_options()?,
+            &args.compile_options_for(&plugins)?,
         )
         .with_context(|| format!("{name}: cannot load"))?;
     Ok((artifact.module, externals))
