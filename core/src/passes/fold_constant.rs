@@ -24,7 +24,7 @@ use crate::ir::{
     rewrite::Rebuild, Call, Expr, ExprId, Function, FunctionBuilder, IrError, Module, TensorType,
     Type,
 };
-use crate::op::Op;
+use crate::op::{KernelError, Op};
 use crate::tensor::{Tensor, TensorMut};
 
 use super::{eliminate_dead_code, infer_types, Pass, PassContext, PassError};
@@ -174,7 +174,15 @@ fn evaluate(
             return Ok(None);
         }
     };
-    let mut outputs: Vec<Tensor> = output_types.into_iter().map(Tensor::zeros).collect();
+    let mut outputs = output_types
+        .into_iter()
+        .map(Tensor::try_zeros)
+        .collect::<Result<Vec<Tensor>, _>>()
+        .map_err(|e| PassError::Eval {
+            function: function.to_string(),
+            at: id,
+            source: KernelError::new(op.name(), e.to_string()),
+        })?;
     let views: Vec<_> = inputs.iter().map(|t| t.view()).collect();
     let mut out_views: Vec<TensorMut<'_>> = outputs.iter_mut().map(Tensor::view_mut).collect();
     kernel
