@@ -8,7 +8,12 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use byoc::core::io::read_npz;
+use byoc::core::onnx::proto::{
+    attribute_type, AttributeProto, Dimension, GraphProto, ModelProto, NodeProto,
+    OperatorSetIdProto, TensorProto, TensorShapeProto, TypeProto, TypeProtoTensor, ValueInfoProto,
+};
 use common::{byoc, root, stderr};
+use prost::Message as _;
 
 fn tmp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("byoc-cli-{}", std::process::id()));
@@ -656,5 +661,184 @@ fn the_budget_flag_is_checked() {
             "%x: parameter Tensor[(2), float32] needs 8 bytes",
             "budget of 4 bytes",
         ],
+    );
+}
+
+/// Writes a one-node ONNX model (opset 13): `node` over the float32 graph input `x` of `dims`,
+/// with `initializers`, returning `y`.
+fn onnx_model(
+    name: &str,
+    node: NodeProto,
+    dims: &[i64],
+    initializers: Vec<TensorProto>,
+) -> PathBuf {
+    let info = |name: &str, dims: Option<&[i64]>| ValueInfoProto {
+        name: name.into(),
+        r#type: Some(TypeProto {
+            tensor_type: Some(TypeProtoTensor {
+                elem_type: 1,
+                shape: dims.map(|dims| TensorShapeProto {
+                    dim: dims
+                        .iter()
+                        .map(|&d| Dimension {
+                            dim_value: Some(d),
+                            dim_param: None,
+                        })
+                        .collect(),
+                }),
+            }),
+        }),
+    };
+    let model = ModelProto {
+        ir_version: 8,
+        opset_import: vec![OperatorSetIdProto {
+            domain: String::new(),
+            version: 13,
+        }],
+        producer_name: "byoc-tests".into(),
+        graph: Some(GraphProto {
+            node: vec![node],
+            name: "g".into(),
+            input: vec![info("x", Some(dims))],
+            output: vec![info("y", None)],
+            initializer: initializers,
+            ..GraphProto::default()
+        }),
+    };
+    let p = tmp(name);
+    std::fs::write(&p, model.encode_to_vec()).expect("write temp file");
+    p
+}
+
+/// An ONNX node `op_type(inputs) -> y` named `n0` with integer-list attributes.
+fn onnx_node(op_type: &str, inputs: &[&str], ints: &[(&str, Vec<i64>)]) -> NodeProto {
+    NodeProto {
+        name: "n0".into(),
+        op_type: op_type.into(),
+        input: inputs.iter().map(|s| s.to_string()).collect(),
+        output: vec!["y".into()],
+        attribute: ints
+            .iter()
+            .map(|(name, values)| AttributeProto {
+                name: (*name).into(),
+                r#type: attribute_type::INTS,
+                ints: values.clone(),
+                ..AttributeProto::default()
+            })
+            .collect(),
+        ..NodeProto::default()
+    }
+}
+
+/// An initializer of `dims` holding `values` (float32 or int64).
+fn onnx_tensor(name: &str, dims: &[i64], floats: Vec<f32>, ints: Vec<i64>) -> TensorProto {
+    TensorProto {
+        name: name.into(),
+        dims: dims.to_vec(),
+        data_type: if ints.is_empty() { 1 } else { 7 },
+        float_data: floats,
+        int64_data: ints,
+        ..TensorProto::default()
+    }
+}
+
+/// Asserts a refusal (see [`assert_bad_input`]) whose message names `file` and states
+/// `problem` exactly once.
+fn assert_refused_once(out: &Output, file: &Path, problem: &str) {
+    let name = file.file_name().and_then(|n| n.to_str()).expect("utf-8");
+    assert_bad_input(out, &[name, problem]);
+    let err = stderr(out);
+    assert_eq!(err.matches(problem).count(), 1, "repeated: {err}");
+}
+
+#[test]
+fn huge_onnx_shapes_are_refused_at_import_naming_file_node_and_size() {
+    const E40: i64 = 1 << 40;
+    let weight = onnx_tensor("w", &[1, 1, 1, 1], vec![1.0], vec![]);
+    let conv = onnx_model(
+        "huge_conv_pads.onnx",
+        onnx_node("Conv", &["x", "w"], &[("pads", vec![E40; 4])]),
+        &[1, 1, 4, 4],
+        vec![weight],
+    );
+    let pool = onnx_model(
+        "huge_pool_kernel.onnx",
+        onnx_node("AveragePool", &["x"], &[("kernel_shape", vec![E40, E40])]),
+        &[1, 1, 4, 4],
+        vec![],
+    );
+    let expand = onnx_model(
+        "huge_expand.onnx",
+        onnx_node("Expand", &["x", "s"], &[]),
+        &[1, 1],
+        vec![onnx_tensor("s", &[2], vec![], vec![1_000_000, 1_000_000])],
+    );
+    let resize = onnx_model(
+        "huge_resize.onnx",
+        onnx_node("Resize", &["x", "", "scales"], &[]),
+        &[1, 1, 2, 2],
+        vec![onnx_tensor(
+            "scales",
+            &[4],
+            vec![1.0, 1.0, 250_000.0, 250_000.0],
+            vec![],
+        )],
+    );
+    let input = onnx_model(
+        "huge_input.onnx",
+        onnx_node("Relu", &["x"], &[]),
+        &[E40, 1],
+        vec![],
+    );
+    let cases = [
+        (
+            &conv,
+            "node 'n0' (Conv): nn.conv2d: result Tensor[(1, 1, 2199023255556, 2199023255556), float32] is too large: its size overflows 64 bits",
+        ),
+        (
+            &pool,
+            "node 'n0' (AveragePool): nn.avg_pool2d: dilated pool window height 1099511627776 exceeds padded input height 4",
+        ),
+        (
+            &expand,
+            "Tensor[(1000000, 1000000), float32] needs 4000000000000 bytes (3.6 TiB), over the memory budget of 1073741824 bytes",
+        ),
+        (
+            &resize,
+            "node 'n0' (Resize): image.resize2d: result Tensor[(1, 1, 500000, 500000), float32] needs 1000000000000 bytes",
+        ),
+        (
+            &input,
+            "'x': graph input Tensor[(1099511627776, 1), float32] needs 4398046511104 bytes (4.0 TiB)",
+        ),
+    ];
+    for (model, problem) in cases {
+        let path = model.to_str().expect("utf-8");
+        // `inspect` imports without running; `run` with random inputs must refuse as early.
+        let out = byoc(&["inspect", path, "--max-memory", "1G"]);
+        assert_refused_once(&out, model, problem);
+        let out = byoc(&["run", path, "--random-inputs", "1", "--max-memory", "1G"]);
+        assert_refused_once(&out, model, problem);
+    }
+}
+
+#[test]
+fn conv2d_transpose_with_huge_strides_is_refused() {
+    let model = write(
+        "huge_conv_transpose.relay",
+        "def @main(%x: Tensor[(1, 1, 4, 4), float32], %w: Tensor[(1, 1, 3, 3), float32]) {\n  nn.conv2d_transpose(%x, %w, channels=1, kernel_size=[3, 3], strides=[1000000, 1000000])\n}\n",
+    );
+    let out = byoc(&[
+        "run",
+        model.to_str().expect("utf-8"),
+        "--random-inputs",
+        "1",
+        "--max-memory",
+        "1G",
+    ]);
+    assert_refused_once(
+        &out,
+        &model,
+        "nn.conv2d_transpose: result Tensor[(1, 1, 3000003, 3000003), float32] needs 36000072000036 bytes",
     );
 }

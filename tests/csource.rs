@@ -218,7 +218,13 @@ fn corrupt_shared_object_in_an_artifact_is_a_clear_error() -> Result<()> {
     let bad = dir.join("bad.byoc");
     std::fs::write(&bad, artifact.to_bytes()?)?;
     let err = refused(byoc(
-        &["run", &bad.display().to_string(), "--random-inputs", "1"],
+        &[
+            "run",
+            &bad.display().to_string(),
+            "--random-inputs",
+            "1",
+            "--allow-unsigned",
+        ],
         &[],
     ))?;
     assert!(

@@ -1,9 +1,10 @@
 //! What a plugin links: each plugin crate, resolved on its own (`cargo tree -p`, as
 //! `cargo build -p` resolves it, without the workspace's feature unification), depends on
 //! byoc-core without its `host` feature, so neither the ONNX importer (`prost`), NumPy I/O
-//! (`npyz`) nor the artifact format (`sha2`) is compiled into the plugin's `.so`; and without
-//! its `executor` feature (nor byoc-json-runtime's, which turns it on), so neither the host
-//! executor, the host kernels (with `gemm`), the reference runtime nor the plugin loader is.
+//! (`npyz`) nor the artifact format (`sha2`, `ed25519-dalek`) is compiled into the plugin's `.so`;
+//! and without its `executor` feature (nor byoc-json-runtime's, which turns it on), so neither
+//! the host executor, the host kernels (with `gemm`), the reference runtime nor the plugin loader
+//! is.
 
 use std::process::Command;
 
@@ -58,7 +59,7 @@ fn plugins_link_byoc_core_without_the_host_front_end_and_executor() {
                 );
             }
             assert!(
-                !["prost", "npyz", "sha2"].contains(&name.as_str()),
+                !["prost", "npyz", "sha2", "ed25519-dalek"].contains(&name.as_str()),
                 "{package} links {name}, a dependency of byoc-core's `host` feature"
             );
             assert!(

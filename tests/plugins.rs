@@ -260,7 +260,7 @@ fn faulty_model() -> Module {
 }
 
 fn fault(kind: &str) -> CompileOptions {
-    CompileOptions::new().with("fault", kind)
+    CompileOptions::new().with("faulty.fault", kind)
 }
 
 #[test]
@@ -488,7 +488,8 @@ fn cli_lists_builds_and_runs_artifacts_in_separate_processes() {
     let want: Vec<Tensor> = want.into_values().collect();
     assert_close(&got, &want);
 
-    // Damaged artifacts.
+    // Damaged artifacts: the signature refuses any change; with --allow-unsigned the
+    // checksums and the header checks still catch damage.
     let bytes = std::fs::read(&artifact).unwrap();
     let truncated = dir.join("truncated.byoc");
     std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
@@ -506,6 +507,22 @@ fn cli_lists_builds_and_runs_artifacts_in_separate_processes() {
     std::fs::write(&tampered, &tampered_bytes).unwrap();
     let out = byoc(&["run", path_str(&tampered), "--random-inputs", "3"]);
     assert!(
+        stderr(&out).contains("signature does not match its contents"),
+        "{}",
+        stderr(&out)
+    );
+    // The byte 3 from the end is in the signature block; one before it is in the payload.
+    tampered_bytes[last] ^= 0x20;
+    tampered_bytes[last - 104] ^= 0x20;
+    std::fs::write(&tampered, &tampered_bytes).unwrap();
+    let out = byoc(&[
+        "run",
+        path_str(&tampered),
+        "--random-inputs",
+        "3",
+        "--allow-unsigned",
+    ]);
+    assert!(
         stderr(&out).contains("checksum mismatch"),
         "{}",
         stderr(&out)
@@ -514,7 +531,13 @@ fn cli_lists_builds_and_runs_artifacts_in_separate_processes() {
     old[8] = 9;
     let wrong_version = dir.join("version.byoc");
     std::fs::write(&wrong_version, &old).unwrap();
-    let out = byoc(&["run", path_str(&wrong_version), "--random-inputs", "3"]);
+    let out = byoc(&[
+        "run",
+        path_str(&wrong_version),
+        "--random-inputs",
+        "3",
+        "--allow-unsigned",
+    ]);
     assert!(
         stderr(&out).contains("artifact format version 9 is not supported"),
         "{}",
@@ -551,7 +574,7 @@ fn cli_lists_builds_and_runs_artifacts_in_separate_processes() {
         "--plugin-path",
         path_str(&faulty_so),
         "--plugin-option",
-        "fault=panic_run",
+        "faulty.fault=panic_run",
         "--random-inputs",
         "1",
     ]);
@@ -604,7 +627,7 @@ fn verify_compares_partitioned_and_host_runs() {
     );
 
     // A plugin computing wrong values: every output is off by one, exit code 1.
-    let bad = verify(&["--plugin-option", "fault=wrong_values"]);
+    let bad = verify(&["--plugin-option", "faulty.fault=wrong_values"]);
     assert_eq!(bad.status.code(), Some(1), "{}", stderr(&bad));
     let report = String::from_utf8_lossy(&bad.stdout);
     assert!(
@@ -619,7 +642,7 @@ fn verify_compares_partitioned_and_host_runs() {
 
     // A plugin writing half of its output is refused as a plugin failure, not a crash or a
     // silently short result.
-    let short = verify(&["--plugin-option", "fault=wrong_size"]);
+    let short = verify(&["--plugin-option", "faulty.fault=wrong_size"]);
     assert_eq!(short.status.code(), Some(2), "{}", stderr(&short));
     let err = stderr(&short);
     assert!(
@@ -631,4 +654,52 @@ fn verify_compares_partitioned_and_host_runs() {
     let none = byoc(&["verify", model]);
     assert_eq!(none.status.code(), Some(2));
     assert!(stderr(&none).contains("give at least one --target"));
+}
+
+#[test]
+fn plugin_options_no_plugin_in_use_reads_are_refused() {
+    let faulty = so("byoc_testplugin_faulty");
+    let run = |option: &str| {
+        byoc(&[
+            "run",
+            "tests/data/plugins/faulty.relay",
+            "--target",
+            "faulty",
+            "--plugin-path",
+            path_str(&faulty),
+            "--plugin-option",
+            option,
+            "--random-inputs",
+            "1",
+        ])
+    };
+    for (option, fragment) in [
+        (
+            "fault=garbage",
+            "--plugin-option: option 'fault' is not read by any plugin in use (faulty): plugin options are <plugin>.<name>, or threads",
+        ),
+        (
+            "csource.cc=gcc",
+            "option 'csource.cc' is not read by any plugin in use (faulty)",
+        ),
+        (
+            "faulty.nonsense=1",
+            "unknown faulty option 'faulty.nonsense' (declared: faulty.fault)",
+        ),
+        (
+            "faulty.fault=garbage",
+            "unknown fault 'faulty.fault=garbage' (one of: panic_compile, error_compile,",
+        ),
+        ("threads=two", "option 'threads=two': expected a non-negative integer"),
+    ] {
+        let out = run(option);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{option}: {err}");
+        assert!(
+            err.contains(fragment) && !err.contains("panicked"),
+            "{option}: {err}"
+        );
+    }
+    let ok = run("faulty.fault=");
+    assert!(ok.status.success(), "{}", stderr(&ok));
 }

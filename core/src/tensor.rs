@@ -51,6 +51,14 @@ pub enum TensorError {
         /// The dtype asked for.
         requested: DType,
     },
+    /// The tensor's size overflows or its memory cannot be allocated.
+    #[error("cannot allocate a tensor of type {ty}: {reason}")]
+    Alloc {
+        /// The tensor type.
+        ty: TensorType,
+        /// Why.
+        reason: String,
+    },
     /// A byte buffer has the wrong length for its type.
     #[error("tensor of type {ty} needs {expected} bytes but has {got}")]
     ByteCount {
@@ -61,6 +69,34 @@ pub enum TensorError {
         /// Bytes given.
         got: usize,
     },
+}
+
+fn alloc_error(ty: &TensorType, reason: String) -> TensorError {
+    TensorError::Alloc {
+        ty: ty.clone(),
+        reason,
+    }
+}
+
+/// The element count of `ty`, checked for overflow.
+fn checked_len(ty: &TensorType) -> Result<usize, TensorError> {
+    ty.shape
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .ok_or_else(|| alloc_error(ty, "its element count overflows 64 bits".to_string()))
+}
+
+/// An empty vector with room for `n` values (scratch space for a tensor of `ty`), or an
+/// error when the memory cannot be allocated.
+fn try_vec<T>(ty: &TensorType, n: usize) -> Result<Vec<T>, TensorError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| {
+        alloc_error(
+            ty,
+            format!("{n} values of {} bytes are not available", size_of::<T>()),
+        )
+    })?;
+    Ok(v)
 }
 
 /// An owned, 8-byte-aligned byte buffer.
@@ -77,6 +113,14 @@ impl AlignedBuf {
             words: vec![0; len.div_ceil(8)],
             len,
         }
+    }
+
+    /// A zero-filled buffer of `len` bytes; `None` when the memory cannot be allocated.
+    pub fn try_zeroed(len: usize) -> Option<Self> {
+        let mut words = Vec::new();
+        words.try_reserve_exact(len.div_ceil(8)).ok()?;
+        words.resize(len.div_ceil(8), 0);
+        Some(AlignedBuf { words, len })
     }
 
     /// A buffer holding a copy of these bytes.
@@ -137,6 +181,17 @@ impl Tensor {
     pub fn zeros(ty: TensorType) -> Self {
         let data = AlignedBuf::zeroed(ty.size_bytes());
         Tensor { ty, data }
+    }
+
+    /// A zero-filled tensor, or an error instead of an abort when its size overflows or the
+    /// memory cannot be allocated: for tensors whose size comes from input.
+    pub fn try_zeros(ty: TensorType) -> Result<Self, TensorError> {
+        let bytes = checked_len(&ty)?
+            .checked_mul(ty.dtype.size_bytes())
+            .ok_or_else(|| alloc_error(&ty, "its size overflows 64 bits".to_string()))?;
+        let data = AlignedBuf::try_zeroed(bytes)
+            .ok_or_else(|| alloc_error(&ty, format!("{bytes} bytes are not available")))?;
+        Ok(Tensor { ty, data })
     }
 
     /// A tensor from elements in row-major order.
@@ -200,7 +255,7 @@ impl Tensor {
     /// rejected: their encoding belongs to the plugin that registered them.
     pub fn from_f64(ty: TensorType, values: &[f64]) -> Result<Self, TensorError> {
         check_count("tensor", &ty, values.len())?;
-        let mut t = Tensor::zeros(ty);
+        let mut t = Tensor::try_zeros(ty)?;
         t.view_mut().fill_from_f64(values)?;
         Ok(t)
     }
@@ -209,26 +264,28 @@ impl Tensor {
     /// signed and [0, 16) for unsigned integers, 0/1 for bools. Seeded generators make it
     /// deterministic (`--random-inputs`, tests, benchmarks).
     pub fn random_uniform(ty: TensorType, rng: &mut impl rand::Rng) -> Result<Self, TensorError> {
-        let values: Vec<f64> = (0..ty.num_elements())
-            .map(|_| {
-                if ty.dtype.is_float() {
-                    rng.gen_range(-1.0..1.0)
-                } else if ty.dtype == DType::UInt8 {
-                    f64::from(rng.gen_range(0u8..16))
-                } else if ty.dtype == DType::Bool {
-                    f64::from(rng.gen_range(0u8..2))
-                } else {
-                    f64::from(rng.gen_range(-8i8..8))
-                }
-            })
-            .collect();
+        let n = checked_len(&ty)?;
+        let mut values: Vec<f64> = try_vec(&ty, n)?;
+        values.extend((0..n).map(|_| {
+            if ty.dtype.is_float() {
+                rng.gen_range(-1.0..1.0)
+            } else if ty.dtype == DType::UInt8 {
+                f64::from(rng.gen_range(0u8..16))
+            } else if ty.dtype == DType::Bool {
+                f64::from(rng.gen_range(0u8..2))
+            } else {
+                f64::from(rng.gen_range(-8i8..8))
+            }
+        }));
         Self::from_f64(ty, &values)
     }
 
     /// A tensor with every element equal to `value` (converted to the dtype).
     pub fn full(ty: TensorType, value: f64) -> Result<Self, TensorError> {
-        let n = ty.num_elements();
-        Self::from_f64(ty, &vec![value; n])
+        let n = checked_len(&ty)?;
+        let mut values: Vec<f64> = try_vec(&ty, n)?;
+        values.resize(n, value);
+        Self::from_f64(ty, &values)
     }
 
     /// The tensor's type.
@@ -437,6 +494,22 @@ impl<'a> TensorMut<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_from_input_fail_instead_of_aborting() {
+        let overflow = TensorType::new(vec![usize::MAX, 2], DType::Float32);
+        let err = Tensor::try_zeros(overflow.clone()).unwrap_err();
+        assert!(err.to_string().contains("overflows 64 bits"), "{err}");
+        let mut rng = rand::rngs::mock::StepRng::new(0, 1);
+        assert!(Tensor::random_uniform(overflow, &mut rng).is_err());
+        // 2^60 elements: no machine has the memory; the reservation fails, nothing aborts.
+        let huge = TensorType::new(vec![1 << 30, 1 << 30], DType::Float32);
+        let err = Tensor::full(huge.clone(), 1.0).unwrap_err();
+        assert!(err.to_string().contains("are not available"), "{err}");
+        assert!(Tensor::try_zeros(huge).is_err());
+        let small = Tensor::try_zeros(TensorType::new(vec![2, 3], DType::Int64)).unwrap();
+        assert_eq!(small.as_slice::<i64>().unwrap(), &[0; 6]);
+    }
 
     #[test]
     fn typed_views_check_dtype() {

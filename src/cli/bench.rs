@@ -18,6 +18,7 @@ use clap::Args;
 
 use super::run::load_runnable;
 use super::targets::TargetArgs;
+use super::trust::TrustArgs;
 use crate::inputs::resolve_inputs;
 use crate::progress;
 use crate::target::HOST_TARGET;
@@ -33,6 +34,9 @@ pub struct BenchArgs {
     /// Targets and plugins (for a model; an artifact names its own plugins).
     #[command(flatten)]
     pub targets: TargetArgs,
+    /// Which artifacts may be loaded.
+    #[command(flatten)]
+    pub trust: TrustArgs,
     /// Fix an ONNX input's shape (symbolic dimensions): NAME=D0,D1,... (repeatable).
     #[arg(long = "input-shape", value_name = "NAME=DIMS")]
     pub input_shapes: Vec<String>,
@@ -171,7 +175,8 @@ pub fn run_bench(args: &BenchArgs) -> Result<BenchReport> {
         bail!("--iters must be at least 1");
     }
     let targets = args.targets.with_executor_threads(args.threads);
-    let (module, externals) = load_runnable(&args.model, &targets, &args.input_shapes)?;
+    let (module, externals) =
+        load_runnable(&args.model, &targets, &args.trust, &args.input_shapes)?;
     let executor = Executor::with_externals(
         &module,
         ExecOptions {

@@ -1,9 +1,10 @@
 //! `byoc build`: partition a model for targets, compile the partitions with their plugins,
-//! and write one artifact file.
+//! and write one artifact file, signed with the user's key (made on first use).
 
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
+use byoc_core::artifact::keys::{config_dir, load_or_create_signing_key, SECRET_KEY_FILE};
 use byoc_core::artifact::Artifact;
 use clap::Args;
 
@@ -32,8 +33,17 @@ pub fn build(args: &BuildArgs) -> Result<()> {
     let (partitioned, externals) = partition_and_compile(&module, &args.targets, &name)?;
     let artifact = Artifact::build(&partitioned, &externals)
         .with_context(|| format!("{name}: cannot build the artifact"))?;
+    let dir = config_dir()?;
+    let (key, created) = load_or_create_signing_key(&dir).context("cannot sign the artifact")?;
+    if created {
+        eprintln!(
+            "created the signing key {} (public key {})",
+            dir.join(SECRET_KEY_FILE).display(),
+            key.public_key()
+        );
+    }
     let bytes = artifact
-        .to_bytes()
+        .to_signed_bytes(&key)
         .with_context(|| format!("{name}: cannot build the artifact"))?;
     std::fs::write(&args.output, &bytes)
         .with_context(|| format!("cannot write '{}'", args.output.display()))?;
@@ -43,6 +53,7 @@ pub fn build(args: &BuildArgs) -> Result<()> {
         bytes.len(),
         artifact.partitions.len()
     );
+    println!("  signed by key {}", key.public_key());
     for t in artifact.targets() {
         println!(
             "  target {}: plugin {} {}",

@@ -116,7 +116,9 @@ pub fn inspect(args: &InspectArgs) -> Result<()> {
                 .with_context(|| format!("{}: partitioning failed", args.model.display()))?;
             print_snapshots(&result, &options);
             if let Some(dir) = &args.emit_source {
-                let options = args.targets.compile_options()?;
+                let options = args
+                    .targets
+                    .compile_options_for(&selection.runtimes.plugin_names())?;
                 let sources = emit_sources(&result.module, &selection.runtimes, &options)
                     .with_context(|| format!("{}: codegen failed", args.model.display()))?;
                 write_sources(dir, &sources)?;

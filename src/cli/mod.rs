@@ -9,6 +9,7 @@ mod plugins;
 mod quantize;
 mod run;
 mod targets;
+mod trust;
 mod verify;
 
 use std::fmt;
@@ -24,6 +25,7 @@ pub use plugins::PluginsArgs;
 pub use quantize::{quantize_module, QuantizeArgs};
 pub use run::RunArgs;
 pub use targets::TargetArgs;
+pub use trust::{KeygenArgs, TrustArgs};
 pub use verify::VerifyArgs;
 
 /// byoc: partition deep-learning models across accelerator backends, inspect and run them.
@@ -56,6 +58,8 @@ pub enum Command {
     Verify(VerifyArgs),
     /// Quantize a float model to TVM's realized int8 form and write it as Relay text.
     Quantize(QuantizeArgs),
+    /// Make the signing key `byoc build` signs artifacts with (made on first build otherwise).
+    Keygen(KeygenArgs),
 }
 
 /// A check (numerical comparison, strict mode) that failed: exit code 1.
@@ -83,5 +87,6 @@ pub fn execute(cli: Cli) -> Result<()> {
         Command::Bench(args) => bench::bench(&args),
         Command::Verify(args) => verify::verify(&args),
         Command::Quantize(args) => quantize::quantize(&args),
+        Command::Keygen(args) => trust::keygen(&args),
     }
 }

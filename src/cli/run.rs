@@ -10,6 +10,7 @@ use byoc_core::Module;
 use clap::Args;
 
 use super::targets::{load_model_for, partition_and_compile, TargetArgs};
+use super::trust::TrustArgs;
 use crate::inputs::{output_map, resolve_inputs};
 use crate::plugins::{discover_plugins, find_plugin};
 
@@ -21,6 +22,9 @@ pub struct RunArgs {
     /// Targets and plugins (for a model; an artifact names its own plugins).
     #[command(flatten)]
     pub targets: TargetArgs,
+    /// Which artifacts may be loaded.
+    #[command(flatten)]
+    pub trust: TrustArgs,
     /// Fix an ONNX input's shape (symbolic dimensions): NAME=D0,D1,... (repeatable).
     #[arg(long = "input-shape", value_name = "NAME=DIMS")]
     pub input_shapes: Vec<String>,
@@ -46,10 +50,16 @@ fn is_artifact(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "byoc")
 }
 
-/// Loads an artifact and its partitions, resolving plugins by name.
-fn load_artifact(path: &Path, args: &TargetArgs) -> Result<(Module, ExternalModules)> {
+/// Loads an artifact and its partitions, resolving plugins by name, after checking its
+/// signature (before any plugin or native section is loaded).
+fn load_artifact(
+    path: &Path,
+    args: &TargetArgs,
+    trust: &TrustArgs,
+) -> Result<(Module, ExternalModules)> {
     let name = path.display();
-    let artifact = Artifact::read(path).with_context(|| format!("{name}: cannot load"))?;
+    let (artifact, _) = Artifact::read_trusted(path, &trust.policy()?)
+        .with_context(|| format!("{name}: cannot load"))?;
     let needs_registry = artifact
         .partitions
         .iter()
@@ -59,10 +69,12 @@ fn load_artifact(path: &Path, args: &TargetArgs) -> Result<(Module, ExternalModu
     } else {
         PluginRegistry::new()
     };
+    let plugins: Vec<String> = artifact.targets().into_iter().map(|t| t.plugin).collect();
+    let plugins: Vec<&str> = plugins.iter().map(String::as_str).collect();
     let externals = artifact
         .load_externals(
             |plugin| find_plugin(&registry, plugin),
-            &args.compile_options()?,
+            &args.compile_options_for(&plugins)?,
         )
         .with_context(|| format!("{name}: cannot load"))?;
     Ok((artifact.module, externals))
@@ -73,6 +85,7 @@ fn load_artifact(path: &Path, args: &TargetArgs) -> Result<(Module, ExternalModu
 pub fn load_runnable(
     model: &Path,
     targets: &TargetArgs,
+    trust: &TrustArgs,
     input_shapes: &[String],
 ) -> Result<(Module, ExternalModules)> {
     if is_artifact(model) {
@@ -82,7 +95,7 @@ pub fn load_runnable(
                 model.display()
             );
         }
-        return load_artifact(model, targets);
+        return load_artifact(model, targets, trust);
     }
     let module = load_model_for(model, input_shapes, targets)?;
     if targets.is_empty() {
@@ -96,7 +109,8 @@ pub fn load_runnable(
 pub fn run(args: &RunArgs) -> Result<()> {
     let name = args.model.display().to_string();
     let targets = args.targets.with_executor_threads(args.threads);
-    let (module, externals) = load_runnable(&args.model, &targets, &args.input_shapes)?;
+    let (module, externals) =
+        load_runnable(&args.model, &targets, &args.trust, &args.input_shapes)?;
     let executor = Executor::with_externals(
         &module,
         ExecOptions {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use byoc_core::exec::ExternalModules;
 use byoc_core::plugin::{compile_externals, external_functions};
-use byoc_core::sdk::{CompileOptions, THREADS_OPTION};
+use byoc_core::sdk::{check_scopes, CompileOptions, THREADS_OPTION};
 use byoc_core::Module;
 use clap::Args;
 
@@ -77,6 +77,14 @@ impl TargetArgs {
         args
     }
 
+    /// The `--plugin-option` values, each of which must belong to one of `plugins` (the
+    /// plugins in use) or be `threads` ([`check_scopes`]).
+    pub fn compile_options_for(&self, plugins: &[&str]) -> Result<CompileOptions> {
+        let options = self.compile_options()?;
+        check_scopes(&options, plugins).context("--plugin-option")?;
+        Ok(options)
+    }
+
     /// The `--plugin-option` values.
     pub fn compile_options(&self) -> Result<CompileOptions> {
         let mut options = CompileOptions::new();
@@ -121,7 +129,7 @@ pub fn partition_and_compile(
     model: &str,
 ) -> Result<(Module, ExternalModules)> {
     let selection = args.select()?;
-    let options = args.compile_options()?;
+    let options = args.compile_options_for(&selection.runtimes.plugin_names())?;
     let result = progress::while_running(&format!("partitioning {model}"), || {
         partition(module, &selection.targets, &PartitionOptions::default())
     })

@@ -8,6 +8,7 @@ use sha2::{Digest, Sha256};
 use thiserror::Error;
 
 use super::host::{lift, restore};
+use super::signature::{hex, unsigned_part, SecretKey, Trust, TrustError, TrustPolicy};
 use crate::exec::{ExternalModule, ExternalModules};
 use crate::ir::{DType, Module, TensorType};
 use crate::passes::infer_types;
@@ -116,6 +117,9 @@ pub enum ArtifactError {
         /// The plugin's error.
         error: PluginError,
     },
+    /// The artifact is not signed by a trusted key.
+    #[error("refused: {0}")]
+    Untrusted(TrustError),
     /// An external function without a compiled partition.
     #[error("external function @{function} has no compiled partition")]
     MissingPartition {
@@ -194,10 +198,6 @@ fn sha256(bytes: &[u8]) -> [u8; 32] {
     Sha256::digest(bytes).into()
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 fn append(payload: &mut Vec<u8>, bytes: &[u8]) -> Section {
     let s = Section {
         offset: payload.len() as u64,
@@ -229,6 +229,13 @@ fn take<'a>(bytes: &'a [u8], at: usize, n: usize, what: &str) -> Result<&'a [u8]
             needed: (at as u64).saturating_add(n as u64),
             available: bytes.len() as u64,
         })
+}
+
+fn read_file(path: &Path) -> Result<Vec<u8>, ArtifactError> {
+    std::fs::read(path).map_err(|e| ArtifactError::Io {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })
 }
 
 impl Artifact {
@@ -325,8 +332,16 @@ impl Artifact {
         Ok(out)
     }
 
-    /// Reads an artifact, checking magic, version, checksums and sections first.
+    /// The file's bytes signed with `key` (see [`super::signature`]).
+    pub fn to_signed_bytes(&self, key: &SecretKey) -> Result<Vec<u8>, ArtifactError> {
+        Ok(key.sign(&self.to_bytes()?))
+    }
+
+    /// Reads an artifact, checking magic, version, checksums and sections first. A signature
+    /// block is skipped, not verified: use [`Artifact::read_trusted`] before loading the
+    /// partitions of an artifact from elsewhere.
     pub fn from_bytes(bytes: &[u8]) -> Result<Artifact, ArtifactError> {
+        let bytes = unsigned_part(bytes);
         if bytes.len() < ARTIFACT_MAGIC.len() || &bytes[..8] != ARTIFACT_MAGIC {
             return Err(ArtifactError::NotAnArtifact);
         }
@@ -413,11 +428,18 @@ impl Artifact {
 
     /// Reads the artifact at `path`.
     pub fn read(path: &Path) -> Result<Artifact, ArtifactError> {
-        let bytes = std::fs::read(path).map_err(|e| ArtifactError::Io {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
-        Artifact::from_bytes(&bytes)
+        Artifact::from_bytes(&read_file(path)?)
+    }
+
+    /// Reads the artifact at `path` after checking its signature against `policy`: an
+    /// artifact not signed by a trusted key is refused before anything in it is parsed.
+    pub fn read_trusted(
+        path: &Path,
+        policy: &TrustPolicy,
+    ) -> Result<(Artifact, Trust), ArtifactError> {
+        let bytes = read_file(path)?;
+        let (body, trust) = policy.check(&bytes).map_err(ArtifactError::Untrusted)?;
+        Ok((Artifact::from_bytes(body)?, trust))
     }
 
     /// Rebuilds the compiled partitions without recompiling: each partition's plugin is

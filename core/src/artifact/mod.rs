@@ -19,8 +19,16 @@
 //! type (its real body lives, compiled, in its partition section). Loading checks the magic,
 //! the format version, both checksums and every section's bounds before anything is parsed,
 //! then resolves each partition's plugin by name and checks its version.
+//!
+//! `byoc build` signs the file ([`signature`]: an ed25519 signature over every byte above,
+//! appended as a block) with the user's key ([`keys`]); commands that load an artifact check
+//! the signature against the trusted keys ([`TrustPolicy`]) before reading anything else, and
+//! plugins check native sections ([`crate::sdk::native`]) before loading them.
 
 mod format;
 mod host;
+pub mod keys;
+pub mod signature;
 
 pub use format::{Artifact, ArtifactError, Partition, TargetEntry, ARTIFACT_MAGIC, FORMAT_VERSION};
+pub use signature::{PublicKey, SecretKey, Trust, TrustError, TrustPolicy};

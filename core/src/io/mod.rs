@@ -18,7 +18,7 @@ use thiserror::Error;
 use crate::ir::{DType, TensorType};
 
 pub use npy::{read_npy, write_npy};
-pub use npz::{read_npz, write_npz};
+pub use npz::{read_npz, read_npz_from, write_npz};
 
 /// A failure to read or write a tensor file.
 #[derive(Debug, Error)]
@@ -61,6 +61,9 @@ pub enum IoErrorKind {
         /// numpy's description of the dtype (`<c8`, `|S3`, ...).
         descr: String,
     },
+    /// The array's size overflows or is over the memory budget.
+    #[error("{0}")]
+    Size(crate::memory::SizeError),
     /// The shape's byte size does not fit in memory.
     #[error("shape {shape:?} is too large")]
     TooLarge {

@@ -102,13 +102,13 @@ pub(super) fn read_array(r: &mut impl Read) -> Result<Tensor, IoErrorKind> {
         .iter()
         .map(|&d| usize::try_from(d).map_err(|_| too_large()))
         .collect::<Result<Vec<usize>, _>>()?;
-    let expected = shape
-        .iter()
-        .try_fold(dtype.size_bytes(), |n, &d| n.checked_mul(d))
-        .ok_or_else(too_large)?;
     let ty = TensorType::new(shape, dtype);
+    // Checked against the memory budget before anything is allocated; the read stops one
+    // byte past the size, so a lying header or a decompression bomb cannot make it grow.
+    let expected = crate::memory::check_tensor(&ty).map_err(IoErrorKind::Size)?;
     let mut bytes = Vec::new();
-    r.read_to_end(&mut bytes)?;
+    bytes.try_reserve_exact(expected).map_err(|_| too_large())?;
+    r.take(expected as u64 + 1).read_to_end(&mut bytes)?;
     if bytes.len() != expected {
         return Err(IoErrorKind::DataSize {
             ty,

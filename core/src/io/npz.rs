@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufReader, Write};
+use std::io::{BufReader, Read, Seek, Write};
 use std::path::Path;
 
 use npyz::npz::{array_name_from_file_name, file_name_from_array_name, NpzArchive, NpzWriter};
@@ -24,7 +24,16 @@ fn located(path: &Path, entry: Option<&str>, kind: IoErrorKind) -> IoError {
 pub fn read_npz(path: impl AsRef<Path>) -> Result<BTreeMap<String, Tensor>, IoError> {
     let path = path.as_ref();
     let file = File::open(path).map_err(|e| located(path, None, e.into()))?;
-    let mut archive = NpzArchive::new(BufReader::new(file))
+    read_npz_from(BufReader::new(file), path)
+}
+
+/// Reads every array of a `.npz` archive from `reader` as [`read_npz`] does; `path` names it
+/// in errors.
+pub fn read_npz_from(
+    reader: impl Read + Seek,
+    path: &Path,
+) -> Result<BTreeMap<String, Tensor>, IoError> {
+    let mut archive = NpzArchive::new(reader)
         .map_err(|e| located(path, None, IoErrorKind::Archive(e.to_string())))?;
     let zip = archive.zip_archive();
     let mut tensors = BTreeMap::new();

@@ -135,7 +135,7 @@ impl<'a> NodeCtx<'a> {
     pub fn call(&mut self, op: &str, args: &[ExprId], attrs: Attrs) -> Result<ExprId, OnnxError> {
         let ir = |source| OnnxError::Ir {
             node: self.at.clone(),
-            source,
+            error: source,
         };
         let id = self.g.b.call(op, args, attrs).map_err(ir)?;
         let (def, call) = self
@@ -154,7 +154,7 @@ impl<'a> NodeCtx<'a> {
             .infer_type(&arg_types, &call.attrs)
             .map_err(|source| OnnxError::Type {
                 node: self.at.clone(),
-                source,
+                error: source,
             })?;
         self.g.b.set_ty(id, ty);
         match super::fold::fold_call(&mut self.g.b, id) {
@@ -172,7 +172,7 @@ impl<'a> NodeCtx<'a> {
             .ok_or_else(|| self.err("a tuple field has no type"))?;
         let id = self.g.b.tuple(fields).map_err(|source| OnnxError::Ir {
             node: self.at.clone(),
-            source,
+            error: source,
         })?;
         self.g.b.set_ty(id, Type::Tuple(types));
         Ok(id)
@@ -196,7 +196,7 @@ impl<'a> NodeCtx<'a> {
             .tuple_get_item(tuple, index)
             .map_err(|source| OnnxError::Ir {
                 node: self.at.clone(),
-                source,
+                error: source,
             })?;
         self.g.b.set_ty(id, field_ty);
         Ok(id)

@@ -184,12 +184,12 @@ pub enum OnnxError {
         reason: String,
     },
     /// The Relay ops built for a node do not type-check.
-    #[error("{node}: {source}")]
+    #[error("{node}: {error}")]
     Type {
         /// The node.
         node: NodeRef,
         /// The type error.
-        source: TypeError,
+        error: TypeError,
     },
     /// Assembling `@main` failed.
     #[error("building @main failed: {0}")]
@@ -198,12 +198,12 @@ pub enum OnnxError {
     #[error("the imported module does not type-check: {0}")]
     Infer(#[from] TypeInferError),
     /// Building the IR for a node failed.
-    #[error("{node}: {source}")]
+    #[error("{node}: {error}")]
     Ir {
         /// The node.
         node: NodeRef,
         /// The IR error.
-        source: IrError,
+        error: IrError,
     },
 }
 

@@ -59,7 +59,12 @@ pub(crate) fn fold_call(
     let Ok(kernel) = op.host_kernel(&attrs, &in_types, &out_types) else {
         return Ok(None);
     };
-    let mut outputs: Vec<Tensor> = out_types.iter().cloned().map(Tensor::zeros).collect();
+    let mut outputs = out_types
+        .iter()
+        .cloned()
+        .map(Tensor::try_zeros)
+        .collect::<Result<Vec<Tensor>, _>>()
+        .map_err(|e| KernelError::new(op.name(), e.to_string()))?;
     {
         let refs: Vec<TensorRef<'_>> = inputs.iter().map(|t| t.view()).collect();
         let mut muts: Vec<TensorMut<'_>> = outputs.iter_mut().map(Tensor::view_mut).collect();

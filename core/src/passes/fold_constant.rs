@@ -30,7 +30,7 @@ use {
     crate::ir::{
         rewrite::Rebuild, Call, ExprId, FunctionBuilder, IrError, Module, TensorType, Type,
     },
-    crate::op::Op,
+    crate::op::{KernelError, Op},
     crate::tensor::{Tensor, TensorMut},
 };
 
@@ -185,7 +185,15 @@ fn evaluate(
             return Ok(None);
         }
     };
-    let mut outputs: Vec<Tensor> = output_types.into_iter().map(Tensor::zeros).collect();
+    let mut outputs = output_types
+        .into_iter()
+        .map(Tensor::try_zeros)
+        .collect::<Result<Vec<Tensor>, _>>()
+        .map_err(|e| PassError::Eval {
+            function: function.to_string(),
+            at: id,
+            source: KernelError::new(op.name(), e.to_string()),
+        })?;
     let views: Vec<_> = inputs.iter().map(|t| t.view()).collect();
     let mut out_views: Vec<TensorMut<'_>> = outputs.iter_mut().map(Tensor::view_mut).collect();
     kernel

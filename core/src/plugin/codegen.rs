@@ -56,6 +56,14 @@ impl Runtimes {
             .fold(Runtimes::new(), |r, (_, target)| r.with_reference(target))
     }
 
+    /// The plugin names of the runtimes, without repeats.
+    pub fn plugin_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.by_target.values().map(|p| p.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+
     /// The runtime of `target`.
     pub fn get(&self, target: &str) -> Option<&Arc<dyn Plugin>> {
         self.by_target.get(target)

@@ -19,6 +19,7 @@ pub mod abi;
 mod datatype;
 mod describe;
 mod function;
+pub mod native;
 mod options;
 pub(crate) mod placeholders;
 mod plugin;
@@ -33,7 +34,9 @@ pub use datatype::{
 };
 pub use describe::{CheckKind, OpSupport, PatternSpec, TargetDescription, PREPARE_PASSES};
 pub use function::{call_to_text, CrossingError, FunctionForm, OwnedCall, PartitionedFunction};
-pub use options::{OptionKind, OptionSchema, OptionSpec, OptionValue, OptionsError, PluginOptions};
+pub use options::{
+    check_scopes, OptionKind, OptionSchema, OptionSpec, OptionValue, OptionsError, PluginOptions,
+};
 pub use placeholders::PlaceholderError;
 pub use plugin::{
     CompileOptions, CompiledModule, EmittedSource, Plugin, PluginError, THREADS_OPTION,

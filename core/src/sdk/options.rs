@@ -209,6 +209,14 @@ pub enum OptionsError {
         /// The declared keys, comma-separated (`none` when there are none).
         declared: String,
     },
+    /// A key that belongs to none of the plugins in use.
+    #[error("option '{key}' is not read by any plugin in use ({plugins}): plugin options are <plugin>.<name>, or {threads}", threads = THREADS_OPTION)]
+    Unclaimed {
+        /// The key.
+        key: String,
+        /// The plugins in use, comma-separated (`none` when there are none).
+        plugins: String,
+    },
     /// A value that is not of the option's type.
     #[error("option '{key}={value}': expected {expected}")]
     Invalid {
@@ -219,6 +227,30 @@ pub enum OptionsError {
         /// The option's type.
         expected: OptionKind,
     },
+}
+
+/// Checks that every key of `options` is [`THREADS_OPTION`] or in the scope `<plugin>.` of one
+/// of `plugins`: a key no plugin reads is a mistake to report, not a setting to ignore. Each
+/// plugin then checks the keys and values of its own scope ([`OptionSchema::parse`]).
+pub fn check_scopes(options: &CompileOptions, plugins: &[&str]) -> Result<(), OptionsError> {
+    for key in options.values.keys() {
+        let claimed = key == THREADS_OPTION
+            || plugins.iter().any(|p| {
+                key.strip_prefix(p)
+                    .is_some_and(|rest| rest.starts_with('.'))
+            });
+        if !claimed {
+            return Err(OptionsError::Unclaimed {
+                key: key.clone(),
+                plugins: if plugins.is_empty() {
+                    "none".to_string()
+                } else {
+                    plugins.join(", ")
+                },
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Parsed options: declared values (defaults filled in) and the host's thread count.

@@ -1,6 +1,8 @@
 //! Loading a compiled partition and running it on tensor views.
 //!
-//! [`LoadedPartition::load`] writes the shared object's bytes to a private temporary file
+//! [`LoadedPartition::load`] first checks the bytes without running them
+//! ([`check_shared_object`]: an ELF shared object for this machine exporting the entry
+//! symbol), then writes the shared object's bytes to a private temporary file
 //! (created with mode 0600 under a random name), opens it with `libloading` (`dlopen`),
 //! looks up the entry symbol and deletes the file (the mapping stays valid). The library is
 //! never unloaded: the handle is leaked on purpose, so the entry's function pointer stays
@@ -17,6 +19,7 @@ use std::io::Write as _;
 use std::sync::Arc;
 
 use byoc_core::ir::TensorType;
+use byoc_core::sdk::native::{check_shared_object, NativeCodeError};
 use byoc_core::tensor::{TensorMut, TensorRef};
 use byoc_core::Tensor;
 use thiserror::Error;
@@ -72,7 +75,17 @@ pub enum LoadError {
         /// The OS error.
         source: std::io::Error,
     },
-    /// The bytes are not a loadable shared object.
+    /// The bytes are not an ELF shared object for this machine with the entry symbol.
+    #[error("partition {symbol}: the compiled module ({len} bytes) is not a loadable shared object: {source}")]
+    Invalid {
+        /// The partition symbol.
+        symbol: String,
+        /// Size of the byte string.
+        len: usize,
+        /// What the check found.
+        source: NativeCodeError,
+    },
+    /// The dynamic loader refused the bytes.
     #[error("partition {symbol}: the compiled module ({len} bytes) is not a loadable shared object: {source}")]
     Open {
         /// The partition symbol.
@@ -159,6 +172,11 @@ impl LoadedPartition {
     /// modules made by [`crate::compile()`] (or read from an artifact of a trusted build).
     pub fn load(so: &SharedObject) -> Result<LoadedPartition, LoadError> {
         let symbol = so.symbol.clone();
+        check_shared_object(&so.bytes, &[&symbol]).map_err(|source| LoadError::Invalid {
+            symbol: symbol.clone(),
+            len: so.bytes.len(),
+            source,
+        })?;
         let io = |source| LoadError::Io {
             symbol: symbol.clone(),
             source,

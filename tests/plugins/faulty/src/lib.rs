@@ -1,5 +1,5 @@
 //! `faulty`: a test plugin for target `faulty` (ops `add`, `nn.relu`) that misbehaves on
-//! purpose, as chosen by the compile option `fault`:
+//! purpose, as chosen by the compile option `faulty.fault` (any other value is refused):
 //!
 //! - `panic_compile`: panics in compile;
 //! - `error_compile`: returns an error from compile;
@@ -16,9 +16,33 @@
 use byoc_core::export_plugin;
 use byoc_core::ir::{Callee, Expr};
 use byoc_core::sdk::{
-    CompileOptions, CompiledModule, OpRule, PartitionedFunction, Plugin, PluginError,
+    CompileOptions, CompiledModule, OpRule, OptionSchema, PartitionedFunction, Plugin, PluginError,
     TargetDescription, TensorMut, TensorRef,
 };
+
+/// The values of `faulty.fault` (the empty string: no fault).
+const FAULTS: [&str; 7] = [
+    "",
+    "panic_compile",
+    "error_compile",
+    "panic_run",
+    "error_run",
+    "wrong_size",
+    "wrong_values",
+];
+
+/// The fault chosen in `options`, checked against [`FAULTS`].
+fn chosen_fault(plugin: &Faulty, options: &CompileOptions) -> Result<String, PluginError> {
+    let parsed = plugin.options().parse(options)?;
+    let fault = parsed.text("fault").unwrap_or("");
+    if !FAULTS.contains(&fault) {
+        return Err(PluginError::new(format!(
+            "unknown fault 'faulty.fault={fault}' (one of: {})",
+            FAULTS[1..].join(", ")
+        )));
+    }
+    Ok(fault.to_string())
+}
 
 /// The plugin.
 #[derive(Default)]
@@ -52,12 +76,16 @@ impl Plugin for Faulty {
             })
     }
 
+    fn options(&self) -> OptionSchema {
+        OptionSchema::new("faulty").text("fault", None, "the failure to inject (none by default)")
+    }
+
     fn compile(
         &self,
         function: &PartitionedFunction,
         options: &CompileOptions,
     ) -> Result<Box<dyn CompiledModule>, PluginError> {
-        let fault = options.get("fault").unwrap_or("").to_string();
+        let fault = chosen_fault(self, options)?;
         match fault.as_str() {
             "panic_compile" => panic!("compile exploded on @{}", function.symbol),
             "error_compile" => {
@@ -86,8 +114,10 @@ impl Plugin for Faulty {
     fn deserialize(
         &self,
         bytes: &[u8],
-        _options: &CompileOptions,
+        options: &CompileOptions,
     ) -> Result<Box<dyn CompiledModule>, PluginError> {
+        // The loading process's options are checked too; the fault comes from the bytes.
+        chosen_fault(self, options)?;
         let text = String::from_utf8_lossy(bytes);
         let mut parts = text.split(';');
         let fault = parts.next().unwrap_or("").to_string();

@@ -1,0 +1,11 @@
+//! The Relay text parser and type inference on arbitrary text.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    byoc_core::memory::set_budget(64 << 20);
+    if let Ok(mut m) = byoc_core::text::parse_module(&String::from_utf8_lossy(data)) {
+        let _ = byoc_core::passes::infer_types(&mut m);
+    }
+});
