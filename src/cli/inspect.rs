@@ -95,7 +95,7 @@ pub fn inspect(args: &InspectArgs) -> Result<()> {
     {
         bail!("--print-before / --print-after need a pipeline stage, not --stage parse");
     }
-    let module = load(&args.model, &args.input_shapes)?;
+    let module = load(&args.model, &args.input_shapes, &args.targets.plugin_paths)?;
     let text = match args.stage.pipeline_stage() {
         None if args.format == Format::Text => {
             print_module_with(&module, &PrintOptions { show_types: true })

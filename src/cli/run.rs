@@ -10,6 +10,7 @@ use byoc_core::Module;
 use clap::Args;
 
 use super::targets::{load_model_for, partition_and_compile, TargetArgs};
+use crate::datatype::{load_datatype_plugins, names_custom_dtype};
 use crate::inputs::{output_map, resolve_inputs};
 use crate::plugins::{discover_plugins, find_plugin};
 
@@ -49,6 +50,10 @@ fn is_artifact(path: &Path) -> bool {
 /// Loads an artifact and its partitions, resolving plugins by name.
 fn load_artifact(path: &Path, args: &TargetArgs) -> Result<(Module, ExternalModules)> {
     let name = path.display();
+    // Custom datatypes in the module parse once their plugins are loaded.
+    if names_custom_dtype(path) {
+        load_datatype_plugins(&args.plugin_paths)?;
+    }
     let artifact = Artifact::read(path).with_context(|| format!("{name}: cannot load"))?;
     let needs_registry = artifact
         .partitions
@@ -76,9 +81,9 @@ pub fn load_runnable(
     input_shapes: &[String],
 ) -> Result<(Module, ExternalModules)> {
     if is_artifact(model) {
-        if targets.quantize {
+        if targets.quantize || targets.dtype.is_some() {
             bail!(
-                "{}: --quantize applies to models, not to built artifacts",
+                "{}: --quantize and --dtype apply to models, not to built artifacts",
                 model.display()
             );
         }

@@ -9,6 +9,7 @@
 
 pub(crate) mod broadcast;
 pub(crate) mod conv;
+pub(crate) mod custom;
 pub(crate) mod depthwise;
 pub(crate) mod elementwise;
 pub(crate) mod gemm;

@@ -13,6 +13,7 @@ use super::nn_common::{
 };
 use crate::ir::{AttrValue, DType, TensorType, Type};
 use crate::kernels::conv::{self, Conv2dGeom};
+use crate::kernels::custom;
 use crate::kernels::gemm::Gemm;
 use crate::kernels::numeric::{widen_slice, Widen};
 use crate::op::{
@@ -248,6 +249,9 @@ impl OpImpl for ConvOp {
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         let setup = with_kernel_ctx(spec, |ctx| self.setup(ctx))?;
         let (a, b, out) = (setup.data_dtype, setup.weight_dtype, setup.out.dtype);
+        if a.is_custom() && self.0 == ConvKind::Conv2d {
+            return custom::conv2d(spec, setup.geom, setup.w_strides);
+        }
         gemm_kernel(
             spec,
             a,

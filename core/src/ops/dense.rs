@@ -10,6 +10,7 @@ use super::nn_common::{
     check_operand_dtypes, gemm_kernel, input, out_dtype, output, with_kernel_ctx, GemmBody,
 };
 use crate::ir::{DType, TensorType, Type};
+use crate::kernels::custom;
 use crate::kernels::gemm::{Gemm, MatMut, MatRef};
 use crate::kernels::numeric::{widen_slice, Widen};
 use crate::op::{
@@ -128,6 +129,14 @@ impl OpImpl for MatmulOp {
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         let setup = with_kernel_ctx(spec, |ctx| (self.0)(ctx))?;
         let ((a, b), out) = (setup.dtypes, setup.out.dtype);
+        if a.is_custom() {
+            let shape = custom::Matmul {
+                batch: [setup.batch, setup.batch_a, setup.batch_b],
+                mnk: [setup.m, setup.n, setup.k],
+                transpose: [setup.transpose_a, setup.transpose_b],
+            };
+            return custom::matmul(spec, shape);
+        }
         gemm_kernel(
             spec,
             a,
