@@ -269,12 +269,15 @@ fn unary_model(op: &str) -> String {
     format!("def @main(%x: Tensor[(2, 3, 4), float32]) {{ {op}(%x) }}")
 }
 
+/// An elementwise op, its inputs and its f64 function.
+type UnaryCase<'a> = (&'a str, &'a [f32], fn(f64) -> f64);
+
 #[test]
 fn unary_ops_in_posits_are_correctly_rounded() {
     loaded();
     let positive = values(1, 24, 0.01, 6.0);
     let signed = values(2, 24, -6.0, 6.0);
-    let cases: [(&str, &[f32], fn(f64) -> f64); 5] = [
+    let cases: [UnaryCase<'_>; 5] = [
         ("exp", &signed, f64::exp),
         ("log", &positive, f64::ln),
         ("sqrt", &positive, f64::sqrt),
@@ -453,11 +456,21 @@ fn conv_ref(
     out
 }
 
+/// (name, data [c, h, w], weight [o, i, kh, kw], groups, padding, strides, dilation)
+type ConvCase = (
+    &'static str,
+    [usize; 3],
+    [usize; 4],
+    usize,
+    usize,
+    usize,
+    usize,
+);
+
 #[test]
 fn conv2d_in_posits_is_correctly_rounded() {
     loaded();
-    // (name, data [c, h, w], weight [o, i, kh, kw], groups, padding, strides, dilation)
-    let cases: [(&str, [usize; 3], [usize; 4], usize, usize, usize, usize); 5] = [
+    let cases: [ConvCase; 5] = [
         ("conv2d", [3, 5, 5], [4, 3, 3, 3], 1, 1, 1, 1),
         ("depthwise", [4, 5, 5], [4, 1, 3, 3], 4, 1, 1, 1),
         ("grouped", [4, 5, 5], [4, 2, 3, 3], 2, 1, 1, 1),
@@ -773,5 +786,203 @@ fn tvm_posit_test_set_within_tvm_tolerances() {
                 tolerance,
             );
         }
+    }
+}
+
+/// Runs `byoc` with `args` and the posit plugin; returns (exit code, stdout, stderr).
+fn byoc_with_posit(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_byoc"))
+        .args(args)
+        .arg("--plugin-path")
+        .arg(posit_so())
+        .output()
+        .expect("byoc runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn custom_typed_parameters_take_and_give_bit_patterns() {
+    use byoc_core::io::read_npz_as;
+    loaded();
+    let dir = scratch("bits");
+    let model = dir.join("bits.relay");
+    std::fs::write(
+        &model,
+        "def @main(%x: Tensor[(3), custom[posites2]16], %y: Tensor[(3), custom[posites2]16]) { multiply(%x, %y) }",
+    )
+    .unwrap();
+    let dtype: DType = "custom[posites2]16".parse().unwrap();
+    let ty = byoc_core::TensorType::new([3], dtype);
+    let (x, y) = ([0x4000u16, 0x3000, 0xC800], [0x4800u16, 0x4800, 0x3000]);
+    let bits = |v: &[u16]| {
+        let bytes: Vec<u8> = v.iter().flat_map(|b| b.to_ne_bytes()).collect();
+        Tensor::from_bytes(ty.clone(), &bytes).unwrap()
+    };
+    let inputs: BTreeMap<String, Tensor> =
+        [("x".to_string(), bits(&x)), ("y".to_string(), bits(&y))].into();
+    let (in_path, out_path) = (dir.join("in.npz"), dir.join("out.npz"));
+    write_npz(&in_path, &inputs).unwrap();
+    let (code, _, err) = byoc_with_posit(&[
+        "run",
+        model.to_str().unwrap(),
+        "--inputs",
+        in_path.to_str().unwrap(),
+        "-o",
+        out_path.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let custom: BTreeMap<String, DType> = [("output_0".to_string(), dtype)].into();
+    let out = read_npz_as(&out_path, &custom).unwrap();
+    let got = &out["output_0"];
+    assert_eq!(
+        got.dtype(),
+        dtype,
+        "the output is stored as uint16 bit patterns"
+    );
+    let want: Vec<u8> = (0..3)
+        .flat_map(|i| {
+            (reference::binary(16, '*', u64::from(x[i]), u64::from(y[i])) as u16).to_ne_bytes()
+        })
+        .collect();
+    assert_eq!(got.as_bytes(), want.as_slice());
+    // The archive holds a uint16 array, which a plain read (no datatype named) refuses.
+    let err = read_npz(&out_path).unwrap_err().to_string();
+    assert!(err.contains("'<u2'"), "{err}");
+
+    // float32 values where bit patterns are expected: a clear error.
+    let floats: BTreeMap<String, Tensor> = [
+        (
+            "x".to_string(),
+            Tensor::from_vec([3], vec![1.0f32; 3]).unwrap(),
+        ),
+        (
+            "y".to_string(),
+            Tensor::from_vec([3], vec![1.0f32; 3]).unwrap(),
+        ),
+    ]
+    .into();
+    write_npz(&in_path, &floats).unwrap();
+    let (code, _, err) = byoc_with_posit(&[
+        "run",
+        model.to_str().unwrap(),
+        "--inputs",
+        in_path.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("input 'x' is Tensor[(3), float32] but the model expects Tensor[(3), custom[posites2]16], given as its bit patterns (uint16)"), "{err}");
+}
+
+#[test]
+fn bad_datatype_input_gives_clear_errors() {
+    let dir = scratch("bad");
+    let model = dir.join("m.relay");
+    std::fs::write(&model, "def @main(%x: Tensor[(4), float32]) { exp(%x) }").unwrap();
+    let model = model.to_str().unwrap();
+    // An unregistered datatype on the command line lists what is registered.
+    let (code, _, err) = byoc_with_posit(&[
+        "run",
+        model,
+        "--random-inputs",
+        "1",
+        "--dtype",
+        "custom[posit]16",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--dtype 'custom[posit]16': custom datatype 'posit' is not registered; registered: custom[posites2]8|16|32 (code 132)"),
+        "{err}"
+    );
+    let (code, _, err) = byoc_with_posit(&[
+        "run",
+        model,
+        "--random-inputs",
+        "1",
+        "--dtype",
+        "custom[posites2]64",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("does not come in 64 bits"), "{err}");
+    let (code, _, err) =
+        byoc_with_posit(&["run", model, "--random-inputs", "1", "--dtype", "float16"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not a custom datatype"), "{err}");
+    // An unregistered datatype in a model file.
+    let unknown = dir.join("unknown.relay");
+    std::fs::write(
+        &unknown,
+        "def @main(%x: Tensor[(4), custom[myfloat]32]) { %x }",
+    )
+    .unwrap();
+    let (code, _, err) =
+        byoc_with_posit(&["run", unknown.to_str().unwrap(), "--random-inputs", "1"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("'myfloat' is not registered; registered: custom[posites2]8|16|32"),
+        "{err}"
+    );
+    // An op the datatype has no lowering for is refused when the plan is built.
+    let power = dir.join("power.relay");
+    std::fs::write(
+        &power,
+        "def @main(%x: Tensor[(4), float32]) { power(%x, %x) }",
+    )
+    .unwrap();
+    let (code, _, err) = byoc_with_posit(&[
+        "run",
+        power.to_str().unwrap(),
+        "--random-inputs",
+        "1",
+        "--dtype",
+        "custom[posites2]16",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("power") && err.contains("custom[posites2]16"),
+        "{err}"
+    );
+}
+
+/// SqueezeNet (ONNX's light model with seeded random weights) in posit32 and posit16 against
+/// float32 on the model's input: posit32 within 1e-5 of the output's peak, posit16 within
+/// 1e-2, both with the same top-1 class.
+#[test]
+#[ignore = "needs the ONNX light models: ./scripts/fetch_onnx_light.sh"]
+fn squeezenet_in_posit32_and_posit16_tracks_float32() {
+    use byoc::datatype::convert_to_datatype;
+    use byoc::inputs::resolve_inputs;
+    use byoc::model::load_model;
+    use byoc::verify::Accuracy;
+    use byoc_core::exec::{ExecOptions, Executor};
+    loaded();
+    let dir = PathBuf::from(
+        std::env::var_os("BYOC_ONNX_LIGHT_DIR")
+            .expect("BYOC_ONNX_LIGHT_DIR names the light models"),
+    )
+    .join("squeezenet");
+    let module = load_model(&dir.join("random.onnx"), &BTreeMap::new()).unwrap();
+    let inputs = resolve_inputs(&module, Some(&dir.join("random_input.npz")), None).unwrap();
+    let run = |m: &byoc_core::Module| {
+        Executor::new(m, ExecOptions::default())
+            .and_then(|e| e.run_named(&inputs))
+            .unwrap()[0]
+            .to_f64_vec()
+    };
+    let want = run(&module);
+    let peak = want.iter().fold(0f64, |m, v| m.max(v.abs()));
+    for (bits, bound) in [(32, 1e-5), (16, 1e-2)] {
+        let dtype: DType = format!("custom[posites2]{bits}").parse().unwrap();
+        let got = run(&convert_to_datatype(&module, dtype).unwrap());
+        let mut accuracy = Accuracy::default();
+        accuracy.add(&want, &got, want.len());
+        assert!(
+            accuracy.max_abs <= bound * peak,
+            "posit{bits}: max |err| {} vs peak {peak}",
+            accuracy.max_abs
+        );
+        assert_eq!(accuracy.top1_agree, 1, "posit{bits}: top-1 class");
     }
 }

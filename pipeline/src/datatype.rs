@@ -69,10 +69,10 @@ pub fn parse_custom_dtype(dtype: &str, plugin_paths: &[PathBuf]) -> Result<DType
 pub fn convert_to_datatype(module: &Module, dtype: DType) -> Result<Module, DatatypeError> {
     let mut converted = module.clone();
     PassManager::new()
-        .pass(FoldConstant::default())
+        .pass(FoldConstant)
         .pass(SimplifyInference::default())
-        .pass(FoldConstant::default())
-        .pass(DeadCodeElimination::default())
+        .pass(FoldConstant)
+        .pass(DeadCodeElimination)
         .pass(ChangeDatatype::keeping_interface(DType::Float32, dtype))
         .run(&mut converted, &mut PassContext::default())?;
     Ok(converted)

@@ -10,6 +10,12 @@
 //! datatype, `float`/`double`/`int32_t` for the native side of a cast. An interpreter calls
 //! these per element; a code generator reads the same keys and addresses.
 
+// `u64::from` widens every storage type but the 64-bit one, which is `u64` already.
+#![allow(
+    clippy::useless_conversion,
+    reason = "the storage-type macro widens u8/u16/u32 and u64 alike"
+)]
+
 use std::sync::Arc;
 
 use thiserror::Error;
