@@ -986,3 +986,68 @@ fn squeezenet_in_posit32_and_posit16_tracks_float32() {
         assert_eq!(accuracy.top1_agree, 1, "posit{bits}: top-1 class");
     }
 }
+
+#[test]
+fn verify_build_and_artifacts_take_dtype() {
+    loaded();
+    let dir = scratch("verify");
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/models/small_cnn.relay");
+    let model = model.to_str().unwrap();
+    let (code, out, err) = byoc_with_posit(&[
+        "verify",
+        model,
+        "--dtype",
+        "custom[posites2]32",
+        "--samples",
+        "2",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("output_0: max_abs_err="), "{out}");
+    assert!(
+        out.contains(" mean_abs_err=") && out.contains("top1_agreement=2/2 ok"),
+        "{out}"
+    );
+    // An artifact built with --dtype holds the converted module and runs as it was built.
+    let artifact = dir.join("small16.byoc");
+    let artifact = artifact.to_str().unwrap();
+    let (code, _, err) = byoc_with_posit(&[
+        "build",
+        model,
+        "--dtype",
+        "custom[posites2]16",
+        "-o",
+        artifact,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (from_model, from_artifact) = (dir.join("m.npz"), dir.join("a.npz"));
+    let run = |what: &str, extra: &[&str], out: &Path| {
+        let mut args = vec![
+            "run",
+            what,
+            "--random-inputs",
+            "3",
+            "-o",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let (code, _, err) = byoc_with_posit(&args);
+        assert_eq!(code, 0, "{err}");
+        read_npz(out).unwrap()
+    };
+    let want = run(model, &["--dtype", "custom[posites2]16"], &from_model);
+    let got = run(artifact, &[], &from_artifact);
+    assert_eq!(got["output_0"].as_bytes(), want["output_0"].as_bytes());
+    let (code, _, err) = byoc_with_posit(&[
+        "run",
+        artifact,
+        "--random-inputs",
+        "3",
+        "--dtype",
+        "custom[posites2]16",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--quantize and --dtype apply to models, not to built artifacts"),
+        "{err}"
+    );
+}
