@@ -1051,3 +1051,150 @@ fn verify_build_and_artifacts_take_dtype() {
         "{err}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// TVM's `myfloat`: a datatype whose library is float32 arithmetic on the bit patterns,
+// registered in-process, with no plugin file. A model run in it gives float32's results up to
+// the order of the sums (TVM's tutorial compares with `assert_array_equal`; the host's float32
+// kernels sum in another order).
+
+extern "C" fn myfloat_from_float(x: f32) -> u32 {
+    x.to_bits()
+}
+extern "C" fn myfloat_to_float(x: u32) -> f32 {
+    f32::from_bits(x)
+}
+extern "C" fn myfloat_add(a: u32, b: u32) -> u32 {
+    (f32::from_bits(a) + f32::from_bits(b)).to_bits()
+}
+extern "C" fn myfloat_mul(a: u32, b: u32) -> u32 {
+    (f32::from_bits(a) * f32::from_bits(b)).to_bits()
+}
+extern "C" fn myfloat_max(a: u32, b: u32) -> u32 {
+    f32::from_bits(a).max(f32::from_bits(b)).to_bits()
+}
+extern "C" fn myfloat_min_value() -> u32 {
+    f32::MIN.to_bits()
+}
+
+/// Registers `myfloat` (code 131, TVM's test code) with the functions above; `table` edits
+/// the declaration first.
+fn register_myfloat(
+    table: impl Fn(&mut byoc_core::sdk::CustomDatatype),
+) -> Result<(), byoc_core::plugin::DatatypeRegistrationError> {
+    use byoc_core::sdk::{CustomDatatype, DatatypeLowering};
+    let mut d = CustomDatatype {
+        name: "myfloat".into(),
+        code: 131,
+        widths: vec![32],
+        lowerings: Vec::new(),
+    };
+    let [from, to] = d.float_casts(32);
+    let op = |op: &str| LoweringKey::Op {
+        op: op.into(),
+        bits: 32,
+    };
+    for (key, function) in [
+        (from, "FloatToCustom32"),
+        (to, "Custom32ToFloat"),
+        (op("Add"), "Custom32Add"),
+        (op("Mul"), "Custom32Mul"),
+        (op("Max"), "Custom32Max"),
+        (LoweringKey::MinValue { bits: 32 }, "MinCustom32"),
+    ] {
+        d.lowerings.push(DatatypeLowering {
+            key,
+            function: function.into(),
+        });
+    }
+    table(&mut d);
+    let symbols: [(&str, usize); 6] = [
+        ("FloatToCustom32", myfloat_from_float as usize),
+        ("Custom32ToFloat", myfloat_to_float as usize),
+        ("Custom32Add", myfloat_add as usize),
+        ("Custom32Mul", myfloat_mul as usize),
+        ("Custom32Max", myfloat_max as usize),
+        ("MinCustom32", myfloat_min_value as usize),
+    ];
+    byoc_core::plugin::register_datatypes("myfloat", &[d], |s| {
+        symbols.iter().find(|(n, _)| *n == s).map(|(_, a)| *a)
+    })
+}
+
+#[test]
+fn myfloat_registered_in_process_runs_a_model_as_float32() {
+    use byoc_core::exec::{ExecOptions, Executor};
+    use byoc_core::passes::{ChangeDatatype, Pass, PassContext};
+    loaded();
+    // A taken code and a missing symbol are refused, naming the conflict and the symbol.
+    let err = register_myfloat(|d| d.code = 132).unwrap_err().to_string();
+    assert!(err.contains("custom[posites2]8|16|32 (code 132)"), "{err}");
+    let err = register_myfloat(|d| d.lowerings[2].function = "Custom32Plus".into())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("'Custom32Plus', which the library does not export"),
+        "{err}"
+    );
+    register_myfloat(|_| {}).unwrap();
+
+    let text =
+        "def @main(%x: Tensor[(1, 2, 4, 4), float32], %w: Tensor[(3, 2, 3, 3), float32]) {\n  \
+                %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1]);\n  \
+                %1 = nn.bias_add(%0, const((3), float32, [0.5, -0.25, 1.0]));\n  \
+                %2 = nn.relu(%1);\n  nn.max_pool2d(%2, pool_size=[2, 2], strides=[2, 2])\n}";
+    let module = parse_module(text).unwrap();
+    let myfloat: DType = "custom[myfloat]32".parse().unwrap();
+    // TVM's ChangeDatatype: parameters, constants and calls all change.
+    let mut converted = module.clone();
+    ChangeDatatype::new(DType::Float32, myfloat)
+        .run(&mut converted, &mut PassContext::default())
+        .unwrap();
+    let printed = print_module(&converted);
+    assert!(!printed.contains("float32"), "{printed}");
+    assert!(
+        printed.contains("Tensor[(1, 2, 4, 4), custom[myfloat]32]"),
+        "{printed}"
+    );
+
+    let x = values(50, 32, -1.0, 1.0);
+    let w = values(51, 54, -1.0, 1.0);
+    let float_inputs: BTreeMap<String, Tensor> = [
+        ("x".to_string(), Tensor::from_vec([1, 2, 4, 4], x).unwrap()),
+        ("w".to_string(), Tensor::from_vec([3, 2, 3, 3], w).unwrap()),
+    ]
+    .into();
+    let want = Executor::new(&module, ExecOptions::default())
+        .unwrap()
+        .run_named(&float_inputs)
+        .unwrap();
+    // The inputs as myfloat bit patterns: the float32 bits under the custom dtype.
+    let custom_inputs: BTreeMap<String, Tensor> = float_inputs
+        .iter()
+        .map(|(k, t)| {
+            let ty = byoc_core::TensorType::new(t.shape().to_vec(), myfloat);
+            (k.clone(), Tensor::from_bytes(ty, t.as_bytes()).unwrap())
+        })
+        .collect();
+    let got = Executor::new(&converted, ExecOptions::default())
+        .unwrap()
+        .run_named(&custom_inputs)
+        .unwrap();
+    assert_eq!(got[0].dtype(), myfloat);
+    // Equal up to the rounding of sums taken in another order.
+    let (want, got): (Vec<f32>, Vec<f32>) = (
+        want[0].as_slice::<f32>().unwrap().to_vec(),
+        got[0]
+            .as_bytes()
+            .chunks_exact(4)
+            .map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+            .collect(),
+    );
+    assert_eq!(want.len(), got.len());
+    for (i, (w, g)) in want.iter().zip(&got).enumerate() {
+        assert!(
+            (w - g).abs() <= 1e-5 * w.abs().max(1.0),
+            "element {i}: myfloat {g}, float32 {w}"
+        );
+    }
+}

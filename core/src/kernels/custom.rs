@@ -409,9 +409,14 @@ pub(crate) fn pool2d(
     } else {
         c.from_f32(0.0).map_err(&err)?
     };
-    let div = c.binary("Div").map_err(&err)?;
-    // Tap counts are small integers, exact in float32.
-    let to_custom = c.cast(DType::Float32, true).map_err(&err)?;
+    // Average pooling divides by the tap count, a small integer exact in float32.
+    let divide = match kind {
+        PoolKind::Max => None,
+        PoolKind::Avg { .. } => Some((
+            c.binary("Div").map_err(&err)?,
+            c.cast(DType::Float32, true).map_err(&err)?,
+        )),
+    };
     Ok(bits_kernel(spec, move |ins, out, threads| {
         let x = &ins[0];
         let shape_in = [g.channels, g.in_h, g.in_w];
@@ -442,12 +447,12 @@ pub(crate) fn pool2d(
                             }
                         }
                         let y = &mut ys[at(g.channels_last, shape_out, 0, c, oy, ox)];
-                        *y = match kind {
-                            PoolKind::Max => acc,
-                            PoolKind::Avg { count_include_pad } => {
+                        *y = match (kind, divide) {
+                            (PoolKind::Avg { count_include_pad }, Some((div, to_custom))) => {
                                 let count = if count_include_pad { padded } else { valid };
                                 div.call(acc, to_custom.from_native(count as f64))
                             }
+                            _ => acc,
                         };
                     }
                 }
