@@ -204,6 +204,17 @@ fn sum(add: BinaryCall, zero: u64, terms: impl Iterator<Item = u64>) -> u64 {
     terms.fold(zero, |acc, t| add.call(acc, t))
 }
 
+/// The `Add`, `Mul` and zero of a sum of products over the first input's datatype.
+fn sum_of_products(spec: &KernelSpec<'_>) -> Result<(BinaryCall, BinaryCall, u64), KernelError> {
+    let c = calls(spec.op, &spec.inputs[0])?;
+    let err = missing(spec.op);
+    Ok((
+        c.binary("Add").map_err(&err)?,
+        c.binary("Mul").map_err(&err)?,
+        c.from_f32(0.0).map_err(&err)?,
+    ))
+}
+
 /// `nn.softmax` along the view's axis.
 pub(crate) fn softmax(
     spec: &KernelSpec<'_>,
@@ -254,13 +265,7 @@ pub(crate) fn matmul(
     spec: &KernelSpec<'_>,
     shape: Matmul,
 ) -> Result<Box<dyn HostKernel>, KernelError> {
-    let c = calls(spec.op, &spec.inputs[0])?;
-    let err = missing(spec.op);
-    let (add, mul) = (
-        c.binary("Add").map_err(&err)?,
-        c.binary("Mul").map_err(&err)?,
-    );
-    let zero = c.from_f32(0.0).map_err(&err)?;
+    let (add, mul, zero) = sum_of_products(spec)?;
     let Matmul {
         batch: [_, batch_a, batch_b],
         mnk: [m, n, k],
@@ -323,13 +328,7 @@ pub(crate) fn conv2d(
     g: Conv2dGeom,
     w_strides: [usize; 4],
 ) -> Result<Box<dyn HostKernel>, KernelError> {
-    let c = calls(spec.op, &spec.inputs[0])?;
-    let err = missing(spec.op);
-    let (add, mul) = (
-        c.binary("Add").map_err(&err)?,
-        c.binary("Mul").map_err(&err)?,
-    );
-    let zero = c.from_f32(0.0).map_err(&err)?;
+    let (add, mul, zero) = sum_of_products(spec)?;
     let plane = g.out_h * g.out_w;
     Ok(bits_kernel(spec, move |ins, out, threads| {
         let (x, w) = (&ins[0], &ins[1]);
