@@ -8,4 +8,6 @@ pub mod progress;
 pub mod verify;
 
 pub use byoc_core as core;
-pub use byoc_pipeline::{conformance, inputs, model, pipeline, plugins, quantize, report, target};
+pub use byoc_pipeline::{
+    conformance, datatype, inputs, model, pipeline, plugins, quantize, report, target,
+};

@@ -106,6 +106,10 @@ pub fn top1_agreement(host: &Tensor, partitioned: &Tensor) -> Option<(usize, usi
 pub struct Accuracy {
     /// The largest absolute error.
     pub max_abs: f64,
+    /// Σ |float - quantized|.
+    sum_abs: f64,
+    /// Values compared.
+    count: usize,
     /// Σ float · quantized.
     dot: f64,
     /// Σ float².
@@ -123,9 +127,10 @@ impl Accuracy {
     pub fn add(&mut self, float: &[f64], quantized: &[f64], classes: usize) {
         for (&f, &q) in float.iter().zip(quantized) {
             let err = (f - q).abs();
-            self.max_abs = self
-                .max_abs
-                .max(if err.is_nan() { f64::INFINITY } else { err });
+            let err = if err.is_nan() { f64::INFINITY } else { err };
+            self.max_abs = self.max_abs.max(err);
+            self.sum_abs += err;
+            self.count += 1;
             self.dot += f * q;
             self.float_sq += f * f;
             self.quant_sq += q * q;
@@ -148,6 +153,15 @@ impl Accuracy {
         for (f, q) in float.chunks(classes).zip(quantized.chunks(classes)) {
             self.top1_rows += 1;
             self.top1_agree += usize::from(argmax(f) == argmax(q));
+        }
+    }
+
+    /// The mean absolute error (0 before any value).
+    pub fn mean_abs(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum_abs / self.count as f64
         }
     }
 

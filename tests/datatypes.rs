@@ -120,3 +120,1086 @@ fn byoc_plugins_lists_the_datatype() {
         "{stdout}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Running models in posits: `byoc run M.relay --dtype custom[posites2]N` on single-op models
+// gives exactly the correctly rounded result of TVM's op-by-op lowering, checked against the
+// exact reference of the posit tests (dyadic rationals; the elementary functions through f64
+// and then rounded by that reference).
+
+#[path = "../plugins/posit/tests/reference/mod.rs"]
+mod reference;
+
+use std::collections::BTreeMap;
+
+use byoc_core::io::{read_npz, write_npz};
+use byoc_core::Tensor;
+use reference::Dyadic;
+
+/// A scratch directory for one test.
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("byoc-datatypes-{}-{test}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch directory");
+    dir
+}
+
+/// Deterministic values in `[lo, hi)`, exactly representable in float32.
+fn values(seed: u64, count: usize, lo: f32, hi: f32) -> Vec<f32> {
+    let mut rng = reference::Samples::new(seed);
+    (0..count)
+        .map(|_| {
+            let unit = (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
+            lo + (hi - lo) * unit
+        })
+        .collect()
+}
+
+/// The posit value of a pattern as `f64` (exact for these widths); NaR is NaN.
+fn value(n: u32, p: u64) -> f64 {
+    match reference::decode(n, p) {
+        None => f64::NAN,
+        Some(d) => {
+            let m = i64::try_from(&d.m).expect("posit significands fit i64");
+            m as f64 * (d.e as f64).exp2()
+        }
+    }
+}
+
+/// The correctly rounded posit of `x`.
+fn round(n: u32, x: f64) -> u64 {
+    if x.is_nan() {
+        return reference::nar(n);
+    }
+    reference::round_exact(n, &Dyadic::from_f64(x))
+}
+
+/// `f` of a posit, computed in f64 and rounded.
+fn apply(n: u32, p: u64, f: impl Fn(f64) -> f64) -> u64 {
+    round(n, f(value(n, p)))
+}
+
+/// The larger of two posits (by value; NaR propagates as the library's order puts it first).
+fn max(n: u32, a: u64, b: u64) -> u64 {
+    if value(n, a) >= value(n, b) {
+        a
+    } else {
+        b
+    }
+}
+
+/// Named float32 tensors of `(name, shape, values)`.
+fn float_tensors(inputs: &[(&str, Vec<usize>, Vec<f32>)]) -> BTreeMap<String, Tensor> {
+    inputs
+        .iter()
+        .map(|(name, shape, v)| {
+            let t = Tensor::from_vec(shape.clone(), v.clone()).expect("values fill the shape");
+            (name.to_string(), t)
+        })
+        .collect()
+}
+
+/// Runs `model` (float32 inputs `inputs`, in order `%x`, `%y`, ...) with `byoc run --dtype
+/// custom[posites2]n` and returns output 0.
+fn run_in_posits(
+    test: &str,
+    model: &str,
+    inputs: &[(&str, Vec<usize>, Vec<f32>)],
+    n: u32,
+) -> Vec<f32> {
+    let dir = scratch(test);
+    let model_path = dir.join(format!("m{n}.relay"));
+    std::fs::write(&model_path, model).unwrap();
+    let tensors = float_tensors(inputs);
+    let (inputs_path, out_path) = (
+        dir.join(format!("in{n}.npz")),
+        dir.join(format!("out{n}.npz")),
+    );
+    write_npz(&inputs_path, &tensors).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_byoc"))
+        .arg("run")
+        .arg(&model_path)
+        .arg("--dtype")
+        .arg(format!("custom[posites2]{n}"))
+        .arg("--plugin-path")
+        .arg(posit_so())
+        .arg("--inputs")
+        .arg(&inputs_path)
+        .arg("-o")
+        .arg(&out_path)
+        .output()
+        .expect("byoc runs");
+    assert!(
+        out.status.success(),
+        "{test} (posit{n}): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let outputs = read_npz(&out_path).unwrap();
+    let y = &outputs["output_0"];
+    assert_eq!(
+        y.dtype(),
+        byoc_core::ir::DType::Float32,
+        "outputs leave as float32"
+    );
+    y.as_slice::<f32>().unwrap().to_vec()
+}
+
+/// Checks that the posit run of `model` gives the reference patterns `want(n, inputs as posits)`.
+fn check_exact(
+    test: &str,
+    model: &str,
+    inputs: &[(&str, Vec<usize>, Vec<f32>)],
+    want: impl Fn(u32, &[Vec<u64>]) -> Vec<u64>,
+) {
+    for n in [8, 16] {
+        let posits: Vec<Vec<u64>> = inputs
+            .iter()
+            .map(|(_, _, v)| v.iter().map(|&x| round(n, f64::from(x))).collect())
+            .collect();
+        let expected = want(n, &posits);
+        let got = run_in_posits(test, model, inputs, n);
+        assert_eq!(got.len(), expected.len(), "{test} (posit{n}): output size");
+        for (i, (&g, &p)) in got.iter().zip(&expected).enumerate() {
+            let w = value(n, p) as f32;
+            assert!(
+                g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()),
+                "{test} (posit{n}) element {i}: got {g}, want {w} (pattern {p:#x})"
+            );
+        }
+    }
+}
+
+fn unary_model(op: &str) -> String {
+    format!("def @main(%x: Tensor[(2, 3, 4), float32]) {{ {op}(%x) }}")
+}
+
+/// An elementwise op, its inputs and its f64 function.
+type UnaryCase<'a> = (&'a str, &'a [f32], fn(f64) -> f64);
+
+#[test]
+fn unary_ops_in_posits_are_correctly_rounded() {
+    loaded();
+    let positive = values(1, 24, 0.01, 6.0);
+    let signed = values(2, 24, -6.0, 6.0);
+    let cases: [UnaryCase<'_>; 5] = [
+        ("exp", &signed, f64::exp),
+        ("log", &positive, f64::ln),
+        ("sqrt", &positive, f64::sqrt),
+        ("tanh", &signed, f64::tanh),
+        ("sigmoid", &signed, |x| 1.0 / (1.0 + (-x).exp())),
+    ];
+    for (op, xs, f) in cases {
+        check_exact(
+            op,
+            &unary_model(op),
+            &[("x", vec![2, 3, 4], xs.to_vec())],
+            |n, p| p[0].iter().map(|&x| apply(n, x, f)).collect(),
+        );
+    }
+    // rsqrt is 1 / sqrt(x), two roundings.
+    check_exact(
+        "rsqrt",
+        &unary_model("rsqrt"),
+        &[("x", vec![2, 3, 4], positive.clone())],
+        |n, p| {
+            let one = round(n, 1.0);
+            p[0].iter()
+                .map(|&x| reference::binary(n, '/', one, reference::sqrt(n, x)))
+                .collect()
+        },
+    );
+    check_exact(
+        "relu",
+        &unary_model("nn.relu"),
+        &[("x", vec![2, 3, 4], signed.clone())],
+        |n, p| p[0].iter().map(|&x| max(n, x, 0)).collect(),
+    );
+    check_exact(
+        "negative",
+        &unary_model("negative"),
+        &[("x", vec![2, 3, 4], signed.clone())],
+        |n, p| {
+            p[0].iter()
+                .map(|&x| reference::binary(n, '-', 0, x))
+                .collect()
+        },
+    );
+    check_exact(
+        "batch_flatten",
+        "def @main(%x: Tensor[(2, 3, 4), float32]) { nn.batch_flatten(%x) }",
+        &[("x", vec![2, 3, 4], signed)],
+        |_, p| p[0].clone(),
+    );
+}
+
+#[test]
+fn broadcast_binary_ops_in_posits_are_correctly_rounded() {
+    loaded();
+    let x = values(3, 24, -4.0, 4.0);
+    let y = values(4, 4, 0.25, 3.0);
+    for (op, symbol) in [
+        ("add", '+'),
+        ("subtract", '-'),
+        ("multiply", '*'),
+        ("divide", '/'),
+    ] {
+        let model = format!(
+            "def @main(%x: Tensor[(2, 3, 4), float32], %y: Tensor[(4), float32]) {{ {op}(%x, %y) }}"
+        );
+        check_exact(
+            op,
+            &model,
+            &[("x", vec![2, 3, 4], x.clone()), ("y", vec![4], y.clone())],
+            |n, p| {
+                (0..24)
+                    .map(|i| reference::binary(n, symbol, p[0][i], p[1][i % 4]))
+                    .collect()
+            },
+        );
+    }
+}
+
+/// The sum of `terms` from zero, one rounding per addition (TVM's sequential reduction).
+fn sum(n: u32, terms: impl IntoIterator<Item = u64>) -> u64 {
+    terms
+        .into_iter()
+        .fold(0, |acc, t| reference::binary(n, '+', acc, t))
+}
+
+#[test]
+fn softmax_dense_and_bias_add_in_posits_are_correctly_rounded() {
+    loaded();
+    let x = values(5, 10, -3.0, 3.0);
+    check_exact(
+        "softmax",
+        "def @main(%x: Tensor[(2, 5), float32]) { nn.softmax(%x) }",
+        &[("x", vec![2, 5], x)],
+        |n, p| {
+            let lowest = (1u64 << (n - 1)) + 1; // -maxpos
+            p[0].chunks(5)
+                .flat_map(|row| {
+                    let m = row.iter().fold(lowest, |m, &v| max(n, m, v));
+                    let e: Vec<u64> = row
+                        .iter()
+                        .map(|&v| apply(n, reference::binary(n, '-', v, m), f64::exp))
+                        .collect();
+                    let s = sum(n, e.iter().copied());
+                    e.into_iter()
+                        .map(|v| reference::binary(n, '/', v, s))
+                        .collect::<Vec<_>>()
+                })
+                .collect()
+        },
+    );
+    let (d, w) = (values(6, 12, -2.0, 2.0), values(7, 18, -1.0, 1.0));
+    check_exact(
+        "dense",
+        "def @main(%x: Tensor[(2, 6), float32], %w: Tensor[(3, 6), float32]) { nn.dense(%x, %w) }",
+        &[("x", vec![2, 6], d), ("w", vec![3, 6], w)],
+        |n, p| {
+            (0..6)
+                .map(|o| {
+                    let (i, j) = (o / 3, o % 3);
+                    sum(
+                        n,
+                        (0..6).map(|k| reference::binary(n, '*', p[0][i * 6 + k], p[1][j * 6 + k])),
+                    )
+                })
+                .collect()
+        },
+    );
+    let (x, b) = (values(8, 12, -2.0, 2.0), values(9, 3, -1.0, 1.0));
+    check_exact(
+        "bias_add",
+        "def @main(%x: Tensor[(1, 3, 2, 2), float32], %b: Tensor[(3), float32]) { nn.bias_add(%x, %b) }",
+        &[("x", vec![1, 3, 2, 2], x), ("b", vec![3], b)],
+        |n, p| (0..12).map(|i| reference::binary(n, '+', p[0][i], p[1][i / 4])).collect(),
+    );
+}
+
+/// Reference NCHW convolution: per output, Σ over (input channel, kernel row, kernel column)
+/// of x·w, padding taps skipped (they add an exact zero).
+#[allow(clippy::too_many_arguments, reason = "the convolution's geometry")]
+fn conv_ref(
+    n: u32,
+    x: &[u64],
+    [_, h, wd]: [usize; 3],
+    w: &[u64],
+    [o, i, kh, kw]: [usize; 4],
+    groups: usize,
+    pad: usize,
+    stride: usize,
+    dilation: usize,
+) -> Vec<u64> {
+    let out_h = (h + 2 * pad - dilation * (kh - 1) - 1) / stride + 1;
+    let out_w = (wd + 2 * pad - dilation * (kw - 1) - 1) / stride + 1;
+    let mut out = Vec::new();
+    for oc in 0..o {
+        let g = oc / (o / groups);
+        for oy in 0..out_h {
+            for ox in 0..out_w {
+                let mut terms = Vec::new();
+                for ic in 0..i {
+                    for ky in 0..kh {
+                        for kx in 0..kw {
+                            let iy = (oy * stride + ky * dilation) as isize - pad as isize;
+                            let ix = (ox * stride + kx * dilation) as isize - pad as isize;
+                            if iy < 0 || ix < 0 || iy >= h as isize || ix >= wd as isize {
+                                continue;
+                            }
+                            let xv = x[((g * i + ic) * h + iy as usize) * wd + ix as usize];
+                            let wv = w[((oc * i + ic) * kh + ky) * kw + kx];
+                            terms.push(reference::binary(n, '*', xv, wv));
+                        }
+                    }
+                }
+                out.push(sum(n, terms));
+            }
+        }
+    }
+    out
+}
+
+/// (name, data [c, h, w], weight [o, i, kh, kw], groups, padding, strides, dilation)
+type ConvCase = (
+    &'static str,
+    [usize; 3],
+    [usize; 4],
+    usize,
+    usize,
+    usize,
+    usize,
+);
+
+#[test]
+fn conv2d_in_posits_is_correctly_rounded() {
+    loaded();
+    let cases: [ConvCase; 5] = [
+        ("conv2d", [3, 5, 5], [4, 3, 3, 3], 1, 1, 1, 1),
+        ("depthwise", [4, 5, 5], [4, 1, 3, 3], 4, 1, 1, 1),
+        ("grouped", [4, 5, 5], [4, 2, 3, 3], 2, 1, 1, 1),
+        ("dilated", [2, 7, 7], [3, 2, 3, 3], 1, 1, 1, 2),
+        ("strided", [2, 6, 6], [2, 2, 3, 3], 1, 0, 2, 1),
+    ];
+    for (i, (name, d, w, groups, pad, stride, dilation)) in cases.into_iter().enumerate() {
+        let model = format!(
+            "def @main(%x: Tensor[(1, {}, {}, {}), float32], %w: Tensor[({}, {}, {}, {}), float32]) {{\n  \
+             nn.conv2d(%x, %w, groups={groups}, padding=[{pad}, {pad}, {pad}, {pad}], strides=[{stride}, {stride}], dilation=[{dilation}, {dilation}])\n}}",
+            d[0], d[1], d[2], w[0], w[1], w[2], w[3]
+        );
+        let xs = values(10 + i as u64, d.iter().product(), -1.0, 1.0);
+        let ws = values(20 + i as u64, w.iter().product(), -1.0, 1.0);
+        check_exact(
+            name,
+            &model,
+            &[
+                ("x", [vec![1], d.to_vec()].concat(), xs),
+                ("w", w.to_vec(), ws),
+            ],
+            |n, p| conv_ref(n, &p[0], d, &p[1], w, groups, pad, stride, dilation),
+        );
+    }
+}
+
+#[test]
+fn pooling_in_posits_is_correctly_rounded() {
+    loaded();
+    let xs = values(30, 50, -3.0, 3.0);
+    let x = [("x", vec![1, 2, 5, 5], xs)];
+    let window = |p: &[u64], k: usize, s: usize, pad: usize, f: &dyn Fn(Vec<u64>, usize) -> u64| {
+        let out = (5 + 2 * pad - k) / s + 1;
+        let mut y = Vec::new();
+        for c in 0..2 {
+            for oy in 0..out {
+                for ox in 0..out {
+                    let mut taps = Vec::new();
+                    for ky in 0..k {
+                        for kx in 0..k {
+                            let (iy, ix) = (
+                                (oy * s + ky) as isize - pad as isize,
+                                (ox * s + kx) as isize - pad as isize,
+                            );
+                            if (0..5).contains(&iy) && (0..5).contains(&ix) {
+                                taps.push(p[(c * 5 + iy as usize) * 5 + ix as usize]);
+                            }
+                        }
+                    }
+                    y.push(f(taps, k * k));
+                }
+            }
+        }
+        y
+    };
+    check_exact(
+        "max_pool2d",
+        "def @main(%x: Tensor[(1, 2, 5, 5), float32]) { nn.max_pool2d(%x, pool_size=[2, 2], strides=[2, 2], padding=[1, 1, 1, 1]) }",
+        &x,
+        |n, p| {
+            let lowest = (1u64 << (n - 1)) + 1;
+            window(&p[0], 2, 2, 1, &|taps, _| taps.into_iter().fold(lowest, |m, v| max(n, m, v)))
+        },
+    );
+    for (include, flag) in [(false, "False"), (true, "True")] {
+        check_exact(
+            "avg_pool2d",
+            &format!("def @main(%x: Tensor[(1, 2, 5, 5), float32]) {{ nn.avg_pool2d(%x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1], count_include_pad={flag}) }}"),
+            &x,
+            |n, p| {
+                window(&p[0], 3, 2, 1, &|taps, full| {
+                    let count = if include { full } else { taps.len() };
+                    reference::binary(n, '/', sum(n, taps), round(n, count as f64))
+                })
+            },
+        );
+    }
+    check_exact(
+        "global_avg_pool2d",
+        "def @main(%x: Tensor[(1, 2, 5, 5), float32]) { nn.global_avg_pool2d(%x) }",
+        &x,
+        |n, p| {
+            p[0].chunks(25)
+                .map(|c| reference::binary(n, '/', sum(n, c.iter().copied()), round(n, 25.0)))
+                .collect()
+        },
+    );
+}
+
+#[test]
+fn batch_norm_in_posits_follows_simplify_inference() {
+    loaded();
+    let xs = values(40, 12, -2.0, 2.0);
+    let (gamma, beta, mean) = (
+        values(41, 3, 0.5, 1.5),
+        values(42, 3, -0.5, 0.5),
+        values(43, 3, -0.5, 0.5),
+    );
+    let var = values(44, 3, 0.5, 2.0);
+    let model = "def @main(%x: Tensor[(1, 3, 2, 2), float32], %g: Tensor[(3), float32], %b: Tensor[(3), float32], %m: Tensor[(3), float32], %v: Tensor[(3), float32]) {\n  \
+                 %0 = nn.batch_norm(%x, %g, %b, %m, %v, epsilon=0.25f);\n  %0.0\n}";
+    check_exact(
+        "batch_norm",
+        model,
+        &[
+            ("x", vec![1, 3, 2, 2], xs),
+            ("g", vec![3], gamma),
+            ("b", vec![3], beta),
+            ("m", vec![3], mean),
+            ("v", vec![3], var),
+        ],
+        |n, p| {
+            // scale = 1 / sqrt(var + eps) * gamma; shift = -mean * scale + beta;
+            // out = x * scale + shift.
+            let (one, eps) = (round(n, 1.0), round(n, 0.25));
+            (0..12)
+                .map(|i| {
+                    let c = i / 4;
+                    let sd = reference::sqrt(n, reference::binary(n, '+', p[4][c], eps));
+                    let scale =
+                        reference::binary(n, '*', reference::binary(n, '/', one, sd), p[1][c]);
+                    let neg_mean = reference::binary(n, '-', 0, p[3][c]);
+                    let shift = reference::binary(
+                        n,
+                        '+',
+                        reference::binary(n, '*', neg_mean, scale),
+                        p[2][c],
+                    );
+                    reference::binary(n, '+', reference::binary(n, '*', p[0][i], scale), shift)
+                })
+                .collect()
+        },
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// TVM's posit test set (tests/python/relay/test_custom_datatypes.py) with its tolerances: each
+// model in posits against the same model in float32, through the CLI and through the library.
+
+/// TVM's tolerance classes.
+#[derive(Clone, Copy)]
+enum Tolerance {
+    Ops,
+    Conv,
+    BatchNorm,
+}
+
+impl Tolerance {
+    /// `(rtol, atol)` of `np.testing.assert_allclose` for posit`n`.
+    fn of(self, n: u32) -> (f64, f64) {
+        match (n, self) {
+            (8, _) => (1.0, 1.0),
+            (16, _) => (0.01, 1.0),
+            (_, Tolerance::Ops) => (1e-6, 1e-6),
+            (_, Tolerance::Conv) => (1e-7, 1e-4),
+            (_, Tolerance::BatchNorm) => (1e-4, 1e-4),
+        }
+    }
+}
+
+/// One case: a model and its inputs `(name, shape, lo, hi)`.
+struct TvmCase {
+    name: String,
+    model: String,
+    inputs: Vec<(&'static str, Vec<usize>, f32, f32)>,
+    tolerance: Tolerance,
+}
+
+fn tvm_cases() -> Vec<TvmCase> {
+    let mut cases = Vec::new();
+    let x = "%x: Tensor[(5, 10, 5), float32]";
+    for op in [
+        "nn.softmax",
+        "log",
+        "exp",
+        "sqrt",
+        "rsqrt",
+        "sigmoid",
+        "tanh",
+        "nn.relu",
+        "nn.batch_flatten",
+    ] {
+        cases.push(TvmCase {
+            name: op.to_string(),
+            model: format!("def @main({x}) {{ {op}(%x) }}"),
+            inputs: vec![("x", vec![5, 10, 5], 0.0, 1.0)],
+            tolerance: Tolerance::Ops,
+        });
+    }
+    for op in [
+        "nn.max_pool2d(%x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1])",
+        "nn.avg_pool2d(%x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1])",
+        "nn.global_avg_pool2d(%x)",
+    ] {
+        cases.push(TvmCase {
+            name: op.split('(').next().unwrap_or(op).to_string(),
+            model: format!("def @main(%x: Tensor[(3, 32, 32, 32), float32]) {{ {op} }}"),
+            inputs: vec![("x", vec![3, 32, 32, 32], 0.0, 1.0)],
+            tolerance: Tolerance::Ops,
+        });
+    }
+    for op in ["add", "subtract", "divide", "multiply"] {
+        cases.push(TvmCase {
+            name: op.to_string(),
+            model: format!("def @main({x}, %y: Tensor[(5), float32]) {{ {op}(%x, %y) }}"),
+            inputs: vec![("x", vec![5, 10, 5], 0.0, 1.0), ("y", vec![5], 0.0, 1.0)],
+            tolerance: Tolerance::Ops,
+        });
+    }
+    // (data, weight, groups, dilation), all with padding 1.
+    for (d, w, groups, dilation) in [
+        ([1, 32, 18, 18], [32, 1, 3, 3], 32, 1),
+        ([1, 32, 18, 18], [32, 4, 3, 3], 8, 1),
+        ([1, 32, 18, 18], [64, 1, 3, 3], 32, 1),
+        ([1, 3, 224, 224], [10, 3, 3, 3], 1, 1),
+        ([1, 3, 18, 18], [10, 3, 3, 3], 1, 3),
+    ] {
+        let shape = |s: [usize; 4]| format!("({}, {}, {}, {})", s[0], s[1], s[2], s[3]);
+        cases.push(TvmCase {
+            name: format!("conv2d {d:?} x {w:?} groups={groups} dilation={dilation}"),
+            model: format!(
+                "def @main(%x: Tensor[{}, float32], %w: Tensor[{}, float32]) {{ nn.conv2d(%x, %w, padding=[1, 1, 1, 1], groups={groups}, dilation=[{dilation}, {dilation}]) }}",
+                shape(d),
+                shape(w)
+            ),
+            inputs: vec![("x", d.to_vec(), -1.0, 1.0), ("w", w.to_vec(), -1.0, 1.0)],
+            tolerance: Tolerance::Conv,
+        });
+    }
+    let p = "Tensor[(32), float32]";
+    cases.push(TvmCase {
+        name: "batch_norm".into(),
+        model: format!(
+            "def @main(%x: Tensor[(3, 32, 32), float32], %g: {p}, %b: {p}, %m: {p}, %v: {p}) {{\n  \
+             %0 = nn.batch_norm(%x, %g, %b, %m, %v, axis=1, epsilon=2e-05f, scale=False);\n  %0.0\n}}"
+        ),
+        inputs: vec![
+            ("x", vec![3, 32, 32], 0.0, 1.0),
+            ("g", vec![32], 0.0, 0.0),
+            ("b", vec![32], 0.0, 0.0),
+            ("m", vec![32], 0.0, 0.0),
+            ("v", vec![32], 0.0, 0.0),
+        ],
+        tolerance: Tolerance::BatchNorm,
+    });
+    cases
+}
+
+/// `np.testing.assert_allclose(got, want, rtol, atol)`.
+fn assert_allclose(what: &str, got: &[f32], want: &[f32], (rtol, atol): (f64, f64)) {
+    assert_eq!(got.len(), want.len(), "{what}: output size");
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let (g, w) = (f64::from(g), f64::from(w));
+        assert!(
+            (g - w).abs() <= atol + rtol * w.abs(),
+            "{what} element {i}: got {g}, float32 gives {w} (rtol {rtol}, atol {atol})"
+        );
+    }
+}
+
+#[test]
+fn tvm_posit_test_set_within_tvm_tolerances() {
+    use byoc::datatype::convert_to_datatype;
+    use byoc_core::exec::{ExecOptions, Executor};
+    loaded();
+    for (c, case) in tvm_cases().into_iter().enumerate() {
+        let inputs: Vec<(&str, Vec<usize>, Vec<f32>)> = case
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(i, (name, shape, lo, hi))| {
+                let count = shape.iter().product();
+                let v = if lo == hi {
+                    vec![*lo; count]
+                } else {
+                    values((c * 8 + i) as u64, count, *lo, *hi)
+                };
+                (*name, shape.clone(), v)
+            })
+            .collect();
+        let tensors = float_tensors(&inputs);
+        let module = parse_module(&case.model).unwrap();
+        let run = |m: &byoc_core::Module| -> Vec<f32> {
+            let out = Executor::new(m, ExecOptions::default())
+                .and_then(|e| e.run_named(&tensors))
+                .unwrap_or_else(|e| panic!("{}: {e}", case.name));
+            out[0].as_slice::<f32>().unwrap().to_vec()
+        };
+        let want = run(&module);
+        for n in [8, 16, 32] {
+            let tolerance = case.tolerance.of(n);
+            let dtype: DType = format!("custom[posites2]{n}").parse().unwrap();
+            let converted = convert_to_datatype(&module, dtype).unwrap();
+            assert_allclose(
+                &format!("{} (posit{n}, library)", case.name),
+                &run(&converted),
+                &want,
+                tolerance,
+            );
+            let got = run_in_posits(&format!("tvm{c}"), &case.model, &inputs, n);
+            assert_allclose(
+                &format!("{} (posit{n}, byoc run)", case.name),
+                &got,
+                &want,
+                tolerance,
+            );
+        }
+    }
+}
+
+/// Runs `byoc` with `args` and the posit plugin; returns (exit code, stdout, stderr).
+fn byoc_with_posit(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_byoc"))
+        .args(args)
+        .arg("--plugin-path")
+        .arg(posit_so())
+        .output()
+        .expect("byoc runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn custom_typed_parameters_take_and_give_bit_patterns() {
+    use byoc_core::io::read_npz_as;
+    loaded();
+    let dir = scratch("bits");
+    let model = dir.join("bits.relay");
+    std::fs::write(
+        &model,
+        "def @main(%x: Tensor[(3), custom[posites2]16], %y: Tensor[(3), custom[posites2]16]) { multiply(%x, %y) }",
+    )
+    .unwrap();
+    let dtype: DType = "custom[posites2]16".parse().unwrap();
+    let ty = byoc_core::TensorType::new([3], dtype);
+    let (x, y) = ([0x4000u16, 0x3000, 0xC800], [0x4800u16, 0x4800, 0x3000]);
+    let bits = |v: &[u16]| {
+        let bytes: Vec<u8> = v.iter().flat_map(|b| b.to_ne_bytes()).collect();
+        Tensor::from_bytes(ty.clone(), &bytes).unwrap()
+    };
+    let inputs: BTreeMap<String, Tensor> =
+        [("x".to_string(), bits(&x)), ("y".to_string(), bits(&y))].into();
+    let (in_path, out_path) = (dir.join("in.npz"), dir.join("out.npz"));
+    write_npz(&in_path, &inputs).unwrap();
+    let (code, _, err) = byoc_with_posit(&[
+        "run",
+        model.to_str().unwrap(),
+        "--inputs",
+        in_path.to_str().unwrap(),
+        "-o",
+        out_path.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let custom: BTreeMap<String, DType> = [("output_0".to_string(), dtype)].into();
+    let out = read_npz_as(&out_path, &custom).unwrap();
+    let got = &out["output_0"];
+    assert_eq!(
+        got.dtype(),
+        dtype,
+        "the output is stored as uint16 bit patterns"
+    );
+    let want: Vec<u8> = (0..3)
+        .flat_map(|i| {
+            (reference::binary(16, '*', u64::from(x[i]), u64::from(y[i])) as u16).to_ne_bytes()
+        })
+        .collect();
+    assert_eq!(got.as_bytes(), want.as_slice());
+    // The archive holds a uint16 array, which a plain read (no datatype named) refuses.
+    let err = read_npz(&out_path).unwrap_err().to_string();
+    assert!(err.contains("'<u2'"), "{err}");
+
+    // float32 values where bit patterns are expected: a clear error.
+    let floats: BTreeMap<String, Tensor> = [
+        (
+            "x".to_string(),
+            Tensor::from_vec([3], vec![1.0f32; 3]).unwrap(),
+        ),
+        (
+            "y".to_string(),
+            Tensor::from_vec([3], vec![1.0f32; 3]).unwrap(),
+        ),
+    ]
+    .into();
+    write_npz(&in_path, &floats).unwrap();
+    let (code, _, err) = byoc_with_posit(&[
+        "run",
+        model.to_str().unwrap(),
+        "--inputs",
+        in_path.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("input 'x' is Tensor[(3), float32] but the model expects Tensor[(3), custom[posites2]16], given as its bit patterns (uint16)"), "{err}");
+}
+
+#[test]
+fn bad_datatype_input_gives_clear_errors() {
+    let dir = scratch("bad");
+    let model = dir.join("m.relay");
+    std::fs::write(&model, "def @main(%x: Tensor[(4), float32]) { exp(%x) }").unwrap();
+    let model = model.to_str().unwrap();
+    // An unregistered datatype on the command line lists what is registered.
+    let (code, _, err) = byoc_with_posit(&[
+        "run",
+        model,
+        "--random-inputs",
+        "1",
+        "--dtype",
+        "custom[posit]16",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--dtype 'custom[posit]16': custom datatype 'posit' is not registered; registered: custom[posites2]8|16|32 (code 132)"),
+        "{err}"
+    );
+    let (code, _, err) = byoc_with_posit(&[
+        "run",
+        model,
+        "--random-inputs",
+        "1",
+        "--dtype",
+        "custom[posites2]64",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("does not come in 64 bits"), "{err}");
+    let (code, _, err) =
+        byoc_with_posit(&["run", model, "--random-inputs", "1", "--dtype", "float16"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not a custom datatype"), "{err}");
+    // An unregistered datatype in a model file.
+    let unknown = dir.join("unknown.relay");
+    std::fs::write(
+        &unknown,
+        "def @main(%x: Tensor[(4), custom[myfloat]32]) { %x }",
+    )
+    .unwrap();
+    let (code, _, err) =
+        byoc_with_posit(&["run", unknown.to_str().unwrap(), "--random-inputs", "1"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("'myfloat' is not registered; registered: custom[posites2]8|16|32"),
+        "{err}"
+    );
+    // An op the datatype has no lowering for is refused when the plan is built.
+    let power = dir.join("power.relay");
+    std::fs::write(
+        &power,
+        "def @main(%x: Tensor[(4), float32]) { power(%x, %x) }",
+    )
+    .unwrap();
+    let (code, _, err) = byoc_with_posit(&[
+        "run",
+        power.to_str().unwrap(),
+        "--random-inputs",
+        "1",
+        "--dtype",
+        "custom[posites2]16",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("power") && err.contains("custom[posites2]16"),
+        "{err}"
+    );
+}
+
+/// SqueezeNet (ONNX's light model with seeded random weights) in posit32 and posit16 against
+/// float32 on the model's input: posit32 within 1e-5 of the output's peak, posit16 within
+/// 5e-2 (about 3e-2 measured), both with the same top-1 class.
+#[test]
+#[ignore = "needs the ONNX light models: ./scripts/fetch_onnx_light.sh"]
+fn squeezenet_in_posit32_and_posit16_tracks_float32() {
+    use byoc::datatype::convert_to_datatype;
+    use byoc::inputs::resolve_inputs;
+    use byoc::model::load_model;
+    use byoc::verify::Accuracy;
+    use byoc_core::exec::{ExecOptions, Executor};
+    loaded();
+    let dir = PathBuf::from(
+        std::env::var_os("BYOC_ONNX_LIGHT_DIR")
+            .expect("BYOC_ONNX_LIGHT_DIR names the light models"),
+    )
+    .join("squeezenet");
+    let module = load_model(&dir.join("random.onnx"), &BTreeMap::new()).unwrap();
+    let inputs = resolve_inputs(&module, Some(&dir.join("random_input.npz")), None).unwrap();
+    let run = |m: &byoc_core::Module| {
+        Executor::new(m, ExecOptions::default())
+            .and_then(|e| e.run_named(&inputs))
+            .unwrap()[0]
+            .to_f64_vec()
+    };
+    let want = run(&module);
+    let peak = want.iter().fold(0f64, |m, v| m.max(v.abs()));
+    for (bits, bound) in [(32, 1e-5), (16, 5e-2)] {
+        let dtype: DType = format!("custom[posites2]{bits}").parse().unwrap();
+        let got = run(&convert_to_datatype(&module, dtype).unwrap());
+        let mut accuracy = Accuracy::default();
+        accuracy.add(&want, &got, want.len());
+        assert!(
+            accuracy.max_abs <= bound * peak,
+            "posit{bits}: max |err| {} vs peak {peak}",
+            accuracy.max_abs
+        );
+        assert_eq!(accuracy.top1_agree, 1, "posit{bits}: top-1 class");
+    }
+}
+
+#[test]
+fn verify_build_and_artifacts_take_dtype() {
+    loaded();
+    let dir = scratch("verify");
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/models/small_cnn.relay");
+    let model = model.to_str().unwrap();
+    let (code, out, err) = byoc_with_posit(&[
+        "verify",
+        model,
+        "--dtype",
+        "custom[posites2]32",
+        "--samples",
+        "2",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("output_0: max_abs_err="), "{out}");
+    assert!(
+        out.contains(" mean_abs_err=") && out.contains("top1_agreement=2/2 ok"),
+        "{out}"
+    );
+    // An artifact built with --dtype holds the converted module and runs as it was built.
+    let artifact = dir.join("small16.byoc");
+    let artifact = artifact.to_str().unwrap();
+    let (code, _, err) = byoc_with_posit(&[
+        "build",
+        model,
+        "--dtype",
+        "custom[posites2]16",
+        "-o",
+        artifact,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (from_model, from_artifact) = (dir.join("m.npz"), dir.join("a.npz"));
+    let run = |what: &str, extra: &[&str], out: &Path| {
+        let mut args = vec![
+            "run",
+            what,
+            "--random-inputs",
+            "3",
+            "-o",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let (code, _, err) = byoc_with_posit(&args);
+        assert_eq!(code, 0, "{err}");
+        read_npz(out).unwrap()
+    };
+    let want = run(model, &["--dtype", "custom[posites2]16"], &from_model);
+    let got = run(artifact, &[], &from_artifact);
+    assert_eq!(got["output_0"].as_bytes(), want["output_0"].as_bytes());
+    let (code, _, err) = byoc_with_posit(&[
+        "run",
+        artifact,
+        "--random-inputs",
+        "3",
+        "--dtype",
+        "custom[posites2]16",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--quantize and --dtype apply to models, not to built artifacts"),
+        "{err}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// TVM's `myfloat`: a datatype whose library is float32 arithmetic on the bit patterns,
+// registered in-process, with no plugin file. A model run in it gives float32's results up to
+// the order of the sums (TVM's tutorial compares with `assert_array_equal`; the host's float32
+// kernels sum in another order).
+
+extern "C" fn myfloat_from_float(x: f32) -> u32 {
+    x.to_bits()
+}
+extern "C" fn myfloat_to_float(x: u32) -> f32 {
+    f32::from_bits(x)
+}
+extern "C" fn myfloat_add(a: u32, b: u32) -> u32 {
+    (f32::from_bits(a) + f32::from_bits(b)).to_bits()
+}
+extern "C" fn myfloat_mul(a: u32, b: u32) -> u32 {
+    (f32::from_bits(a) * f32::from_bits(b)).to_bits()
+}
+extern "C" fn myfloat_max(a: u32, b: u32) -> u32 {
+    f32::from_bits(a).max(f32::from_bits(b)).to_bits()
+}
+extern "C" fn myfloat_min_value() -> u32 {
+    f32::MIN.to_bits()
+}
+
+/// Registers `myfloat` (code 131, TVM's test code) with the functions above; `table` edits
+/// the declaration first.
+fn register_myfloat(
+    table: impl Fn(&mut byoc_core::sdk::CustomDatatype),
+) -> Result<(), byoc_core::plugin::DatatypeRegistrationError> {
+    use byoc_core::sdk::{CustomDatatype, DatatypeLowering};
+    let mut d = CustomDatatype {
+        name: "myfloat".into(),
+        code: 131,
+        widths: vec![32],
+        lowerings: Vec::new(),
+    };
+    let [from, to] = d.float_casts(32);
+    let op = |op: &str| LoweringKey::Op {
+        op: op.into(),
+        bits: 32,
+    };
+    for (key, function) in [
+        (from, "FloatToCustom32"),
+        (to, "Custom32ToFloat"),
+        (op("Add"), "Custom32Add"),
+        (op("Mul"), "Custom32Mul"),
+        (op("Max"), "Custom32Max"),
+        (LoweringKey::MinValue { bits: 32 }, "MinCustom32"),
+    ] {
+        d.lowerings.push(DatatypeLowering {
+            key,
+            function: function.into(),
+        });
+    }
+    table(&mut d);
+    type Binary = extern "C" fn(u32, u32) -> u32;
+    let symbols: [(&str, usize); 6] = [
+        (
+            "FloatToCustom32",
+            myfloat_from_float as extern "C" fn(f32) -> u32 as usize,
+        ),
+        (
+            "Custom32ToFloat",
+            myfloat_to_float as extern "C" fn(u32) -> f32 as usize,
+        ),
+        ("Custom32Add", myfloat_add as Binary as usize),
+        ("Custom32Mul", myfloat_mul as Binary as usize),
+        ("Custom32Max", myfloat_max as Binary as usize),
+        (
+            "MinCustom32",
+            myfloat_min_value as extern "C" fn() -> u32 as usize,
+        ),
+    ];
+    byoc_core::plugin::register_datatypes("myfloat", &[d], |s| {
+        symbols.iter().find(|(n, _)| *n == s).map(|(_, a)| *a)
+    })
+}
+
+#[test]
+fn myfloat_registered_in_process_runs_a_model_as_float32() {
+    use byoc_core::exec::{ExecOptions, Executor};
+    use byoc_core::passes::{ChangeDatatype, Pass, PassContext};
+    loaded();
+    // A taken code and a missing symbol are refused, naming the conflict and the symbol.
+    let err = register_myfloat(|d| d.code = 132).unwrap_err().to_string();
+    assert!(err.contains("custom[posites2]8|16|32 (code 132)"), "{err}");
+    let err = register_myfloat(|d| d.lowerings[2].function = "Custom32Plus".into())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("'Custom32Plus', which the library does not export"),
+        "{err}"
+    );
+    register_myfloat(|_| {}).unwrap();
+
+    let text =
+        "def @main(%x: Tensor[(1, 2, 4, 4), float32], %w: Tensor[(3, 2, 3, 3), float32]) {\n  \
+                %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1]);\n  \
+                %1 = nn.bias_add(%0, const((3), float32, [0.5, -0.25, 1.0]));\n  \
+                %2 = nn.relu(%1);\n  nn.max_pool2d(%2, pool_size=[2, 2], strides=[2, 2])\n}";
+    let module = parse_module(text).unwrap();
+    let myfloat: DType = "custom[myfloat]32".parse().unwrap();
+    // TVM's ChangeDatatype: parameters, constants and calls all change.
+    let mut converted = module.clone();
+    ChangeDatatype::new(DType::Float32, myfloat)
+        .run(&mut converted, &mut PassContext::default())
+        .unwrap();
+    let printed = print_module(&converted);
+    assert!(!printed.contains("float32"), "{printed}");
+    assert!(
+        printed.contains("Tensor[(1, 2, 4, 4), custom[myfloat]32]"),
+        "{printed}"
+    );
+
+    let x = values(50, 32, -1.0, 1.0);
+    let w = values(51, 54, -1.0, 1.0);
+    let float_inputs: BTreeMap<String, Tensor> = [
+        ("x".to_string(), Tensor::from_vec([1, 2, 4, 4], x).unwrap()),
+        ("w".to_string(), Tensor::from_vec([3, 2, 3, 3], w).unwrap()),
+    ]
+    .into();
+    let want = Executor::new(&module, ExecOptions::default())
+        .unwrap()
+        .run_named(&float_inputs)
+        .unwrap();
+    // The inputs as myfloat bit patterns: the float32 bits under the custom dtype.
+    let custom_inputs: BTreeMap<String, Tensor> = float_inputs
+        .iter()
+        .map(|(k, t)| {
+            let ty = byoc_core::TensorType::new(t.shape().to_vec(), myfloat);
+            (k.clone(), Tensor::from_bytes(ty, t.as_bytes()).unwrap())
+        })
+        .collect();
+    let got = Executor::new(&converted, ExecOptions::default())
+        .unwrap()
+        .run_named(&custom_inputs)
+        .unwrap();
+    assert_eq!(got[0].dtype(), myfloat);
+    // Equal up to the rounding of sums taken in another order.
+    let (want, got): (Vec<f32>, Vec<f32>) = (
+        want[0].as_slice::<f32>().unwrap().to_vec(),
+        got[0]
+            .as_bytes()
+            .chunks_exact(4)
+            .map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+            .collect(),
+    );
+    assert_eq!(want.len(), got.len());
+    for (i, (w, g)) in want.iter().zip(&got).enumerate() {
+        assert!(
+            (w - g).abs() <= 1e-5 * w.abs().max(1.0),
+            "element {i}: myfloat {g}, float32 {w}"
+        );
+    }
+}

@@ -16,6 +16,9 @@ mod common;
 mod detection;
 #[path = "../examples/forum_case/forum.rs"]
 mod forum;
+mod plugin_build;
+#[path = "../examples/posit_cnn/posit_cnn.rs"]
+mod posit_cnn;
 #[path = "../examples/quickstart/quickstart.rs"]
 mod quickstart;
 #[path = "../examples/vta_resnet/vta_resnet.rs"]
@@ -304,4 +307,29 @@ fn vta_resnet_runs_every_layer_on_vta_bit_exact() {
             "{report}"
         );
     }
+}
+
+#[test]
+fn posit_cnn_reports_each_width_and_meets_its_claims() {
+    let dir = plugin_build::build_next_to_byoc(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")),
+        &["byoc-plugin-posit"],
+    );
+    let plugin = dir.join(format!(
+        "{}byoc_plugin_posit{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    ));
+    let result = posit_cnn::run(Some(plugin), posit_cnn::SAMPLES);
+    assert_eq!(common::exit_code("posit_cnn", &result), 0);
+    let report = result.expect("the example runs");
+    let widths: Vec<u16> = report.rows.iter().map(|r| r.bits).collect();
+    assert_eq!(widths, [32, 16, 8]);
+    // Accuracy falls with the width.
+    let errors: Vec<f64> = report.rows.iter().map(|r| r.accuracy.max_abs).collect();
+    assert!(errors[0] < errors[1] && errors[1] < errors[2], "{report}");
+    assert_eq!(
+        report.rows[0].accuracy.top1_rows,
+        posit_cnn::SAMPLES as usize
+    );
 }

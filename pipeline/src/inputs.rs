@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
+use byoc_core::ir::DType;
+use byoc_core::plugin::convert_tensor;
 use byoc_core::{Module, Tensor, TensorType, Type};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
@@ -64,8 +66,14 @@ pub fn resolve_inputs(
     seed: Option<u64>,
 ) -> Result<BTreeMap<String, Tensor>> {
     let expected = model_inputs(module)?;
+    // Custom-typed inputs come as their bit patterns.
+    let custom: BTreeMap<String, DType> = expected
+        .iter()
+        .filter(|e| e.ty.dtype.is_custom())
+        .map(|e| (e.name.clone(), e.ty.dtype))
+        .collect();
     let mut given = match npz {
-        Some(path) => byoc_core::io::read_npz(path)
+        Some(path) => byoc_core::io::read_npz_as(path, &custom)
             .with_context(|| format!("cannot read inputs '{}'", path.display()))?,
         None => BTreeMap::new(),
     };
@@ -90,6 +98,14 @@ pub fn resolve_inputs(
                     t.ty(),
                     input.ty
                 ),
+                Some(t) if input.ty.dtype.is_custom() && t.dtype() != input.ty.dtype => bail!(
+                    "{}: input '{}' is {} but the model expects {}, given as its bit patterns (uint{})",
+                    path.display(),
+                    input.name,
+                    t.ty(),
+                    input.ty,
+                    input.ty.dtype.bits()
+                ),
                 _ => {}
             }
         }
@@ -111,10 +127,16 @@ pub fn resolve_inputs(
     Ok(inputs)
 }
 
-/// A tensor of uniform random values (see [`Tensor::random_uniform`]).
+/// A tensor of uniform random values (see [`Tensor::random_uniform`]); a custom-typed one
+/// holds random `float32` values converted by the datatype's cast.
 pub fn random_tensor(ty: &TensorType, rng: &mut StdRng) -> Result<Tensor> {
-    Tensor::random_uniform(ty.clone(), rng)
-        .with_context(|| format!("cannot make random values of type {ty}"))
+    let what = || format!("cannot make random values of type {ty}");
+    if ty.dtype.is_custom() {
+        let float = Tensor::random_uniform(TensorType::new(ty.shape.clone(), DType::Float32), rng)
+            .with_context(what)?;
+        return convert_tensor(&float, ty.dtype).with_context(what);
+    }
+    Tensor::random_uniform(ty.clone(), rng).with_context(what)
 }
 
 /// Names outputs by the names an importer recorded (ONNX output names), else `output_0`,

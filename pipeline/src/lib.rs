@@ -7,6 +7,7 @@
 //!   of each target;
 //! - [`model`]: loading `.relay` and `.onnx` models; [`inputs`]: their inputs from `.npz` or
 //!   seeded random values, and output names;
+//! - [`datatype`]: running a model in a custom datatype (ChangeDatatype with boundary casts);
 //! - [`quantize`]: the quantizer's options and calibration samples, and quantizing a model;
 //! - [`report`]: the partitioning summary, graph, DOT, SVG and HTML reports;
 //! - [`conformance`]: the plugin conformance kit.
@@ -15,6 +16,7 @@
 //! driver.
 
 pub mod conformance;
+pub mod datatype;
 pub mod inputs;
 pub mod model;
 pub mod pipeline;

@@ -54,7 +54,7 @@ pub struct QuantizeArgs {
 /// Runs `byoc quantize`.
 pub fn quantize(args: &QuantizeArgs) -> Result<()> {
     let name = args.model.display().to_string();
-    let module = load(&args.model, &args.input_shapes)?;
+    let module = load(&args.model, &args.input_shapes, &[])?;
     let quantized = quantize_module(&args.options, &module, &name)?;
     std::fs::write(&args.output, print_module(&quantized))
         .with_context(|| format!("cannot write '{}'", args.output.display()))?;

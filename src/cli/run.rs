@@ -11,6 +11,7 @@ use clap::Args;
 
 use super::targets::{load_model_for, partition_and_compile, TargetArgs};
 use super::trust::TrustArgs;
+use crate::datatype::{load_datatype_plugins, names_custom_dtype};
 use crate::inputs::{output_map, resolve_inputs};
 use crate::plugins::{discover_plugins, find_plugin};
 
@@ -58,6 +59,10 @@ fn load_artifact(
     trust: &TrustArgs,
 ) -> Result<(Module, ExternalModules)> {
     let name = path.display();
+    // Custom datatypes in the module parse once their plugins are loaded.
+    if names_custom_dtype(path) {
+        load_datatype_plugins(&args.plugin_paths)?;
+    }
     let (artifact, _) = Artifact::read_trusted(path, &trust.policy()?)
         .with_context(|| format!("{name}: cannot load"))?;
     let needs_registry = artifact
@@ -89,9 +94,9 @@ pub fn load_runnable(
     input_shapes: &[String],
 ) -> Result<(Module, ExternalModules)> {
     if is_artifact(model) {
-        if targets.quantize {
+        if targets.quantize || targets.dtype.is_some() {
             bail!(
-                "{}: --quantize applies to models, not to built artifacts",
+                "{}: --quantize and --dtype apply to models, not to built artifacts",
                 model.display()
             );
         }

@@ -12,6 +12,9 @@ use byoc_core::Module;
 use clap::Args;
 
 use super::{quantize_module, CheckFailed, QuantizeOptions};
+use crate::datatype::{
+    convert_to_datatype, load_datatype_plugins, names_custom_dtype, parse_custom_dtype,
+};
 use crate::model::{load_model, parse_input_shapes};
 use crate::pipeline::{partition, PartitionOptions};
 use crate::plugins::{select_targets, Selection};
@@ -44,6 +47,10 @@ pub struct TargetArgs {
     /// and dense layers in float); see `byoc quantize` for the options.
     #[arg(long)]
     pub quantize: bool,
+    /// Run the model in a custom datatype a plugin brings (custom[posites2]16): every float32
+    /// value becomes the datatype; inputs and outputs stay float32.
+    #[arg(long, value_name = "DTYPE")]
+    pub dtype: Option<String>,
 }
 
 impl TargetArgs {
@@ -85,6 +92,16 @@ impl TargetArgs {
         Ok(options)
     }
 
+    /// `module` converted to the `--dtype` datatype, or unchanged without `--dtype`.
+    pub fn in_datatype(&self, module: &Module, model: &str) -> Result<Module> {
+        let Some(dtype) = &self.dtype else {
+            return Ok(module.clone());
+        };
+        let dtype = parse_custom_dtype(dtype, &self.plugin_paths)?;
+        convert_to_datatype(module, dtype)
+            .with_context(|| format!("{model}: cannot convert to {dtype}"))
+    }
+
     /// The `--plugin-option` values.
     pub fn compile_options(&self) -> Result<CompileOptions> {
         let mut options = CompileOptions::new();
@@ -99,26 +116,31 @@ impl TargetArgs {
 }
 
 /// Loads a model (`.relay` or `.onnx`, see [`load_model`]) with the `--input-shape` values,
-/// under a spinner: importing a large ONNX model takes seconds.
-pub fn load(model: &Path, input_shapes: &[String]) -> Result<Module> {
+/// under a spinner: importing a large ONNX model takes seconds. A text model that names a
+/// custom datatype has the plugins of `plugin_paths` (and the standard search) loaded first,
+/// so the datatypes they bring parse.
+pub fn load(model: &Path, input_shapes: &[String], plugin_paths: &[PathBuf]) -> Result<Module> {
     let shapes = parse_input_shapes(input_shapes)?;
+    if model.extension().is_some_and(|e| e == "relay") && names_custom_dtype(model) {
+        load_datatype_plugins(plugin_paths)?;
+    }
     progress::while_running(&format!("importing {}", model.display()), || {
         load_model(model, &shapes)
     })
 }
 
 /// Loads a model as [`load`] does, then quantizes it with the default configuration when
-/// `--quantize` is given.
+/// `--quantize` is given, or converts it to the `--dtype` datatype.
 pub fn load_model_for(model: &Path, input_shapes: &[String], args: &TargetArgs) -> Result<Module> {
-    let module = load(model, input_shapes)?;
-    if !args.quantize {
-        return Ok(module);
+    let module = load(model, input_shapes, &args.plugin_paths)?;
+    let name = model.display().to_string();
+    if args.quantize && args.dtype.is_some() {
+        bail!("{name}: --quantize and --dtype exclude each other");
     }
-    quantize_module(
-        &QuantizeOptions::default(),
-        &module,
-        &model.display().to_string(),
-    )
+    if args.quantize {
+        return quantize_module(&QuantizeOptions::default(), &module, &name);
+    }
+    args.in_datatype(&module, &name)
 }
 
 /// Partitions `module` for the selected targets and compiles every partition, one at a time

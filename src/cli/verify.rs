@@ -52,22 +52,30 @@ pub struct VerifyArgs {
     /// With --quantize: the quantizer's configuration and calibration data.
     #[command(flatten)]
     pub quantizer: QuantizeOptions,
-    /// With --quantize: the smallest cosine similarity accepted for each output.
+    /// With --quantize or --dtype: the smallest cosine similarity accepted for each output.
     #[arg(long, default_value_t = 0.99)]
     pub min_cosine: f64,
 }
 
-/// `byoc verify --quantize`: the float model on the host against the quantized model (on the
-/// host, or partitioned when targets are given) over `--samples` inputs.
-fn verify_quantized(args: &VerifyArgs) -> Result<()> {
+/// `byoc verify --quantize` and `byoc verify --dtype D`: the float model on the host against
+/// the quantized model, or the model converted to the datatype, (on the host, or partitioned
+/// when targets are given) over `--samples` inputs.
+fn verify_converted(args: &VerifyArgs) -> Result<()> {
     let name = args.model.display().to_string();
-    let float = load(&args.model, &args.input_shapes)?;
-    let quantized = quantize_module(&args.quantizer, &float, &name)?;
-    let (quantized, externals) = if args.targets.is_empty() {
-        (quantized, ExternalModules::new())
+    let float = load(&args.model, &args.input_shapes, &args.targets.plugin_paths)?;
+    let (converted, what) = if args.targets.quantize {
+        if args.targets.dtype.is_some() {
+            bail!("{name}: --quantize and --dtype exclude each other");
+        }
+        (quantize_module(&args.quantizer, &float, &name)?, "quantized")
+    } else {
+        (args.targets.in_datatype(&float, &name)?, "converted")
+    };
+    let (converted, externals) = if args.targets.is_empty() {
+        (converted, ExternalModules::new())
     } else {
         let targets = args.targets.with_executor_threads(args.threads);
-        partition_and_compile(&quantized, &targets, &name)?
+        partition_and_compile(&converted, &targets, &name)?
     };
     let options = ExecOptions {
         threads: args.threads,
@@ -79,12 +87,12 @@ fn verify_quantized(args: &VerifyArgs) -> Result<()> {
         let seed = args.random_inputs.wrapping_add(i);
         let inputs = resolve_inputs(&float, npz, Some(seed))?;
         let checked =
-            verify_partitioned(&float, &quantized, &externals, &inputs, options, args.floor)?;
+            verify_partitioned(&float, &converted, &externals, &inputs, options, args.floor)?;
         for (out, want) in &checked.host {
             let got = checked
                 .partitioned
                 .get(out)
-                .with_context(|| format!("the quantized model has no output '{out}'"))?;
+                .with_context(|| format!("the {what} model has no output '{out}'"))?;
             // The class axis is the last one longer than 1 ((1, 1000, 1, 1) as much as (1, 1000)).
             let classes = want
                 .shape()
@@ -108,8 +116,14 @@ fn verify_quantized(args: &VerifyArgs) -> Result<()> {
         } else {
             "n/a".to_string()
         };
+        // The datatype report adds the mean error; the quantized one keeps its format.
+        let mean = if args.targets.dtype.is_some() {
+            format!(" mean_abs_err={:.3e}", a.mean_abs())
+        } else {
+            String::new()
+        };
         println!(
-            "{out}: max_abs_err={:.3e} cosine={:.5} top1_agreement={top1} {}",
+            "{out}: max_abs_err={:.3e}{mean} cosine={:.5} top1_agreement={top1} {}",
             a.max_abs,
             a.cosine(),
             if ok { "ok" } else { "FAILED" }
@@ -122,7 +136,7 @@ fn verify_quantized(args: &VerifyArgs) -> Result<()> {
         Ok(())
     } else {
         Err(CheckFailed(format!(
-            "{name}: quantized outputs {} have cosine similarity below {}",
+            "{name}: {what} outputs {} have cosine similarity below {}",
             failed.join(", "),
             args.min_cosine
         ))
@@ -132,14 +146,14 @@ fn verify_quantized(args: &VerifyArgs) -> Result<()> {
 
 /// Runs `byoc verify`.
 pub fn verify(args: &VerifyArgs) -> Result<()> {
-    if args.targets.quantize {
-        return verify_quantized(args);
+    if args.targets.quantize || args.targets.dtype.is_some() {
+        return verify_converted(args);
     }
     if args.targets.is_empty() {
         bail!("verify compares a partitioned build with the host: give at least one --target or --target-spec");
     }
     let name = args.model.display().to_string();
-    let host = load(&args.model, &args.input_shapes)?;
+    let host = load(&args.model, &args.input_shapes, &args.targets.plugin_paths)?;
     let targets = args.targets.with_executor_threads(args.threads);
     let (partitioned, externals) = partition_and_compile(&host, &targets, &name)?;
     let options = ExecOptions {

@@ -18,7 +18,7 @@ use thiserror::Error;
 use crate::ir::{DType, TensorType};
 
 pub use npy::{read_npy, write_npy};
-pub use npz::{read_npz, read_npz_from, write_npz};
+pub use npz::{read_npz, read_npz_as, read_npz_from, write_npz};
 
 /// A failure to read or write a tensor file.
 #[derive(Debug, Error)]

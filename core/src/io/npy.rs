@@ -32,7 +32,7 @@ pub fn read_npy(path: impl AsRef<Path>) -> Result<Tensor, IoError> {
         kind,
     };
     let file = File::open(path).map_err(|e| located(e.into()))?;
-    read_array(&mut BufReader::new(file)).map_err(located)
+    read_array(&mut BufReader::new(file), None).map_err(located)
 }
 
 /// Writes `tensor` to `path` as a `.npy` file (little-endian, C order).
@@ -51,18 +51,26 @@ pub fn write_npy(path: impl AsRef<Path>, tensor: &Tensor) -> Result<(), IoError>
     w.flush().map_err(|e| located(e.into()))
 }
 
-/// The byoc dtype of a numpy type string, and whether its bytes need swapping.
-fn byoc_dtype(ts: &TypeStr) -> Result<(DType, bool), IoErrorKind> {
+/// The byoc dtype of a numpy type string, and whether its bytes need swapping. An unsigned
+/// array of the size of `custom` (a custom dtype) holds that dtype's bit patterns.
+fn byoc_dtype(ts: &TypeStr, custom: Option<DType>) -> Result<(DType, bool), IoErrorKind> {
     let unsupported = || IoErrorKind::UnsupportedDType {
         descr: ts.to_string(),
     };
     let size = usize::try_from(ts.size_field()).map_err(|_| unsupported())?;
-    let (dtype, _) = NUMPY_DTYPES
-        .iter()
-        .find(|(d, c)| *c == ts.type_char() && d.size_bytes() == size)
-        .ok_or_else(unsupported)?;
+    let bits = custom.filter(|c| ts.type_char() == TypeChar::Uint && c.size_bytes() == size);
+    let dtype = match bits {
+        Some(c) => c,
+        None => {
+            NUMPY_DTYPES
+                .iter()
+                .find(|(d, c)| *c == ts.type_char() && d.size_bytes() == size)
+                .ok_or_else(unsupported)?
+                .0
+        }
+    };
     let swap = size > 1 && ts.endianness() != npyz::Endianness::of_machine();
-    Ok((*dtype, swap))
+    Ok((dtype, swap))
 }
 
 /// Fails when numpy has no dtype for `dtype`.
@@ -70,12 +78,18 @@ pub(super) fn check_numpy_dtype(dtype: DType) -> Result<(), IoErrorKind> {
     numpy_type_str(dtype).map(drop)
 }
 
-/// The numpy type string of a byoc dtype (little-endian).
+/// The numpy type string of a byoc dtype (little-endian); a custom dtype is written as its bit
+/// patterns, unsigned integers of its width.
 fn numpy_type_str(dtype: DType) -> Result<TypeStr, IoErrorKind> {
-    let (_, c) = NUMPY_DTYPES
-        .iter()
-        .find(|(d, _)| *d == dtype)
-        .ok_or(IoErrorKind::NoNumpyDType { dtype })?;
+    let c = if dtype.is_custom() {
+        TypeChar::Uint
+    } else {
+        NUMPY_DTYPES
+            .iter()
+            .find(|(d, _)| *d == dtype)
+            .ok_or(IoErrorKind::NoNumpyDType { dtype })?
+            .1
+    };
     let size = dtype.size_bytes();
     let order = if size == 1 { '|' } else { '<' };
     Ok(format!("{order}{c}{size}")
@@ -83,11 +97,12 @@ fn numpy_type_str(dtype: DType) -> Result<TypeStr, IoErrorKind> {
         .expect("type strings built from the table are valid"))
 }
 
-/// Reads one `.npy` array (header and data) from `r`, which must hold nothing after it.
-pub(super) fn read_array(r: &mut impl Read) -> Result<Tensor, IoErrorKind> {
+/// Reads one `.npy` array (header and data) from `r`, which must hold nothing after it. With
+/// `custom`, an unsigned array of that custom dtype's width is read as its bit patterns.
+pub(super) fn read_array(r: &mut impl Read, custom: Option<DType>) -> Result<Tensor, IoErrorKind> {
     let header = NpyHeader::from_reader(&mut *r).map_err(|e| IoErrorKind::Header(e.to_string()))?;
     let (dtype, swap) = match header.dtype() {
-        NpyDType::Plain(ts) => byoc_dtype(&ts)?,
+        NpyDType::Plain(ts) => byoc_dtype(&ts, custom)?,
         other => {
             return Err(IoErrorKind::UnsupportedDType {
                 descr: other.descr(),

@@ -9,6 +9,7 @@ use npyz::npz::{array_name_from_file_name, file_name_from_array_name, NpzArchive
 
 use super::npy::{check_numpy_dtype, read_array, write_array};
 use super::{IoError, IoErrorKind};
+use crate::ir::DType;
 use crate::tensor::Tensor;
 
 fn located(path: &Path, entry: Option<&str>, kind: IoErrorKind) -> IoError {
@@ -22,6 +23,16 @@ fn located(path: &Path, entry: Option<&str>, kind: IoErrorKind) -> IoError {
 /// Reads every array of the `.npz` archive at `path`, keyed by name. Entries whose names do
 /// not end in `.npy` are not arrays and are skipped, as numpy does.
 pub fn read_npz(path: impl AsRef<Path>) -> Result<BTreeMap<String, Tensor>, IoError> {
+    read_npz_as(path, &BTreeMap::new())
+}
+
+/// Reads the `.npz` archive at `path` as [`read_npz`] does; an unsigned array named in
+/// `custom` (`uint8`, `uint16`, `uint32` or `uint64` of the dtype's width) holds the bit
+/// patterns of that custom dtype and is read as a tensor of it.
+pub fn read_npz_as(
+    path: impl AsRef<Path>,
+    custom: &BTreeMap<String, DType>,
+) -> Result<BTreeMap<String, Tensor>, IoError> {
     let path = path.as_ref();
     let file = File::open(path).map_err(|e| located(path, None, e.into()))?;
     read_npz_from(BufReader::new(file), path)
@@ -44,7 +55,7 @@ pub fn read_npz_from(
         let Some(name) = array_name_from_file_name(entry.name()).map(str::to_string) else {
             continue;
         };
-        let tensor = read_array(&mut entry).map_err(|kind| {
+        let tensor = read_array(&mut entry, custom.get(&name).copied()).map_err(|kind| {
             // A damaged entry shows up as an I/O error of the zip reader (bad CRC, ...).
             let kind = match kind {
                 IoErrorKind::Io(e) => IoErrorKind::Archive(e.to_string()),

@@ -11,6 +11,8 @@
 pub(crate) mod broadcast;
 pub(crate) mod conv;
 #[cfg(feature = "executor")]
+pub(crate) mod custom;
+#[cfg(feature = "executor")]
 pub(crate) mod depthwise;
 #[cfg(feature = "executor")]
 pub(crate) mod elementwise;

@@ -50,6 +50,7 @@ impl OpImpl for BiasAdd {
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         let view = with_kernel_ctx(spec, |ctx| channel_view(ctx, "bias"))?;
         Ok(match spec.inputs[0].dtype {
+            DType::Custom { .. } => return crate::kernels::custom::bias_add(spec, view),
             DType::Float32 => Box::new(BiasAddKernel::<f32>(view, PhantomData)),
             DType::Float64 => Box::new(BiasAddKernel::<f64>(view, PhantomData)),
             DType::Int32 => Box::new(BiasAddKernel::<i32>(view, PhantomData)),

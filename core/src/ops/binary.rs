@@ -71,6 +71,22 @@ enum BinaryOp {
     RightShift,
 }
 
+impl BinaryOp {
+    /// TVM's lowering name of the op on custom datatypes (`Add`), if it has one.
+    fn tvm_name(self) -> Option<&'static str> {
+        use BinaryOp::*;
+        Some(match self {
+            Add => "Add",
+            Subtract => "Sub",
+            Multiply => "Mul",
+            Divide => "Div",
+            Maximum => "Max",
+            Minimum => "Min",
+            Power | LeftShift | RightShift => return None,
+        })
+    }
+}
+
 struct Binary(BinaryOp);
 
 #[cfg(feature = "executor")]
@@ -119,6 +135,12 @@ impl OpImpl for Binary {
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         check_io(spec, 2, 1)?;
         let dtype = spec.inputs[0].dtype;
+        if dtype.is_custom() {
+            return match self.0.tvm_name() {
+                Some(name) => kernels::custom::binary(spec, name),
+                None => Err(spec.unsupported(dtype)),
+            };
+        }
         kernels::with_int!(
             dtype,
             |T| shift_kernel::<T>(spec, self.0),

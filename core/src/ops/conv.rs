@@ -14,6 +14,7 @@ use crate::kernels::conv::Conv2dGeom;
 use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
 #[cfg(feature = "executor")]
 use {
+    crate::kernels::custom,
     super::nn_common::{gemm_kernel, input, output, with_kernel_ctx, GemmBody},
     crate::kernels::conv,
     crate::kernels::gemm::Gemm,
@@ -255,6 +256,9 @@ impl OpImpl for ConvOp {
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         let setup = with_kernel_ctx(spec, |ctx| self.setup(ctx))?;
         let (a, b, out) = (setup.data_dtype, setup.weight_dtype, setup.out.dtype);
+        if a.is_custom() && self.0 == ConvKind::Conv2d {
+            return custom::conv2d(spec, setup.geom, setup.w_strides);
+        }
         gemm_kernel(
             spec,
             a,

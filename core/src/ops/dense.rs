@@ -11,6 +11,7 @@ use crate::ir::{DType, TensorType, Type};
 use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
 #[cfg(feature = "executor")]
 use {
+    crate::kernels::custom,
     super::nn_common::{gemm_kernel, input, output, with_kernel_ctx, GemmBody},
     crate::kernels::gemm::{Gemm, MatMut, MatRef},
     crate::kernels::numeric::{widen_slice, Widen},
@@ -133,6 +134,14 @@ impl OpImpl for MatmulOp {
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         let setup = with_kernel_ctx(spec, |ctx| (self.0)(ctx))?;
         let ((a, b), out) = (setup.dtypes, setup.out.dtype);
+        if a.is_custom() {
+            let shape = custom::Matmul {
+                batch: [setup.batch, setup.batch_a, setup.batch_b],
+                mnk: [setup.m, setup.n, setup.k],
+                transpose: [setup.transpose_a, setup.transpose_b],
+            };
+            return custom::matmul(spec, shape);
+        }
         gemm_kernel(
             spec,
             a,

@@ -97,6 +97,24 @@ impl UnaryOp {
         use UnaryOp::*;
         matches!(self, Exp | Log | Sqrt | Rsqrt | Erf | Tanh | Sigmoid)
     }
+
+    /// The op on custom datatypes, if it has a lowering (see [`kernels::custom`]).
+    fn on_custom(self) -> Option<kernels::custom::Unary> {
+        use kernels::custom::Unary as C;
+        use UnaryOp::*;
+        Some(match self {
+            Exp => C::Intrinsic("tir.exp"),
+            Log => C::Intrinsic("tir.log"),
+            Sqrt => C::Intrinsic("tir.sqrt"),
+            Tanh => C::Intrinsic("tir.tanh"),
+            Sigmoid => C::Intrinsic("tir.sigmoid"),
+            Rsqrt => C::Rsqrt,
+            Relu => C::Relu,
+            Negative => C::Negative,
+            Copy => C::Copy,
+            Abs | Erf | Round | Floor | Ceil => return None,
+        })
+    }
 }
 
 struct Unary(UnaryOp);
@@ -144,6 +162,12 @@ impl OpImpl for Unary {
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         check_io(spec, 1, 1)?;
         let dtype = spec.inputs[0].dtype;
+        if dtype.is_custom() {
+            return match self.0.on_custom() {
+                Some(op) => kernels::custom::unary(spec, op),
+                None => Err(spec.unsupported(dtype)),
+            };
+        }
         if self.0.float_only() && !dtype.is_float() {
             return Err(spec.unsupported(dtype));
         }
@@ -253,6 +277,9 @@ impl OpImpl for Cast {
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         check_io(spec, 1, 1)?;
         let (from, to) = (spec.inputs[0].dtype, spec.outputs[0].dtype);
+        if from.is_custom() || to.is_custom() {
+            return kernels::custom::cast(spec);
+        }
         kernels::with_numeric_or_bool!(
             from,
             |S| cast_kernel::<S>(spec, to),

@@ -107,6 +107,9 @@ impl OpImpl for PoolOp {
     #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         let (geom, kind, out) = with_kernel_ctx(spec, |ctx| self.setup(ctx))?;
+        if out.dtype.is_custom() {
+            return crate::kernels::custom::pool2d(spec, geom, kind);
+        }
         real_kernel(
             spec,
             out.dtype,

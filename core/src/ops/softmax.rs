@@ -36,6 +36,9 @@ impl OpImpl for Softmax {
     #[cfg(feature = "executor")]
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         let view = with_kernel_ctx(spec, view)?;
+        if spec.inputs[0].dtype.is_custom() && !self.0 {
+            return crate::kernels::custom::softmax(spec, view);
+        }
         let body = SoftmaxKernel {
             op: spec.op.to_string(),
             view,

@@ -43,6 +43,7 @@ macro_rules! passes {
 passes! {
     "infer-type" => "infer the type of every expression", Some(boxed::<InferType>);
     "bind-params" => "replace @main parameters by constant tensors, by name", None;
+    "change-datatype" => "change every value of one dtype to another (float32 to a custom datatype)", None;
     "simplify-inference" => "rewrite nn.batch_norm, nn.dropout and nn.layer_norm for inference",
         Some(boxed::<SimplifyInference>);
     "fold-scale-axis" => "fold per-channel constant scales after nn.conv2d / nn.dense into the weights",

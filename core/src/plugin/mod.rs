@@ -6,6 +6,7 @@
 //! failing plugin yields an error naming the plugin and the operation, and the host goes on.
 
 mod codegen;
+mod datatype_calls;
 mod datatypes;
 mod error;
 mod loaded;
@@ -14,6 +15,10 @@ mod reference;
 mod registry;
 
 pub use codegen::{compile_externals, emit_sources, external_functions, PartitionSource, Runtimes};
+pub use datatype_calls::{
+    convert_tensor, read_bits, write_bits, BinaryCall, CastCall, CompareCall, DatatypeCallError,
+    DatatypeCalls, UnaryCall,
+};
 pub use datatypes::{
     datatype_library, register_datatypes, DatatypeLibrary, DatatypeRegistrationError,
     LibraryFunction,
