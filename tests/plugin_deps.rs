@@ -1,7 +1,9 @@
 //! What a plugin links: each plugin crate, resolved on its own (`cargo tree -p`, as
 //! `cargo build -p` resolves it, without the workspace's feature unification), depends on
 //! byoc-core without its `host` feature, so neither the ONNX importer (`prost`), NumPy I/O
-//! (`npyz`) nor the artifact format (`sha2`) is compiled into the plugin's `.so`.
+//! (`npyz`) nor the artifact format (`sha2`) is compiled into the plugin's `.so`, and none of
+//! them (nor byoc-core) links LLVM: the host code generator's `inkwell` / `llvm-sys` belong to
+//! `byoc-host-llvm` and the driver only.
 
 use std::process::Command;
 
@@ -30,6 +32,9 @@ fn normal_deps(package: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The crates that bring LLVM in.
+const LLVM_CRATES: [&str; 3] = ["byoc-host-llvm", "inkwell", "llvm-sys"];
+
 #[test]
 fn plugins_link_byoc_core_without_the_host_front_end() {
     for package in [
@@ -55,6 +60,29 @@ fn plugins_link_byoc_core_without_the_host_front_end() {
                 !["prost", "npyz", "sha2"].contains(&name.as_str()),
                 "{package} links {name}, a dependency of byoc-core's `host` feature"
             );
+            assert!(
+                !LLVM_CRATES.contains(&name.as_str()),
+                "{package} links {name}: LLVM belongs to byoc-host-llvm only"
+            );
         }
     }
+}
+
+#[test]
+fn llvm_stays_out_of_byoc_core_and_the_pipeline() {
+    for package in ["byoc-core", "byoc-pipeline", "byoc-patterns"] {
+        let deps = normal_deps(package);
+        for (name, _) in &deps {
+            assert!(
+                !LLVM_CRATES.contains(&name.as_str()),
+                "{package} links {name}: LLVM belongs to byoc-host-llvm only"
+            );
+        }
+    }
+    // The check itself finds LLVM where it is.
+    let driver = normal_deps("byoc");
+    assert!(
+        driver.iter().any(|(name, _)| name == "inkwell"),
+        "the driver links the host code generator: {driver:?}"
+    );
 }

@@ -7,8 +7,10 @@ use byoc_core::artifact::Artifact;
 use byoc_core::exec::{ExecOptions, Executor, ExternalModules};
 use byoc_core::plugin::{PluginRegistry, REFERENCE_RUNTIME};
 use byoc_core::Module;
+use byoc_host_llvm::PLUGIN_NAME as HOST_PLUGIN;
 use clap::Args;
 
+use super::host_codegen::{print_fallbacks, Compiled, HostCodegenArgs};
 use super::targets::{load_model_for, partition_and_compile, TargetArgs};
 use crate::inputs::{output_map, resolve_inputs};
 use crate::plugins::{discover_plugins, find_plugin};
@@ -36,9 +38,13 @@ pub struct RunArgs {
     /// Worker threads (0: all cores).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
-    /// Print the time per target and per partition to standard error.
+    /// Print the time per target and per partition to standard error (and the fused host
+    /// functions that fell back to the reference kernels).
     #[arg(long)]
     pub profile: bool,
+    /// Host code generation.
+    #[command(flatten)]
+    pub host: HostCodegenArgs,
 }
 
 /// True when `path` names an artifact (by extension).
@@ -53,7 +59,7 @@ fn load_artifact(path: &Path, args: &TargetArgs) -> Result<(Module, ExternalModu
     let needs_registry = artifact
         .partitions
         .iter()
-        .any(|p| p.target.plugin != REFERENCE_RUNTIME);
+        .any(|p| p.target.plugin != REFERENCE_RUNTIME && p.target.plugin != HOST_PLUGIN);
     let registry = if needs_registry {
         discover_plugins(&args.plugin_paths)?
     } else {
@@ -61,7 +67,10 @@ fn load_artifact(path: &Path, args: &TargetArgs) -> Result<(Module, ExternalModu
     };
     let externals = artifact
         .load_externals(
-            |plugin| find_plugin(&registry, plugin),
+            |plugin| match plugin {
+                HOST_PLUGIN => Ok(byoc_host_llvm::plugin()),
+                _ => find_plugin(&registry, plugin),
+            },
             &args.compile_options()?,
         )
         .with_context(|| format!("{name}: cannot load"))?;
@@ -69,12 +78,13 @@ fn load_artifact(path: &Path, args: &TargetArgs) -> Result<(Module, ExternalModu
 }
 
 /// The module to run and its compiled partitions: an artifact as built, or a model run on
-/// the host or partitioned for the selected targets.
+/// the host or partitioned for the selected targets, its host part compiled as `host` says.
 pub fn load_runnable(
     model: &Path,
     targets: &TargetArgs,
     input_shapes: &[String],
-) -> Result<(Module, ExternalModules)> {
+    host: &HostCodegenArgs,
+) -> Result<Compiled> {
     if is_artifact(model) {
         if targets.quantize {
             bail!(
@@ -82,21 +92,33 @@ pub fn load_runnable(
                 model.display()
             );
         }
-        return load_artifact(model, targets);
+        host.refuse_for(&model.display().to_string())?;
+        let (module, externals) = load_artifact(model, targets)?;
+        return Ok(Compiled {
+            module,
+            externals,
+            fallbacks: Vec::new(),
+        });
     }
+    let name = model.display().to_string();
     let module = load_model_for(model, input_shapes, targets)?;
-    if targets.is_empty() {
-        Ok((module, ExternalModules::new()))
+    let (module, externals) = if targets.is_empty() {
+        (module, ExternalModules::new())
     } else {
-        partition_and_compile(&module, targets, &model.display().to_string())
-    }
+        partition_and_compile(&module, targets, &name)?
+    };
+    host.compile(module, externals, &targets.compile_options()?, &name)
 }
 
 /// Runs `byoc run`.
 pub fn run(args: &RunArgs) -> Result<()> {
     let name = args.model.display().to_string();
     let targets = args.targets.with_executor_threads(args.threads);
-    let (module, externals) = load_runnable(&args.model, &targets, &args.input_shapes)?;
+    let Compiled {
+        module,
+        externals,
+        fallbacks,
+    } = load_runnable(&args.model, &targets, &args.input_shapes, &args.host)?;
     let executor = Executor::with_externals(
         &module,
         ExecOptions {
@@ -111,6 +133,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         .run_named(&inputs)
         .with_context(|| format!("{name}: execution failed"))?;
     if let Some(profile) = executor.last_profile() {
+        print_fallbacks(&fallbacks);
         for t in &profile.targets {
             eprintln!("target {}: {} call(s), {:?}", t.target, t.calls, t.total);
         }

@@ -5,7 +5,8 @@
 //! their names validate, but are built by code that has those inputs.
 
 use super::{
-    DeadCodeElimination, FoldConstant, FoldScaleAxis, InferType, Pass, PassError, SimplifyInference,
+    DeadCodeElimination, FoldConstant, FoldScaleAxis, HostFuse, InferType, Pass, PassError,
+    SimplifyInference,
 };
 
 /// A pass known by name.
@@ -51,6 +52,8 @@ passes! {
         Some(boxed::<FoldConstant>);
     "dead-code-elimination" => "drop unused expressions and uncalled global functions",
         Some(boxed::<DeadCodeElimination>);
+    "host-fuse" => "group elementwise/broadcast host ops of @main into fused functions for the host code generator",
+        Some(boxed::<HostFuse>);
 }
 
 /// The pass called `name`.
