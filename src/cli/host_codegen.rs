@@ -32,7 +32,7 @@ pub struct HostCodegenArgs {
     /// With `--host-codegen llvm`: fail when a fused host function cannot be compiled instead
     /// of running it on the reference kernels.
     #[arg(long = "strict-host-codegen")]
-    pub strict: bool,
+    pub strict_host_codegen: bool,
 }
 
 /// A module ready to run: its compiled partitions (host code included) and the fused host
@@ -55,7 +55,7 @@ impl HostCodegenArgs {
     /// Refuses the flags where they do not apply (an artifact runs the host code it was
     /// built with).
     pub fn refuse_for(&self, what: &str) -> Result<()> {
-        if self.host_codegen.is_some() || self.strict {
+        if self.host_codegen.is_some() || self.strict_host_codegen {
             bail!("{what}: --host-codegen / --strict-host-codegen apply to models, not to built artifacts (the artifact runs the host code it was built with)");
         }
         Ok(())
@@ -70,7 +70,7 @@ impl HostCodegenArgs {
         options: &CompileOptions,
         model: &str,
     ) -> Result<Compiled> {
-        if self.strict && self.codegen() != HostCodegen::Llvm {
+        if self.strict_host_codegen && self.codegen() != HostCodegen::Llvm {
             bail!("--strict-host-codegen needs --host-codegen llvm");
         }
         if self.codegen() == HostCodegen::Kernels {
@@ -82,7 +82,7 @@ impl HostCodegenArgs {
         }
         let host =
             crate::progress::while_running(&format!("compiling host code of {model}"), || {
-                compile_host(&module, options, self.strict)
+                compile_host(&module, options, self.strict_host_codegen)
             })
             .with_context(|| format!("{model}: host code generation failed"))?;
         for (name, m) in host.externals.iter() {

@@ -1,6 +1,6 @@
 //! HostFuse (`host-fuse`): TVM's FuseOps over what `@main` still runs on the host.
 //!
-//! Elementwise and broadcast op calls (op pattern [`OpPattern::ElemWise`] or
+//! Elementwise and broadcast op calls with arguments (op pattern [`OpPattern::ElemWise`] or
 //! [`OpPattern::Broadcast`]) form groups: walking `@main` from its result back to its inputs,
 //! an op joins the group of its users when every user is an op of one same group and the value
 //! is not a result of `@main`; otherwise it starts a group of its own. A group is therefore a
@@ -69,13 +69,15 @@ impl Pass for HostFuse {
     }
 }
 
-/// True for the op calls HostFuse groups: elementwise or broadcast ops with one tensor result.
+/// True for the op calls HostFuse groups: elementwise or broadcast ops with at least one
+/// argument (`zeros`, `ones` make tensors from nothing) and one tensor result.
 fn fusable(f: &Function, id: ExprId) -> bool {
-    let Some((op, _)) = f.expr(id).as_op_call() else {
+    let Some((op, call)) = f.expr(id).as_op_call() else {
         return false;
     };
     matches!(op.pattern, OpPattern::ElemWise | OpPattern::Broadcast)
         && !op.is_view
+        && !call.args.is_empty()
         && matches!(f.ty(id), Some(Type::Tensor(_)))
 }
 
