@@ -122,7 +122,7 @@ impl HostModule {
     }
 }
 
-fn f32_view<'a>(t: &'a TensorRef<'_>, len: usize, what: &str) -> Result<*const f32, PluginError> {
+fn f32_view(t: &TensorRef<'_>, len: usize, what: &str) -> Result<*const f32, PluginError> {
     if t.ty.dtype != DType::Float32 || t.ty.num_elements() != len || t.bytes.len() != len * 4 {
         return Err(PluginError::new(format!(
             "{what} is {} but the host kernel takes {len} float32 elements",
