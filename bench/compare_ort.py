@@ -14,12 +14,14 @@ engine's fastest run is reported beside it, and the ratio is byoc's median over 
 the same alternating rounds, with the plugin told the thread count (`--plugin-option
 threads=N`), and its ratio to onnxruntime. `--target NAME:KEY=VALUE[,KEY=VALUE...]` adds
 those plugin options to that column (e.g. `--target dnnl --target dnnl:dnnl.fpmath=bf16` times
-float32 and bf16 side by side). `--skip-host` drops the host-only column.
+float32 and bf16 side by side). `--skip-host` drops the host-only column. `--host-llvm` adds a
+host-only column with compiled host code (`byoc bench --host-codegen llvm`), timed in the same
+rounds, so the reference kernels and the LLVM host code appear side by side.
 
 Usage:
     python3 bench/compare_ort.py [--byoc target/release/byoc] [--threads 2] [--iters 10]
         [--rounds 3] [--warmup 3] [--dir target/onnx-light] [--target dnnl] [--skip-host]
-        [MODEL.onnx | LIGHT_NAME ...]
+        [--host-llvm] [MODEL.onnx | LIGHT_NAME ...]
 A MODEL.onnx given on the command line gets seeded uniform random inputs, fed to both engines;
 a light model's name (e.g. `resnet50`) selects that one of the nine. Needs numpy and onnxruntime, and a release build
 (cargo build --release).
@@ -37,6 +39,9 @@ import time
 import numpy as np
 import onnxruntime as ort
 
+# The engine label of host-only runs with compiled host code (`--host-llvm`).
+HOST_LLVM = "host-llvm"
+
 LIGHT = [
     "bvlc_alexnet",
     "densenet121",
@@ -53,11 +58,13 @@ LIGHT = [
 def byoc_times(byoc: str, model: str, inputs: str, threads: int, iters: int, warmup: int,
                target: str | None = None, extra: tuple[str, ...] = ()):
     """One `byoc bench` round: (median, min, max) in ms; `target` (`NAME[:KEY=VALUE,...]`)
-    offloads to that plugin, with those plugin options; `extra` are more `byoc bench`
-    arguments (e.g. `--quantize`)."""
+    offloads to that plugin, with those plugin options; the target `HOST_LLVM` runs host-only
+    with compiled host code; `extra` are more `byoc bench` arguments (e.g. `--quantize`)."""
     cmd = [byoc, "bench", model, "--inputs", inputs, "--threads", str(threads),
            "--iters", str(iters), "--warmup", str(warmup), *extra]
-    if target:
+    if target == HOST_LLVM:
+        cmd += ["--host-codegen", "llvm"]
+    elif target:
         name, _, options = target.partition(":")
         cmd += ["--target", name, "--plugin-option", f"threads={threads}"]
         for kv in filter(None, options.split(",")):
@@ -110,6 +117,8 @@ def main() -> None:
     ap.add_argument("--target", action="append", default=[],
                     help="also time byoc with this target, NAME[:KEY=VALUE,...] (repeatable)")
     ap.add_argument("--skip-host", action="store_true", help="no host-only byoc column")
+    ap.add_argument("--host-llvm", action="store_true",
+                    help="also time byoc host-only with --host-codegen llvm")
     args = ap.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="byoc-compare-")
@@ -128,7 +137,7 @@ def main() -> None:
                 sys.exit(f"{model} is missing: run scripts/fetch_onnx_light.sh first")
             cases.append((name, model, inputs))
 
-    engines = ([] if args.skip_host else [None]) + args.target
+    engines = ([] if args.skip_host else [None]) + ([HOST_LLVM] if args.host_llvm else []) + args.target
     header = f"{'model':<14} {'ort median':>11} {'ort min':>8}"
     for e in engines:
         label = e or "host"

@@ -841,4 +841,115 @@ fn conv2d_transpose_with_huge_strides_is_refused() {
         &model,
         "nn.conv2d_transpose: result Tensor[(1, 1, 3000003, 3000003), float32] needs 36000072000036 bytes",
     );
+
+#[test]
+fn host_fuse_stage_shows_the_fused_groups() {
+    let out = inspect_small_cnn(&["--stage", "host-fuse", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    assert_eq!(v["target"], "llvm");
+    let groups = v["groups"].as_array().expect("a list of groups");
+    // small_cnn with myacc: each conv block is offloaded; the host keeps bias_add after the
+    // dense layer, which becomes one group.
+    assert!(!groups.is_empty(), "{v}");
+    for g in groups {
+        assert!(g["function"].as_str().unwrap().starts_with("host_fused_"));
+        assert_eq!(g["target"], "llvm");
+        assert!(!g["ops"].as_array().unwrap().is_empty());
+    }
+    let text = byoc(&[
+        "inspect",
+        "examples/models/small_cnn.relay",
+        "--stage",
+        "host-fuse",
+    ]);
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
+    assert!(text.contains("Compiler=\"llvm\""), "{text}");
+    assert!(text.contains("def @host_fused_0("), "{text}");
+}
+
+#[test]
+fn host_codegen_llvm_runs_builds_and_verifies_like_the_reference_kernels() {
+    let model = "examples/models/small_cnn.relay";
+    let input = "tests/data/small_cnn/input.npz";
+    let reference = tmp("small_cnn_kernels.npz");
+    let compiled = tmp("small_cnn_llvm.npz");
+    let from_artifact = tmp("small_cnn_artifact.npz");
+    let artifact = tmp("small_cnn_llvm.byoc");
+    let path = |p: &PathBuf| p.to_str().expect("utf-8 temp path").to_string();
+    let run = |extra: &[&str], out: &PathBuf, what: &str| {
+        let mut args = vec!["run", what, "--inputs", input, "--threads", "2"];
+        let o = path(out);
+        args.extend(["-o", &o]);
+        args.extend(extra);
+        let out = byoc(&args);
+        assert!(out.status.success(), "{extra:?}: {}", stderr(&out));
+        out
+    };
+    run(&[], &reference, model);
+    let profiled = run(&["--host-codegen", "llvm", "--profile"], &compiled, model);
+    assert!(
+        stderr(&profiled).contains("target llvm:"),
+        "{}",
+        stderr(&profiled)
+    );
+    let a = path(&artifact);
+    let built = byoc(&["build", model, "--host-codegen", "llvm", "-o", &a]);
+    assert!(built.status.success(), "{}", stderr(&built));
+    assert!(String::from_utf8_lossy(&built.stdout).contains("plugin host-llvm"));
+    run(&[], &from_artifact, &a);
+    let want = read_npz(&reference).expect("reference outputs");
+    for got in [&compiled, &from_artifact] {
+        let got = read_npz(got).expect("outputs written");
+        // Same kernels for conv/dense/softmax, bit-identical fused loops: equal outputs.
+        assert_eq!(got["output_0"], want["output_0"]);
+    }
+    let verified = byoc(&["verify", model, "--host-codegen", "llvm"]);
+    assert_eq!(verified.status.code(), Some(0), "{}", stderr(&verified));
+    assert!(String::from_utf8_lossy(&verified.stdout).contains("output_0: max_abs_err=0.000e0"));
+    // The flags do not apply to an artifact, and strict needs llvm.
+    let out = byoc(&["run", &a, "--host-codegen", "llvm", "--random-inputs", "1"]);
+    assert_bad_input(&out, &["apply to models, not to built artifacts"]);
+    let out = byoc(&[
+        "run",
+        model,
+        "--strict-host-codegen",
+        "--random-inputs",
+        "1",
+    ]);
+    assert_bad_input(&out, &["--strict-host-codegen needs --host-codegen llvm"]);
+}
+
+#[test]
+fn host_codegen_falls_back_with_a_note_and_strict_refuses() {
+    let model = write(
+        "erf.relay",
+        "def @main(%x: Tensor[(4, 8), float32]) {\n  %0 = erf(%x);\n  multiply(%0, 2f)\n}\n",
+    );
+    let m = model.to_str().expect("utf-8 temp path");
+    let out = byoc(&[
+        "run",
+        m,
+        "--random-inputs",
+        "1",
+        "--host-codegen",
+        "llvm",
+        "--profile",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("host-codegen: @host_fused_0 (erf, multiply) runs on the reference kernels: erf: not supported"),
+        "{}",
+        stderr(&out)
+    );
+    let out = byoc(&[
+        "run",
+        m,
+        "--random-inputs",
+        "1",
+        "--host-codegen",
+        "llvm",
+        "--strict-host-codegen",
+    ]);
+    assert_bad_input(&out, &["@host_fused_0 (erf, multiply) cannot be compiled"]);
 }

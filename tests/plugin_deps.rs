@@ -4,7 +4,8 @@
 //! (`npyz`) nor the artifact format (`sha2`, `ed25519-dalek`) is compiled into the plugin's `.so`;
 //! and without its `executor` feature (nor byoc-json-runtime's, which turns it on), so neither
 //! the host executor, the host kernels (with `gemm`), the reference runtime nor the plugin loader
-//! is.
+//! is. None of them (nor byoc-core) links LLVM: the host code generator's `inkwell` /
+//! `llvm-sys` belong to `byoc-host-llvm` and the driver only.
 
 use std::process::Command;
 
@@ -35,6 +36,10 @@ fn normal_deps(package: &str) -> Vec<(String, String)> {
 
 /// byoc-json-runtime is checked through the plugins that use it (tinyacc, dnnl): built alone it
 /// has its default `executor` feature, for its own reference provider.
+
+/// The crates that bring LLVM in.
+const LLVM_CRATES: [&str; 3] = ["byoc-host-llvm", "inkwell", "llvm-sys"];
+
 #[test]
 fn plugins_link_byoc_core_without_the_host_front_end_and_executor() {
     for package in [
@@ -66,6 +71,29 @@ fn plugins_link_byoc_core_without_the_host_front_end_and_executor() {
                 name != "gemm",
                 "{package} links gemm, a dependency of byoc-core's `executor` feature"
             );
+            assert!(
+                !LLVM_CRATES.contains(&name.as_str()),
+                "{package} links {name}: LLVM belongs to byoc-host-llvm only"
+            );
         }
     }
+}
+
+#[test]
+fn llvm_stays_out_of_byoc_core_and_the_pipeline() {
+    for package in ["byoc-core", "byoc-pipeline", "byoc-patterns"] {
+        let deps = normal_deps(package);
+        for (name, _) in &deps {
+            assert!(
+                !LLVM_CRATES.contains(&name.as_str()),
+                "{package} links {name}: LLVM belongs to byoc-host-llvm only"
+            );
+        }
+    }
+    // The check itself finds LLVM where it is.
+    let driver = normal_deps("byoc");
+    assert!(
+        driver.iter().any(|(name, _)| name == "inkwell"),
+        "the driver links the host code generator: {driver:?}"
+    );
 }

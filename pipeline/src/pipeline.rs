@@ -4,6 +4,7 @@
 //! prepare -> merge-composite (each target's table, targets in priority order)
 //!         -> annotate-target -> merge-compiler-regions (unless `merge` is off)
 //!         -> partition-graph -> prune (unless `prune` is off)
+//!         [-> host-fuse, only when asked to stop after it]
 //! ```
 //!
 //! prepare is `fold-constant` (which infers types) and `dead-code-elimination`, plus
@@ -47,6 +48,9 @@ pub enum Stage {
     Merge,
     /// After PartitionGraph and Prune: one external function per region.
     Partition,
+    /// After HostFuse: the host's elementwise/broadcast ops grouped into fused functions for
+    /// the host code generator.
+    HostFuse,
 }
 
 impl Stage {
@@ -57,6 +61,7 @@ impl Stage {
             Stage::Annotate => "annotate",
             Stage::Merge => "merge",
             Stage::Partition => "partition",
+            Stage::HostFuse => "host-fuse",
         }
     }
 }
@@ -75,6 +80,7 @@ pub const PIPELINE: &[(&str, Stage)] = &[
     ("merge-compiler-regions", Stage::Merge),
     ("partition-graph", Stage::Partition),
     ("prune", Stage::Partition),
+    ("host-fuse", Stage::HostFuse),
 ];
 
 /// The names of the pipeline's passes, in order (what `--print-before` / `--print-after`
@@ -247,6 +253,7 @@ fn pipeline_passes<'t>(
     if options.prune {
         names.push("prune");
     }
+    names.push("host-fuse");
     names
         .into_iter()
         .filter(|n| stage_of(n).is_some_and(|s| s <= options.stop_after))

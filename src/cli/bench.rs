@@ -16,6 +16,7 @@ use anyhow::{bail, Context, Result};
 use byoc_core::exec::{AcceleratorCounters, ExecOptions, Executor, Profile};
 use clap::Args;
 
+use super::host_codegen::{Compiled, HostCodegenArgs};
 use super::run::load_runnable;
 use super::targets::TargetArgs;
 use super::trust::TrustArgs;
@@ -37,6 +38,9 @@ pub struct BenchArgs {
     /// Which artifacts may be loaded.
     #[command(flatten)]
     pub trust: TrustArgs,
+    /// Host code generation.
+    #[command(flatten)]
+    pub host: HostCodegenArgs,
     /// Fix an ONNX input's shape (symbolic dimensions): NAME=D0,D1,... (repeatable).
     #[arg(long = "input-shape", value_name = "NAME=DIMS")]
     pub input_shapes: Vec<String>,
@@ -175,8 +179,9 @@ pub fn run_bench(args: &BenchArgs) -> Result<BenchReport> {
         bail!("--iters must be at least 1");
     }
     let targets = args.targets.with_executor_threads(args.threads);
-    let (module, externals) =
-        load_runnable(&args.model, &targets, &args.trust, &args.input_shapes)?;
+    let Compiled {
+        module, externals, ..
+    } = load_runnable(&args.model, &targets, &args.trust, &args.input_shapes, &args.host)?;
     let executor = Executor::with_externals(
         &module,
         ExecOptions {

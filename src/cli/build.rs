@@ -8,6 +8,7 @@ use byoc_core::artifact::keys::{config_dir, load_or_create_signing_key, SECRET_K
 use byoc_core::artifact::Artifact;
 use clap::Args;
 
+use super::host_codegen::{print_fallbacks, HostCodegenArgs};
 use super::targets::{load_model_for, partition_and_compile, TargetArgs};
 
 /// Arguments of `byoc build`.
@@ -18,6 +19,9 @@ pub struct BuildArgs {
     /// Targets and plugins.
     #[command(flatten)]
     pub targets: TargetArgs,
+    /// Host code generation (`llvm` stores the compiled host code in the artifact).
+    #[command(flatten)]
+    pub host: HostCodegenArgs,
     /// Fix an ONNX input's shape (symbolic dimensions): NAME=D0,D1,... (repeatable).
     #[arg(long = "input-shape", value_name = "NAME=DIMS")]
     pub input_shapes: Vec<String>,
@@ -31,7 +35,14 @@ pub fn build(args: &BuildArgs) -> Result<()> {
     let name = args.model.display().to_string();
     let module = load_model_for(&args.model, &args.input_shapes, &args.targets)?;
     let (partitioned, externals) = partition_and_compile(&module, &args.targets, &name)?;
-    let artifact = Artifact::build(&partitioned, &externals)
+    let compiled = args.host.compile(
+        partitioned,
+        externals,
+        &args.targets.compile_options()?,
+        &name,
+    )?;
+    print_fallbacks(&compiled.fallbacks);
+    let artifact = Artifact::build(&compiled.module, &compiled.externals)
         .with_context(|| format!("{name}: cannot build the artifact"))?;
     let dir = config_dir()?;
     let (key, created) = load_or_create_signing_key(&dir).context("cannot sign the artifact")?;

@@ -70,6 +70,8 @@ pub enum Stage {
     Merge,
     /// After PartitionGraph and pruning.
     Partition,
+    /// After HostFuse: host elementwise/broadcast ops grouped into fused functions.
+    HostFuse,
 }
 
 impl Stage {
@@ -80,6 +82,7 @@ impl Stage {
             Stage::Annotate => Some(PipelineStage::Annotate),
             Stage::Merge => Some(PipelineStage::Merge),
             Stage::Partition => Some(PipelineStage::Partition),
+            Stage::HostFuse => Some(PipelineStage::HostFuse),
         }
     }
 }

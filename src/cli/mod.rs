@@ -4,6 +4,7 @@
 
 mod bench;
 mod build;
+mod host_codegen;
 pub mod inspect;
 mod plugins;
 mod quantize;
@@ -19,6 +20,7 @@ use clap::{Parser, Subcommand};
 
 pub use bench::{BenchArgs, BenchReport};
 pub use build::BuildArgs;
+pub use host_codegen::{HostCodegen, HostCodegenArgs};
 pub use byoc_pipeline::quantize::QuantizeOptions;
 pub use inspect::InspectArgs;
 pub use plugins::PluginsArgs;

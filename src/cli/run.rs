@@ -7,8 +7,10 @@ use byoc_core::artifact::Artifact;
 use byoc_core::exec::{ExecOptions, Executor, ExternalModules};
 use byoc_core::plugin::{PluginRegistry, REFERENCE_RUNTIME};
 use byoc_core::Module;
+use byoc_host_llvm::PLUGIN_NAME as HOST_PLUGIN;
 use clap::Args;
 
+use super::host_codegen::{print_fallbacks, Compiled, HostCodegenArgs};
 use super::targets::{load_model_for, partition_and_compile, TargetArgs};
 use super::trust::TrustArgs;
 use crate::datatype::{load_datatype_plugins, names_custom_dtype};
@@ -41,9 +43,13 @@ pub struct RunArgs {
     /// Worker threads (0: all cores).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
-    /// Print the time per target and per partition to standard error.
+    /// Print the time per target and per partition to standard error (and the fused host
+    /// functions that fell back to the reference kernels).
     #[arg(long)]
     pub profile: bool,
+    /// Host code generation.
+    #[command(flatten)]
+    pub host: HostCodegenArgs,
 }
 
 /// True when `path` names an artifact (by extension).
@@ -68,7 +74,7 @@ fn load_artifact(
     let needs_registry = artifact
         .partitions
         .iter()
-        .any(|p| p.target.plugin != REFERENCE_RUNTIME);
+        .any(|p| p.target.plugin != REFERENCE_RUNTIME && p.target.plugin != HOST_PLUGIN);
     let registry = if needs_registry {
         discover_plugins(&args.plugin_paths)?
     } else {
@@ -78,7 +84,10 @@ fn load_artifact(
     let plugins: Vec<&str> = plugins.iter().map(String::as_str).collect();
     let externals = artifact
         .load_externals(
-            |plugin| find_plugin(&registry, plugin),
+            |plugin| match plugin {
+                HOST_PLUGIN => Ok(byoc_host_llvm::plugin()),
+                _ => find_plugin(&registry, plugin),
+            },
             &args.compile_options_for(&plugins)?,
         )
         .with_context(|| format!("{name}: cannot load"))?;
@@ -86,13 +95,14 @@ fn load_artifact(
 }
 
 /// The module to run and its compiled partitions: an artifact as built, or a model run on
-/// the host or partitioned for the selected targets.
+/// the host or partitioned for the selected targets, its host part compiled as `host` says.
 pub fn load_runnable(
     model: &Path,
     targets: &TargetArgs,
     trust: &TrustArgs,
     input_shapes: &[String],
-) -> Result<(Module, ExternalModules)> {
+    host: &HostCodegenArgs,
+) -> Result<Compiled> {
     if is_artifact(model) {
         if targets.quantize || targets.dtype.is_some() {
             bail!(
@@ -100,22 +110,33 @@ pub fn load_runnable(
                 model.display()
             );
         }
-        return load_artifact(model, targets, trust);
+        host.refuse_for(&model.display().to_string())?;
+        let (module, externals) = load_artifact(model, targets, trust)?;
+        return Ok(Compiled {
+            module,
+            externals,
+            fallbacks: Vec::new(),
+        });
     }
+    let name = model.display().to_string();
     let module = load_model_for(model, input_shapes, targets)?;
-    if targets.is_empty() {
-        Ok((module, ExternalModules::new()))
+    let (module, externals) = if targets.is_empty() {
+        (module, ExternalModules::new())
     } else {
-        partition_and_compile(&module, targets, &model.display().to_string())
-    }
+        partition_and_compile(&module, targets, &name)?
+    };
+    host.compile(module, externals, &targets.compile_options()?, &name)
 }
 
 /// Runs `byoc run`.
 pub fn run(args: &RunArgs) -> Result<()> {
     let name = args.model.display().to_string();
     let targets = args.targets.with_executor_threads(args.threads);
-    let (module, externals) =
-        load_runnable(&args.model, &targets, &args.trust, &args.input_shapes)?;
+    let Compiled {
+        module,
+        externals,
+        fallbacks,
+    } = load_runnable(&args.model, &targets, &args.trust, &args.input_shapes, &args.host)?;
     let executor = Executor::with_externals(
         &module,
         ExecOptions {
@@ -130,6 +151,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         .run_named(&inputs)
         .with_context(|| format!("{name}: execution failed"))?;
     if let Some(profile) = executor.last_profile() {
+        print_fallbacks(&fallbacks);
         for t in &profile.targets {
             eprintln!("target {}: {} call(s), {:?}", t.target, t.calls, t.total);
         }

@@ -12,6 +12,7 @@ use anyhow::{bail, Context, Result};
 use byoc_core::exec::{ExecOptions, ExternalModules};
 use clap::Args;
 
+use super::host_codegen::{print_fallbacks, Compiled, HostCodegen, HostCodegenArgs};
 use super::targets::{load, partition_and_compile, TargetArgs};
 use super::{quantize_module, CheckFailed, QuantizeOptions};
 use crate::inputs::resolve_inputs;
@@ -22,9 +23,14 @@ use crate::verify::{top1_agreement, verify_partitioned, Accuracy, OutputError};
 pub struct VerifyArgs {
     /// The model (.relay or .onnx).
     pub model: PathBuf,
-    /// Targets and plugins to verify against the host (at least one).
+    /// Targets and plugins to verify against the host (at least one, unless
+    /// `--host-codegen llvm` checks the compiled host code against the reference kernels).
     #[command(flatten)]
     pub targets: TargetArgs,
+    /// Host code generation of the checked side (the reference side always runs the
+    /// reference kernels).
+    #[command(flatten)]
+    pub host: HostCodegenArgs,
     /// Fix an ONNX input's shape (symbolic dimensions): NAME=D0,D1,... (repeatable).
     #[arg(long = "input-shape", value_name = "NAME=DIMS")]
     pub input_shapes: Vec<String>,
@@ -149,13 +155,25 @@ pub fn verify(args: &VerifyArgs) -> Result<()> {
     if args.targets.quantize || args.targets.dtype.is_some() {
         return verify_converted(args);
     }
-    if args.targets.is_empty() {
-        bail!("verify compares a partitioned build with the host: give at least one --target or --target-spec");
+    if args.targets.is_empty() && args.host.codegen() != HostCodegen::Llvm {
+        bail!("verify compares a partitioned build with the host: give at least one --target or --target-spec (or --host-codegen llvm to check the compiled host code)");
     }
     let name = args.model.display().to_string();
     let host = load(&args.model, &args.input_shapes, &args.targets.plugin_paths)?;
     let targets = args.targets.with_executor_threads(args.threads);
-    let (partitioned, externals) = partition_and_compile(&host, &targets, &name)?;
+    let (partitioned, externals) = if targets.is_empty() {
+        (host.clone(), ExternalModules::new())
+    } else {
+        partition_and_compile(&host, &targets, &name)?
+    };
+    let Compiled {
+        module: partitioned,
+        externals,
+        fallbacks,
+    } = args
+        .host
+        .compile(partitioned, externals, &targets.compile_options()?, &name)?;
+    print_fallbacks(&fallbacks);
     let options = ExecOptions {
         threads: args.threads,
         profile: false,

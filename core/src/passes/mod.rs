@@ -9,6 +9,7 @@ mod context;
 mod dead_code;
 mod fold_constant;
 mod fold_scale_axis;
+pub mod host_fuse;
 mod infer_type;
 mod manager;
 pub mod merge_compiler_regions;
@@ -28,6 +29,7 @@ pub use dead_code::{eliminate_dead_code, DeadCodeElimination};
 #[cfg(feature = "executor")]
 pub use fold_constant::FoldConstant;
 pub use fold_scale_axis::FoldScaleAxis;
+pub use host_fuse::HostFuse;
 pub use infer_type::{infer_function, infer_missing_types, infer_types, InferType, TypeInferError};
 pub use manager::{verify, PassManager, PrintSink, AFTER, BEFORE};
 pub use partitioning::PartitionError;

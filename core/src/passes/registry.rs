@@ -6,7 +6,9 @@
 
 #[cfg(feature = "executor")]
 use super::FoldConstant;
-use super::{DeadCodeElimination, FoldScaleAxis, InferType, Pass, PassError, SimplifyInference};
+use super::{
+    DeadCodeElimination, FoldScaleAxis, HostFuse, InferType, Pass, PassError, SimplifyInference,
+};
 
 /// A pass known by name.
 #[derive(Clone, Copy, Debug)]
@@ -53,6 +55,8 @@ passes! {
         Some(boxed::<FoldConstant>);
     "dead-code-elimination" => "drop unused expressions and uncalled global functions",
         Some(boxed::<DeadCodeElimination>);
+    "host-fuse" => "group elementwise/broadcast host ops of @main into fused functions for the host code generator",
+        Some(boxed::<HostFuse>);
 }
 
 /// The pass called `name`.

@@ -5,9 +5,11 @@
 //!
 //! Every output is deterministic: the same [`Partitioned`] and target list give byte-identical
 //! text. The JSON summary works after every stage; the graph and the page draw partitions, so
-//! they need the `partition` stage ([`ReportError::NeedsPartition`] otherwise).
+//! they need the `partition` stage ([`ReportError::NeedsPartition`] otherwise). After `host-fuse`
+//! the JSON lists the fused host functions ([`fusion`]).
 
 pub mod dot;
+pub mod fusion;
 pub mod graph;
 pub mod html;
 pub mod summary;
@@ -88,6 +90,9 @@ pub fn render(
     Ok(match format {
         Format::Text => byoc_core::text::print_module(&result.module),
         Format::Json if stage == Stage::Partition => summary().to_json(),
+        Format::Json if stage == Stage::HostFuse => {
+            fusion::FusionSummary::of(&result.module).to_json()
+        }
         Format::Json => summary::StageSummary::of(stage, result, targets)?.to_json(),
         Format::Dot => dot::render(&graph()?),
         Format::Html => html::render(&graph()?, &summary()),

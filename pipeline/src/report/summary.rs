@@ -329,7 +329,7 @@ fn declined_composites(result: &Partitioned) -> Vec<DeclinedComposite> {
 }
 
 /// A value as pretty-printed JSON, ending in a newline.
-fn pretty_json(value: &impl Serialize) -> String {
+pub(super) fn pretty_json(value: &impl Serialize) -> String {
     // A tree of strings, numbers and lists always serializes.
     let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
     text.push('\n');

@@ -1,0 +1,326 @@
+//! HostFuse (`host-fuse`): TVM's FuseOps over what `@main` still runs on the host.
+//!
+//! Elementwise and broadcast op calls with arguments (op pattern [`OpPattern::ElemWise`] or
+//! [`OpPattern::Broadcast`]) form groups: walking `@main` from its result back to its inputs,
+//! an op joins the group of its users when every user is an op of one same group and the value
+//! is not a result of `@main`; otherwise it starts a group of its own. A group is therefore a
+//! connected DAG with one output (its last op), diamonds included (`x * sigmoid(x)`), and every
+//! intermediate value of a group is used only inside it, so a fused loop never writes it to
+//! memory.
+//!
+//! Each group is outlined into a global function `@host_fused_N` marked
+//! `Compiler="llvm"` ([`HOST_CODEGEN_TARGET`]), `Primitive=1` and `global_symbol`, called from
+//! `@main` with the group's inputs (constants stay in `@main` and are passed as arguments). The
+//! host code generator (crate `byoc-host-llvm`) compiles each into one loop; a group it cannot
+//! compile goes back to the host by dropping its `Compiler` attribute, after which the executor
+//! inlines it and runs the reference kernels ([`unfuse`]).
+//!
+//! Ops inside local function literals (composites) are left alone, and so are external
+//! functions and global functions other than `@main`.
+
+use std::collections::{BTreeMap, HashSet};
+
+use crate::byoc::{COMPILER, GLOBAL_SYMBOL, PRIMITIVE};
+use crate::ir::rewrite::Rebuild;
+use crate::ir::{Attrs, Expr, ExprId, Function, FunctionBuilder, IrError, Module, Type};
+use crate::op::OpPattern;
+
+use super::{infer_types, Pass, PassContext, PassError};
+
+/// The `Compiler` attribute of fused host functions: the target the host code generator
+/// compiles.
+pub const HOST_CODEGEN_TARGET: &str = "llvm";
+
+/// The name prefix of fused host functions.
+pub const FUSED_PREFIX: &str = "host_fused_";
+
+/// The HostFuse pass (see the module docs).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HostFuse;
+
+impl Pass for HostFuse {
+    fn name(&self) -> &'static str {
+        "host-fuse"
+    }
+
+    fn run(&self, module: &mut Module, _cx: &mut PassContext) -> Result<(), PassError> {
+        infer_types(module)?;
+        let main = module.main()?.clone();
+        let groups = fusion_groups(&main);
+        if groups.is_empty() {
+            return Ok(());
+        }
+        let mut next = 0usize;
+        let mut fresh_name = || loop {
+            let name = format!("{FUSED_PREFIX}{next}");
+            next += 1;
+            if module.get(&name).is_none() {
+                return name;
+            }
+        };
+        let names: Vec<String> = groups.iter().map(|_| fresh_name()).collect();
+        let (new_main, fused) = outline(&main, &groups, &names)?;
+        for (name, f) in fused {
+            module.insert(name, f);
+        }
+        module.insert("main", new_main);
+        infer_types(module)?;
+        Ok(())
+    }
+}
+
+/// True for the op calls HostFuse groups: elementwise or broadcast ops with at least one
+/// argument (`zeros`, `ones` make tensors from nothing) and one tensor result.
+fn fusable(f: &Function, id: ExprId) -> bool {
+    let Some((op, call)) = f.expr(id).as_op_call() else {
+        return false;
+    };
+    matches!(op.pattern, OpPattern::ElemWise | OpPattern::Broadcast)
+        && !op.is_view
+        && !call.args.is_empty()
+        && matches!(f.ty(id), Some(Type::Tensor(_)))
+}
+
+/// The nodes reachable from the bodies of local function literals.
+fn inside_literals(f: &Function, live: &[ExprId]) -> HashSet<ExprId> {
+    let mut inside = HashSet::new();
+    let mut stack: Vec<ExprId> = live
+        .iter()
+        .filter_map(|&id| match f.expr(id) {
+            Expr::Function(lit) => Some(lit.body),
+            _ => None,
+        })
+        .collect();
+    while let Some(id) = stack.pop() {
+        if inside.insert(id) {
+            stack.extend(f.expr(id).operand_iter());
+        }
+    }
+    inside
+}
+
+/// The fusion groups of `f`, each a list of op calls in topological order (its last one is
+/// the group's output), groups in the order of their outputs.
+pub fn fusion_groups(f: &Function) -> Vec<Vec<ExprId>> {
+    let live = f.live_ids();
+    let users = f.users();
+    let inside = inside_literals(f, &live);
+    let mut group: BTreeMap<ExprId, usize> = BTreeMap::new();
+    let mut n_groups = 0usize;
+    for &id in live.iter().rev() {
+        if inside.contains(&id) || !fusable(f, id) {
+            continue;
+        }
+        let us = &users[id.index()];
+        let shared = us
+            .first()
+            .and_then(|u| group.get(u).copied())
+            .filter(|&g| id != f.body && us.iter().all(|u| group.get(u) == Some(&g)));
+        let g = shared.unwrap_or_else(|| {
+            n_groups += 1;
+            n_groups - 1
+        });
+        group.insert(id, g);
+    }
+    let mut members: Vec<Vec<ExprId>> = vec![Vec::new(); n_groups];
+    for (&id, &g) in &group {
+        members[g].push(id);
+    }
+    members.sort_by_key(|m| m.last().copied());
+    members
+}
+
+/// `@main` with each group replaced by a call of its outlined function, and the outlined
+/// functions by name.
+fn outline(
+    main: &Function,
+    groups: &[Vec<ExprId>],
+    names: &[String],
+) -> Result<(Function, Vec<(String, Function)>), PassError> {
+    let mut owner: BTreeMap<ExprId, usize> = BTreeMap::new();
+    for (g, m) in groups.iter().enumerate() {
+        for &id in m {
+            owner.insert(id, g);
+        }
+    }
+    let mut fused = Vec::new();
+    let new_main = Rebuild::new(main).run(|rb, id| -> Result<Option<ExprId>, PassError> {
+        let Some(&g) = owner.get(&id) else {
+            return Ok(None);
+        };
+        let members = &groups[g];
+        if members.last() != Some(&id) {
+            // Built inside the group's function, at its output.
+            return Ok(Some(id_placeholder(rb, id)?));
+        }
+        let (function, inputs) = outline_group(main, members, &names[g])?;
+        let args = inputs
+            .iter()
+            .map(|&i| rb.get(i))
+            .collect::<Result<Vec<_>, _>>()?;
+        fused.push((names[g].clone(), function));
+        Ok(Some(rb.builder.call_global(names[g].clone(), &args)?))
+    })?;
+    Ok((new_main, fused))
+}
+
+/// Group members other than the output are never used outside their group, so their new id
+/// is never read; they map to their first operand's (every fused op has one).
+fn id_placeholder(rb: &mut Rebuild<'_>, id: ExprId) -> Result<ExprId, PassError> {
+    let first = rb
+        .src
+        .expr(id)
+        .operand_iter()
+        .next()
+        .ok_or(PassError::Ir(IrError::BadId(id)))?;
+    Ok(rb.get(first)?)
+}
+
+/// The outlined function of one group and its inputs (values of `main`), in first-use order.
+fn outline_group(
+    main: &Function,
+    members: &[ExprId],
+    name: &str,
+) -> Result<(Function, Vec<ExprId>), PassError> {
+    let set: HashSet<ExprId> = members.iter().copied().collect();
+    let mut b = FunctionBuilder::new();
+    let mut map: BTreeMap<ExprId, ExprId> = BTreeMap::new();
+    let mut inputs = Vec::new();
+    let mut params = Vec::new();
+    for &id in members {
+        for arg in main.expr(id).operand_iter() {
+            if set.contains(&arg) || map.contains_key(&arg) {
+                continue;
+            }
+            let ty = main
+                .ty(arg)
+                .cloned()
+                .ok_or(PassError::Ir(IrError::BadId(arg)))?;
+            let p = b.param(format!("p{}", inputs.len()), ty);
+            map.insert(arg, p);
+            inputs.push(arg);
+            params.push(p);
+        }
+        let expr = main.expr(id).map_ids(|x| map[&x]);
+        let new = b.push(expr)?;
+        if let Some(ty) = main.ty_shared(id) {
+            b.set_ty_shared(new, ty.clone());
+        }
+        map.insert(id, new);
+    }
+    let body = *map
+        .get(
+            members
+                .last()
+                .ok_or(PassError::Ir(IrError::BadId(main.body)))?,
+        )
+        .ok_or(PassError::Ir(IrError::BadId(main.body)))?;
+    let attrs = Attrs::new()
+        .with(COMPILER, HOST_CODEGEN_TARGET)
+        .with(PRIMITIVE, 1i64)
+        .with(GLOBAL_SYMBOL, name);
+    Ok((b.finish(params, body, attrs)?, inputs))
+}
+
+/// Sends the fused host function `name` back to the reference kernels: it loses its
+/// `Compiler` attribute, so the executor inlines it. Returns false when `module` has no such
+/// fused function.
+pub fn unfuse(module: &mut Module, name: &str) -> bool {
+    match module.get_mut(name) {
+        Some(f) if f.attrs.get_str(COMPILER) == Some(HOST_CODEGEN_TARGET) => {
+            f.attrs.remove(COMPILER);
+            true
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text::{parse_module, print_module};
+
+    fn fused(src: &str) -> Module {
+        let mut m = parse_module(src).expect("the test module parses");
+        HostFuse
+            .run(&mut m, &mut PassContext::new())
+            .expect("host-fuse runs");
+        m
+    }
+
+    fn fused_ops(m: &Module) -> Vec<Vec<String>> {
+        m.functions()
+            .filter(|(n, _)| n.starts_with(FUSED_PREFIX))
+            .map(|(_, f)| f.op_names())
+            .collect()
+    }
+
+    #[test]
+    fn an_elementwise_chain_becomes_one_function() {
+        let m = fused(
+            "def @main(%x: Tensor[(2, 3), float32], %b: Tensor[(3), float32]) {
+               %0 = add(%x, %b);
+               %1 = nn.relu(%0);
+               %2 = multiply(%1, 2f);
+               sigmoid(%2)
+             }",
+        );
+        assert_eq!(
+            fused_ops(&m),
+            [["add", "nn.relu", "multiply", "sigmoid"]],
+            "{}",
+            print_module(&m)
+        );
+        let main = m.main().unwrap();
+        assert_eq!(main.op_names(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_value_used_twice_inside_a_group_stays_in_it_and_opaque_ops_split_groups() {
+        let m = fused(
+            "def @main(%x: Tensor[(1, 4), float32], %w: Tensor[(5, 4), float32]) {
+               %0 = sigmoid(%x);
+               %1 = multiply(%x, %0);
+               %2 = nn.dense(%1, %w);
+               %3 = exp(%2);
+               %4 = add(%3, 1f);
+               (%3, %4)
+             }",
+        );
+        // sigmoid and multiply fuse (a diamond on %x); exp is a result of @main, so it ends
+        // its group and add starts another.
+        assert_eq!(
+            fused_ops(&m),
+            [vec!["sigmoid", "multiply"], vec!["exp"], vec!["add"]],
+            "{}",
+            print_module(&m)
+        );
+        assert_eq!(m.main().unwrap().op_names(), ["nn.dense"]);
+    }
+
+    #[test]
+    fn a_value_used_by_two_groups_is_a_group_output() {
+        let m = fused(
+            "def @main(%x: Tensor[(4), float32]) {
+               %0 = exp(%x);
+               %1 = nn.dense(reshape(%0, newshape=[1, 4]), ones(shape=[2, 4], dtype=\"float32\"));
+               %2 = add(%0, 1f);
+               (%1, %2)
+             }",
+        );
+        assert_eq!(fused_ops(&m), [vec!["exp"], vec!["add"]]);
+    }
+
+    #[test]
+    fn unfused_functions_lose_their_compiler_attribute() {
+        let mut m = fused("def @main(%x: Tensor[(4), float32]) { nn.relu(%x) }");
+        assert!(unfuse(&mut m, "host_fused_0"));
+        assert!(!unfuse(&mut m, "host_fused_0"));
+        assert!(m
+            .get("host_fused_0")
+            .unwrap()
+            .attrs
+            .get_str(COMPILER)
+            .is_none());
+    }
+}

@@ -1,0 +1,24 @@
+//! byoc-host-llvm: the host code generator. What stays on the host after partitioning is
+//! fused (core's HostFuse pass: elementwise and broadcast chains into one function each) and
+//! every fused function is compiled with LLVM 14 (through `inkwell`) into native loops for the
+//! host CPU, vectorized and run in parallel chunks on the executor's threads.
+//!
+//! - [`kernel`]: a fused function as a loop kernel (collapsed iteration space, strides, DAG);
+//! - [`codegen`]: the kernel as LLVM IR, optimized (`default<O3>`, host CPU) into an object;
+//! - [`library`]: the object linked into a shared library by the system C compiler, and
+//!   libraries loaded from bytes;
+//! - [`module`]: a compiled fused function as a `CompiledModule` (run, serialize);
+//! - [`plugin`]: the `host-llvm` plugin that artifacts name for these partitions;
+//! - [`host`]: [`compile_host`], fusion and compilation of a whole module with fallback.
+//!
+//! LLVM stays in this crate: `byoc-core` and the plugins never link it.
+
+pub mod codegen;
+pub mod host;
+pub mod kernel;
+pub mod library;
+pub mod module;
+pub mod plugin;
+
+pub use host::{compile_host, Fallback, HostCode, HostCodegenError};
+pub use plugin::{plugin, HostLlvm, PLUGIN_NAME};
