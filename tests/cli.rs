@@ -841,6 +841,7 @@ fn conv2d_transpose_with_huge_strides_is_refused() {
         &model,
         "nn.conv2d_transpose: result Tensor[(1, 1, 3000003, 3000003), float32] needs 36000072000036 bytes",
     );
+}
 
 #[test]
 fn host_fuse_stage_shows_the_fused_groups() {

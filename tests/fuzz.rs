@@ -180,7 +180,7 @@ proptest! {
 
     #[test]
     fn the_npz_reader_never_panics(bytes in inputs(vec![npz_seed()])) {
-        let _ = read_npz_from(Cursor::new(bytes), Path::new("fuzz.npz"));
+        let _ = read_npz_from(Cursor::new(bytes), Path::new("fuzz.npz"), &BTreeMap::new());
     }
 
     #[test]

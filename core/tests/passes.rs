@@ -255,8 +255,8 @@ fn registry_creates_passes_by_name() {
     let unknown = create_pass("fold-constants").err().unwrap();
     assert_eq!(
         unknown.to_string(),
-        "unknown pass 'fold-constants' (known: infer-type, bind-params, simplify-inference, \
-         fold-scale-axis, fold-constant, dead-code-elimination)"
+        "unknown pass 'fold-constants' (known: infer-type, bind-params, change-datatype, \
+         simplify-inference, fold-scale-axis, fold-constant, dead-code-elimination, host-fuse)"
     );
 }
 

@@ -181,7 +181,13 @@ pub fn run_bench(args: &BenchArgs) -> Result<BenchReport> {
     let targets = args.targets.with_executor_threads(args.threads);
     let Compiled {
         module, externals, ..
-    } = load_runnable(&args.model, &targets, &args.trust, &args.input_shapes, &args.host)?;
+    } = load_runnable(
+        &args.model,
+        &targets,
+        &args.trust,
+        &args.input_shapes,
+        &args.host,
+    )?;
     let executor = Executor::with_externals(
         &module,
         ExecOptions {

@@ -20,8 +20,8 @@ use clap::{Parser, Subcommand};
 
 pub use bench::{BenchArgs, BenchReport};
 pub use build::BuildArgs;
-pub use host_codegen::{HostCodegen, HostCodegenArgs};
 pub use byoc_pipeline::quantize::QuantizeOptions;
+pub use host_codegen::{HostCodegen, HostCodegenArgs};
 pub use inspect::InspectArgs;
 pub use plugins::PluginsArgs;
 pub use quantize::{quantize_module, QuantizeArgs};

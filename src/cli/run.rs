@@ -136,7 +136,13 @@ pub fn run(args: &RunArgs) -> Result<()> {
         module,
         externals,
         fallbacks,
-    } = load_runnable(&args.model, &targets, &args.trust, &args.input_shapes, &args.host)?;
+    } = load_runnable(
+        &args.model,
+        &targets,
+        &args.trust,
+        &args.input_shapes,
+        &args.host,
+    )?;
     let executor = Executor::with_externals(
         &module,
         ExecOptions {

@@ -73,7 +73,10 @@ fn verify_converted(args: &VerifyArgs) -> Result<()> {
         if args.targets.dtype.is_some() {
             bail!("{name}: --quantize and --dtype exclude each other");
         }
-        (quantize_module(&args.quantizer, &float, &name)?, "quantized")
+        (
+            quantize_module(&args.quantizer, &float, &name)?,
+            "quantized",
+        )
     } else {
         (args.targets.in_datatype(&float, &name)?, "converted")
     };

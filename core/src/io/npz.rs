@@ -35,14 +35,15 @@ pub fn read_npz_as(
 ) -> Result<BTreeMap<String, Tensor>, IoError> {
     let path = path.as_ref();
     let file = File::open(path).map_err(|e| located(path, None, e.into()))?;
-    read_npz_from(BufReader::new(file), path)
+    read_npz_from(BufReader::new(file), path, custom)
 }
 
-/// Reads every array of a `.npz` archive from `reader` as [`read_npz`] does; `path` names it
-/// in errors.
+/// Reads every array of a `.npz` archive from `reader` as [`read_npz_as`] does; `path` names
+/// it in errors.
 pub fn read_npz_from(
     reader: impl Read + Seek,
     path: &Path,
+    custom: &BTreeMap<String, DType>,
 ) -> Result<BTreeMap<String, Tensor>, IoError> {
     let mut archive = NpzArchive::new(reader)
         .map_err(|e| located(path, None, IoErrorKind::Archive(e.to_string())))?;

@@ -73,6 +73,7 @@ enum BinaryOp {
 
 impl BinaryOp {
     /// TVM's lowering name of the op on custom datatypes (`Add`), if it has one.
+    #[cfg(feature = "executor")]
     fn tvm_name(self) -> Option<&'static str> {
         use BinaryOp::*;
         Some(match self {

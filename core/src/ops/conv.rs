@@ -14,9 +14,9 @@ use crate::kernels::conv::Conv2dGeom;
 use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
 #[cfg(feature = "executor")]
 use {
-    crate::kernels::custom,
     super::nn_common::{gemm_kernel, input, output, with_kernel_ctx, GemmBody},
     crate::kernels::conv,
+    crate::kernels::custom,
     crate::kernels::gemm::Gemm,
     crate::kernels::numeric::{widen_slice, Widen},
     crate::op::{HostKernel, KernelError, KernelSpec},

@@ -11,8 +11,8 @@ use crate::ir::{DType, TensorType, Type};
 use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
 #[cfg(feature = "executor")]
 use {
-    crate::kernels::custom,
     super::nn_common::{gemm_kernel, input, output, with_kernel_ctx, GemmBody},
+    crate::kernels::custom,
     crate::kernels::gemm::{Gemm, MatMut, MatRef},
     crate::kernels::numeric::{widen_slice, Widen},
     crate::op::{HostKernel, KernelError, KernelSpec},

@@ -99,6 +99,7 @@ impl UnaryOp {
     }
 
     /// The op on custom datatypes, if it has a lowering (see [`kernels::custom`]).
+    #[cfg(feature = "executor")]
     fn on_custom(self) -> Option<kernels::custom::Unary> {
         use kernels::custom::Unary as C;
         use UnaryOp::*;

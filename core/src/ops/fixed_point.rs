@@ -17,9 +17,9 @@
 //! `fixed_point_multiply_per_axis`, for per-channel scales such as ONNX's per-channel
 //! `QLinearConv`).
 
+use super::nn_common::norm_axis;
 use crate::ir::{DType, Type};
 use crate::op::{Arity, AttrDef, AttrKind, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
-use super::nn_common::norm_axis;
 #[cfg(feature = "executor")]
 use {
     super::elementwise::map_kernel,

@@ -4,6 +4,7 @@
 
 pub mod annotate_target;
 mod bind_params;
+#[cfg(feature = "executor")]
 mod change_datatype;
 mod context;
 mod dead_code;
@@ -23,6 +24,7 @@ mod registry;
 mod simplify_inference;
 
 pub use bind_params::BindParams;
+#[cfg(feature = "executor")]
 pub use change_datatype::ChangeDatatype;
 pub use context::{DeclinedMatch, PassContext, PassTiming, Remark};
 pub use dead_code::{eliminate_dead_code, DeadCodeElimination};
