@@ -34,12 +34,11 @@ fn normal_deps(package: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// byoc-json-runtime is checked through the plugins that use it (tinyacc, dnnl): built alone it
-/// has its default `executor` feature, for its own reference provider.
-
 /// The crates that bring LLVM in.
 const LLVM_CRATES: [&str; 3] = ["byoc-host-llvm", "inkwell", "llvm-sys"];
 
+/// byoc-json-runtime is checked through the plugins that use it (tinyacc, dnnl): built alone it
+/// has its default `executor` feature, for its own reference provider.
 #[test]
 fn plugins_link_byoc_core_without_the_host_front_end_and_executor() {
     for package in [
