@@ -331,14 +331,8 @@ fn every_epilogue_stage_matches_the_host_on_edge_values() {
         ];
         let f = PartitionedFunction::from_text(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
         let want = common::host(&f, &inputs);
-        let module = DnnlPlugin
-            .compile(&f, &CompileOptions::new())
-            .unwrap_or_else(|e| panic!("{e}"));
         // The module and its serialized round trip (an artifact's).
-        let reloaded = DnnlPlugin
-            .deserialize(&module.serialize().unwrap(), &CompileOptions::new())
-            .unwrap();
-        for m in [module, reloaded] {
+        for m in common::compiled_and_reloaded(&f) {
             let got = common::run(m.as_ref(), &inputs, &want);
             assert_eq!(got[0].as_bytes(), want[0].as_bytes(), "case {case}");
         }

@@ -85,18 +85,24 @@ pub fn run(module: &dyn CompiledModule, inputs: &[Tensor], like: &[Tensor]) -> V
     outs
 }
 
+/// `f` compiled by the dnnl plugin, and the same module after its serialized round trip (an
+/// artifact's).
+pub fn compiled_and_reloaded(f: &PartitionedFunction) -> [Box<dyn CompiledModule>; 2] {
+    let module = DnnlPlugin
+        .compile(f, &CompileOptions::new())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let reloaded = DnnlPlugin
+        .deserialize(&module.serialize().unwrap(), &CompileOptions::new())
+        .unwrap();
+    [module, reloaded]
+}
+
 /// Compiles `text` with the dnnl plugin, runs it (and its serialized round trip) on
 /// `inputs` and checks every output against the host executor (≤ 1e-4 relative).
 pub fn check(text: &str, inputs: &[Tensor]) {
     let f = PartitionedFunction::from_text(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     let want = host(&f, inputs);
-    let module = DnnlPlugin
-        .compile(&f, &CompileOptions::new())
-        .unwrap_or_else(|e| panic!("{e}"));
-    let reloaded = DnnlPlugin
-        .deserialize(&module.serialize().unwrap(), &CompileOptions::new())
-        .unwrap();
-    for m in [module, reloaded] {
+    for m in compiled_and_reloaded(&f) {
         let got = run(m.as_ref(), inputs, &want);
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {
             let e = rel_err(g, w);
