@@ -2,10 +2,12 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufReader, Read, Seek, Write};
+use std::io::{BufReader, BufWriter, Read, Seek, Write};
 use std::path::Path;
 
-use npyz::npz::{array_name_from_file_name, file_name_from_array_name, NpzArchive, NpzWriter};
+use npyz::npz::{array_name_from_file_name, file_name_from_array_name};
+use zip::write::FileOptions;
+use zip::{CompressionMethod, ZipArchive, ZipWriter};
 
 use super::npy::{check_numpy_dtype, read_array, write_array};
 use super::{IoError, IoErrorKind};
@@ -45,9 +47,8 @@ pub fn read_npz_from(
     path: &Path,
     custom: &BTreeMap<String, DType>,
 ) -> Result<BTreeMap<String, Tensor>, IoError> {
-    let mut archive = NpzArchive::new(reader)
+    let mut zip = ZipArchive::new(reader)
         .map_err(|e| located(path, None, IoErrorKind::Archive(e.to_string())))?;
-    let zip = archive.zip_archive();
     let mut tensors = BTreeMap::new();
     for i in 0..zip.len() {
         let mut entry = zip
@@ -79,15 +80,15 @@ pub fn write_npz(
     for (name, t) in tensors {
         check_numpy_dtype(t.dtype()).map_err(|kind| located(path, Some(name), kind))?;
     }
-    let mut npz = NpzWriter::create(path).map_err(|e| located(path, None, e.into()))?;
+    let file = File::create(path).map_err(|e| located(path, None, e.into()))?;
+    let mut zip = ZipWriter::new(BufWriter::new(file));
+    let options = FileOptions::default().compression_method(CompressionMethod::Deflated);
     for (name, t) in tensors {
-        let zip = npz.zip_writer();
-        zip.start_file(file_name_from_array_name(name), Default::default())
+        zip.start_file(file_name_from_array_name(name), options)
             .map_err(|e| located(path, Some(name), IoErrorKind::Archive(e.to_string())))?;
-        write_array(zip, t).map_err(|kind| located(path, Some(name), kind))?;
+        write_array(&mut zip, t).map_err(|kind| located(path, Some(name), kind))?;
     }
-    let mut w = npz
-        .zip_writer()
+    let mut w = zip
         .finish()
         .map_err(|e| located(path, None, IoErrorKind::Archive(e.to_string())))?;
     w.flush().map_err(|e| located(path, None, e.into()))
