@@ -72,6 +72,7 @@ pub const dnnl_eltwise_relu: dnnl_alg_kind_t = 0x1f;
 pub const dnnl_eltwise_tanh: dnnl_alg_kind_t = 0x2f;
 pub const dnnl_eltwise_abs: dnnl_alg_kind_t = 0x5f;
 pub const dnnl_eltwise_sqrt: dnnl_alg_kind_t = 0x6f;
+pub const dnnl_eltwise_linear: dnnl_alg_kind_t = 0x7f;
 pub const dnnl_eltwise_logistic: dnnl_alg_kind_t = 0xaf;
 pub const dnnl_eltwise_exp: dnnl_alg_kind_t = 0xbf;
 pub const dnnl_eltwise_swish: dnnl_alg_kind_t = 0xdf;
