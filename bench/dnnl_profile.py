@@ -3,7 +3,8 @@
 
 Runs `byoc bench MODEL --target dnnl` with `BYOC_DNNL_PROFILE=1` (the runtime then times
 every step of every run, waiting after each) and reduces the per-run step tables: for each
-step its median over the timed runs, then the sum per primitive kind (convolution, pooling,
+step its median (or, with `--stat min`, its fastest time: the better estimate on a loaded
+machine, where most of a step's time can be other processes') over the timed runs, then the sum per primitive kind (convolution, pooling,
 reorder, concat, eltwise, the int8 passes, ...) and the slowest steps. The per-step sum is
 the partition's time without the overlap between steps, so comparing it with `byoc bench`'s
 median (printed beside it) shows what the steps' boundaries cost: the wait after each step
@@ -11,7 +12,7 @@ and the OpenMP team's wake-up that an unprofiled run partly hides.
 
 Usage:
     python3 bench/dnnl_profile.py MODEL [--byoc target/release/byoc] [--threads 2]
-        [--iters 20] [--warmup 3] [--top 12] [-- EXTRA_BYOC_ARGS...]
+        [--iters 20] [--warmup 3] [--top 12] [--stat median|min] [-- EXTRA_BYOC_ARGS...]
 e.g. `python3 bench/dnnl_profile.py target/onnx-light/squeezenet/random.onnx`, or with
 `-- --quantize` for the int8 network, or `-- --plugin-option dnnl.int8_epilogue=pass`.
 Needs a release build of byoc and the dnnl plugin
@@ -50,9 +51,11 @@ def main() -> None:
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--top", type=int, default=12)
-    ap.add_argument("extra", nargs=argparse.REMAINDER)
-    args = ap.parse_args()
-    extra = [a for a in args.extra if a != "--"]
+    ap.add_argument("--stat", choices=["median", "min"], default="median")
+    argv = sys.argv[1:]
+    split = argv.index("--") if "--" in argv else len(argv)
+    args = ap.parse_args(argv[:split])
+    extra = argv[split + 1:]
     cmd = [args.byoc, "bench", args.model, "--target", "dnnl", "--threads", str(args.threads),
            "--iters", str(args.iters), "--warmup", str(args.warmup), *extra]
     env = dict(os.environ, BYOC_DNNL_PROFILE="1")
@@ -75,20 +78,22 @@ def main() -> None:
     if not runs:
         sys.exit("no profile lines: is the model partitioned for dnnl?")
     steps = sorted(runs[0])
-    median = {s: statistics.median(r[s][0] for r in runs if s in r) for s in steps}
+    reduce = statistics.median if args.stat == "median" else min
+    median = {s: reduce([r[s][0] for r in runs if s in r]) for s in steps}
     labels = {s: runs[0][s][1] for s in steps}
     per_kind: dict[str, list[float]] = defaultdict(list)
     for s in steps:
         per_kind[kind_of(labels[s])].append(median[s])
     total = sum(median.values())
     print(f"{args.model}: {len(steps)} steps, {len(runs)} profiled runs, {args.threads} threads")
-    print(f"byoc bench median {report['median_ms']:.3f} ms (profiled runs, a wait after each "
-          f"step); sum of per-step medians {total:.3f} ms")
+    print(f"byoc bench median {report['median_ms']:.3f} ms, min {report['min_ms']:.3f} ms "
+          f"(profiled runs, a wait after each step); sum of per-step {args.stat}s "
+          f"{total:.3f} ms")
     print(f"{'kind':<44} {'steps':>5} {'ms':>9} {'share':>7}")
     for kind, times in sorted(per_kind.items(), key=lambda kv: -sum(kv[1])):
         t = sum(times)
         print(f"{kind:<44} {len(times):>5} {t:>9.3f} {100 * t / total:>6.1f}%")
-    print(f"slowest {args.top} steps (median ms):")
+    print(f"slowest {args.top} steps ({args.stat} ms):")
     for s in sorted(steps, key=lambda s: -median[s])[:args.top]:
         print(f"  step {s:>3} {median[s]:>8.3f}  {labels[s]}")
 
