@@ -239,7 +239,9 @@ fn unknown_fpmath_values_and_dnnl_options_are_refused() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("unknown dnnl option 'dnnl.fp_math' (declared: dnnl.fpmath, dnnl.int8_epilogue)"),
+        e.contains(
+            "unknown dnnl option 'dnnl.fp_math' (declared: dnnl.fpmath, dnnl.int8_epilogue)"
+        ),
         "{e}"
     );
     let e = runtime_options(&with("threads", "two"), probe)

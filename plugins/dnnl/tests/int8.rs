@@ -302,17 +302,19 @@ fn ints(n: usize, seed: u64, lim: i64) -> Vec<i64> {
         .collect()
 }
 
+/// Integers as the values of a Relay constant: `1, -2, 3`.
+fn list(v: Vec<i64>) -> String {
+    v.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Every stage of the epilogue, with operands the quantize pass would not give (the int8
 /// minimum -128 in the data, wrapping int32 sums, a residual as a partition input, shifts of
 /// 31 and beyond), against the host executor on the same partition, bit for bit.
 #[test]
 fn every_epilogue_stage_matches_the_host_on_edge_values() {
-    let list = |v: Vec<i64>| {
-        v.iter()
-            .map(|x| x.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
     // (left shift, right shift, round constant, magnitude of bias and residual)
     let cases = [
         (2, 9, 256, 1 << 12),
@@ -512,12 +514,6 @@ fn post_op_epilogues_are_exact_at_the_bound_of_their_proof() {
 /// with the host bit for bit, also where rounding to nearest meets ties (`s = 2`).
 #[test]
 fn a_residual_block_runs_its_epilogues_as_post_ops() {
-    let list = |v: Vec<i64>| {
-        v.iter()
-            .map(|x| x.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
     let conv = "nn.conv2d(%a, %w, padding=[1, 1, 1, 1], channels=4, kernel_size=[3, 3], out_dtype=\"int32\")";
     let text = dnnl_partition(
         "%x: Tensor[(1, 6, 5, 5), int8]",
