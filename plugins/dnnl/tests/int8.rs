@@ -444,8 +444,9 @@ const PASS: &str = "[byoc:int]";
 /// rounding (`2y + 2r - 2^s + 1`, here `2y + 1`) is `-(2^24 - 1)`: exact. One less in the
 /// bias passes the bound, and the node keeps the integer pass. With `s = 17` the extreme
 /// value is not clipped (`floor(-63.5) = -64`), so an inexact rounding would show in the
-/// output. A `left_shift` stage keeps the pass (oneDNN 2.6 miscomputes a scaling post-op
-/// ahead of the requantization's).
+/// output. A `left_shift` by 1 with the bias `-3462784` reaches the same bound through the
+/// output scale, which must apply to the accumulator plus bias: a bias added after the
+/// scale would be off by 3462784.
 #[test]
 fn post_op_epilogues_are_exact_at_the_bound_of_their_proof() {
     let text = |bias0: i64, lshift: bool| {
@@ -487,8 +488,8 @@ fn post_op_epilogues_are_exact_at_the_bound_of_their_proof() {
     let cases = [
         (-7_657_088, false, FUSED),
         (-7_657_089, false, PASS),
-        // Shifted by 1: within the proof's bound, but a left shift keeps the pass.
-        (-3_462_784, true, PASS),
+        // Shifted by 1 (the output scale 2): within the proof's bound.
+        (-3_462_784, true, FUSED),
     ];
     for (bias0, lshift, placement) in cases {
         let text = text(bias0, lshift);
@@ -508,8 +509,8 @@ fn post_op_epilogues_are_exact_at_the_bound_of_their_proof() {
 }
 
 /// A residual block inside one partition: a conv with its bias (int32 result, its range
-/// proven from the weights) is the residual of a second conv with bias, sum, relu and
-/// requantization. Both epilogues become post-ops (the residual as a binary add of an
+/// proven from the weights) is the residual of a second conv with bias, left shift, sum,
+/// relu and requantization. Both epilogues become post-ops (the residual as a binary add of an
 /// `s32` operand), `dnnl.int8_epilogue=pass` keeps both as passes, and the results agree
 /// with the host bit for bit, also where rounding to nearest meets ties (`s = 2`).
 #[test]
@@ -522,11 +523,12 @@ fn a_residual_block_runs_its_epilogues_as_post_ops() {
              %b: Tensor[(4, 1, 1), int32], Composite=\"dnnl.qconv2d_bias\") {{\n    add({conv}, %b)\n  }};\n  \
              %0 = %f(%x, const((4, 6, 3, 3), int8, [{}]), const((4, 1, 1), int32, [{}]));\n  \
              %g = fn (%a: Tensor[(1, 6, 5, 5), int8], %w: Tensor[(4, 6, 3, 3), int8], \
-             %b: Tensor[(4, 1, 1), int32], %s: Tensor[(1, 4, 5, 5), int32], %q: Tensor[(), int32], \
-             %k: Tensor[(), int32], Composite=\"dnnl.qconv2d_bias_sum_relu_requant\") {{\n    \
-             %1 = add({conv}, %b);\n    %2 = add(%1, %s);\n    %3 = nn.relu(%2);\n    \
+             %b: Tensor[(4, 1, 1), int32], %l: Tensor[(), int32], %s: Tensor[(1, 4, 5, 5), int32], \
+             %q: Tensor[(), int32], %k: Tensor[(), int32], \
+             Composite=\"dnnl.qconv2d_bias_lshift_sum_relu_requant\") {{\n    \
+             %1 = add({conv}, %b);\n    %2 = add(left_shift(%1, %l), %s);\n    %3 = nn.relu(%2);\n    \
              cast(clip(right_shift(add(%3, %q), %k), a_min=-127f, a_max=127f), dtype=\"int8\")\n  }};\n  \
-             %g(%x, const((4, 6, 3, 3), int8, [{}]), const((4, 1, 1), int32, [{}]), %0, 2, 2)",
+             %g(%x, const((4, 6, 3, 3), int8, [{}]), const((4, 1, 1), int32, [{}]), 1, %0, 2, 2)",
             list(ints(216, 21, 3)),
             list(ints(4, 22, 50)),
             list(ints(216, 23, 2)),

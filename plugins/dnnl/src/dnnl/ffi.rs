@@ -270,6 +270,12 @@ extern "C" {
         attr: dnnl_primitive_attr_t,
         mode: dnnl_scratchpad_mode_t,
     ) -> dnnl_status_t;
+    pub fn dnnl_primitive_attr_set_output_scales(
+        attr: dnnl_primitive_attr_t,
+        count: dnnl_dim_t,
+        mask: c_int,
+        scales: *const f32,
+    ) -> dnnl_status_t;
 
     pub fn dnnl_primitive_desc_create(
         pd: *mut dnnl_primitive_desc_t,

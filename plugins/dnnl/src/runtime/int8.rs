@@ -725,7 +725,11 @@ fn with_post_ops(
         None => MemoryDesc::zero(),
     };
     let op = root.op(&bias_desc, &dst)?;
-    let Ok(pd) = PrimitiveDesc::new(b.engine, &op, &Attr::new(&fused.post_ops)?) else {
+    let mut attr = Attr::new(&fused.post_ops)?;
+    if let Some(scale) = fused.scale {
+        attr = attr.with_output_scale(scale)?;
+    }
+    let Ok(pd) = PrimitiveDesc::new(b.engine, &op, &attr) else {
         return Ok(None);
     };
     if pd.impl_name().starts_with("ref") {

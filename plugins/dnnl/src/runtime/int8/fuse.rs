@@ -10,7 +10,7 @@
 //! | stage | post-op |
 //! |---|---|
 //! | `add` of one value per channel (first stage) | the primitive's `s32` bias |
-//! | `left_shift(x, k)` | none: the node keeps the pass (see [`post_ops`]) |
+//! | `left_shift(x, k)` (after the bias) | the output scale `2^k` (`0` for `k >= 32`) |
 //! | `add` of a residual of the result's shape | `binary_add` with an `s32` operand |
 //! | `nn.relu` | `eltwise_relu` |
 //! | `cast(clip(right_shift(add(x, r), s)))` | `eltwise_linear(2^-s, (r - 2^(s-1) + 1/2) 2^-s)`, `eltwise_clip(-127, 127)`, conversion to `s8` |
@@ -218,6 +218,8 @@ pub(crate) fn prove(
 pub(crate) struct Fused {
     /// The first stage's per-channel addend, as the primitive's `s32` bias.
     pub bias: Option<Vec<i32>>,
+    /// A left shift right after the bias, as the primitive's output scale (`2^k`).
+    pub scale: Option<f32>,
     /// The rest, in order; each [`PostOp::Binary`] reads the next residual.
     pub post_ops: Vec<PostOp>,
 }
@@ -230,6 +232,7 @@ pub(crate) fn post_ops(
     y: &[i64],
 ) -> Result<Option<Fused>, OpError> {
     let mut bias = None;
+    let mut scale = None;
     let mut post_ops = Vec::new();
     for (i, stage) in stages.iter().enumerate() {
         match stage {
@@ -239,11 +242,13 @@ pub(crate) fn post_ops(
                 alg: ffi::dnnl_binary_add,
                 src1: Box::new(super::int_layout(y, DataType::S32)?),
             }),
-            Stage::LeftShift(Some(0)) => {}
-            // oneDNN 2.6's int8 kernels (`jit_int8:avx512_core_vnni`) give wrong results for
-            // a scaling `eltwise_linear` ahead of the requantization's (every output
-            // saturated, in `post_op_epilogues_are_exact_at_the_bound_of_their_proof`'s
-            // left-shift variant), so a left shift keeps the integer pass.
+            // The realized form shifts right after the bias (or first): the output scale,
+            // which oneDNN applies to the accumulator plus bias, before the post-ops.
+            // (oneDNN 2.6's `jit_int8` kernels miscompute a scaling `eltwise_linear` ahead
+            // of the requantization's, so the shift is not one.)
+            Stage::LeftShift(k) if post_ops.is_empty() && scale.is_none() => {
+                scale = Some(k.map_or(0.0, |k| f64::from(1u32 << k) as f32));
+            }
             Stage::LeftShift(_) => return Ok(None),
             Stage::Relu => post_ops.push(PostOp::Eltwise {
                 alg: ffi::dnnl_eltwise_relu,
@@ -272,7 +277,11 @@ pub(crate) fn post_ops(
             beta: CLIP.1 as f32,
         });
     }
-    Ok(Some(Fused { bias, post_ops }))
+    Ok(Some(Fused {
+        bias,
+        scale,
+        post_ops,
+    }))
 }
 
 #[cfg(test)]
