@@ -64,7 +64,8 @@ def main() -> None:
     tmp = tempfile.mkdtemp(prefix="byoc-int8-")
     print(f"threads={args.threads} iters={args.iters}x{args.rounds} rounds, warmup={args.warmup}")
     header = (f"{'model':<12} {'ort qdq':>9} {'min':>7} {'ort f32':>9} {'byoc int8':>10} "
-              f"{'min':>7} {'byoc f32':>9} {'int8/qdq':>9} {'int8/f32ort':>12}")
+              f"{'min':>7} {'int8 pass':>10} {'min':>7} {'byoc f32':>9} {'int8/qdq':>9} "
+              f"{'int8/f32ort':>12} {'int8/pass':>10}")
     print(header)
     print("-" * len(header))
     for name in args.models:
@@ -79,20 +80,24 @@ def main() -> None:
                         weight_type=QuantType.QInt8)
         sessions = {"qdq": ort_session(qdq, args.threads), "f32": ort_session(model, args.threads)}
         ort = {k: [] for k in sessions}
-        byoc = {"int8": ([], []), "f32": ([], [])}
+        byoc = {"int8": ([], []), "pass": ([], []), "f32": ([], [])}
+        runs = [("int8", "dnnl", ("--quantize",)),
+                ("pass", "dnnl:dnnl.int8_epilogue=pass", ("--quantize",)),
+                ("f32", "dnnl", ())]
         for _ in range(args.rounds):
-            for key, extra in [("int8", ("--quantize",)), ("f32", ())]:
+            for key, target, extra in runs:
                 med, mn, _ = byoc_times(args.byoc, model, inputs, args.threads, args.iters,
-                                        args.warmup, "dnnl", extra)
+                                        args.warmup, target, extra)
                 byoc[key][0].append(med)
                 byoc[key][1].append(mn)
             for key, sess in sessions.items():
                 ort[key] += ort_times(sess, feeds, args.iters, args.warmup)
         q, f = float(np.median(ort["qdq"])), float(np.median(ort["f32"]))
         b8, b32 = float(np.median(byoc["int8"][0])), float(np.median(byoc["f32"][0]))
+        bp = float(np.median(byoc["pass"][0]))
         print(f"{name:<12} {q:>7.2f}ms {min(ort['qdq']):>5.2f}ms {f:>7.2f}ms {b8:>8.2f}ms "
-              f"{min(byoc['int8'][1]):>5.2f}ms {b32:>7.2f}ms {b8 / q:>9.2f} {b8 / f:>12.2f}",
-              flush=True)
+              f"{min(byoc['int8'][1]):>5.2f}ms {bp:>8.2f}ms {min(byoc['pass'][1]):>5.2f}ms "
+              f"{b32:>7.2f}ms {b8 / q:>9.2f} {b8 / f:>12.2f} {b8 / bp:>10.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@
 //!   many times, from several threads.
 //! - [`module`]: [`DnnlModule`], the compiled partition (graph + constants + runtime) and its
 //!   bytes (byoc-json-runtime's graph + constants record).
-//! - [`options`]: the plugin's options (`threads`, `dnnl.fpmath`), read in one place.
+//! - [`options`]: the plugin's options (`threads`, `dnnl.fpmath`, `dnnl.int8_epilogue`), read
+//!   in one place.
 //!
 //! The plugin ([`DnnlPlugin`]) compiles a partition with byoc-json-runtime's serializer and
 //! builds the runtime; `export_plugin!` makes the cdylib loadable by byoc.
@@ -25,8 +26,8 @@ use byoc_core::sdk::prelude::*;
 use byoc_json_runtime::serialize::{external_symbol, serialize};
 
 pub use module::DnnlModule;
-pub use options::{Bf16Support, FPMATH_OPTION};
-pub use runtime::{DnnlRuntime, FpMath, RuntimeError, RuntimeOptions};
+pub use options::{Bf16Support, FPMATH_OPTION, INT8_EPILOGUE_OPTION};
+pub use runtime::{DnnlRuntime, FpMath, Int8Epilogue, RuntimeError, RuntimeOptions};
 
 /// The compile option naming the OpenMP thread count of runs: the host's `--threads`, or
 /// `--plugin-option threads=N` (0 or absent: OpenMP's default, `OMP_NUM_THREADS` or all

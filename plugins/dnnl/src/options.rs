@@ -4,7 +4,9 @@
 //!   default);
 //! - `dnnl.fpmath=strict|bf16`: the float math mode ([`FpMath`]). `bf16` is refused on a CPU
 //!   without AMX or AVX512-BF16 ([`Bf16Support`]); the probe is a parameter of
-//!   [`runtime_options`], so the refusal is testable on any machine.
+//!   [`runtime_options`], so the refusal is testable on any machine;
+//! - `dnnl.int8_epilogue=postops|pass`: where the exact integer epilogue of int8
+//!   convolutions and inner products runs ([`Int8Epilogue`]).
 //!
 //! Other `dnnl.*` keys are refused by the SDK's option schema (a misspelt option must not
 //! silently run float32).
@@ -12,11 +14,16 @@
 use byoc_core::sdk::prelude::*;
 
 use crate::dnnl::{effective_cpu_isa, ffi};
-use crate::runtime::{FpMath, RuntimeOptions};
+use crate::runtime::{FpMath, Int8Epilogue, RuntimeOptions};
 
 /// The option naming the float math mode: `dnnl.fpmath=strict` (float32, the default) or
 /// `dnnl.fpmath=bf16`.
 pub const FPMATH_OPTION: &str = "dnnl.fpmath";
+
+/// The option choosing where int8 epilogues run: `dnnl.int8_epilogue=postops` (oneDNN
+/// post-ops where provably exact, the default) or `dnnl.int8_epilogue=pass` (always a
+/// separate integer pass).
+pub const INT8_EPILOGUE_OPTION: &str = "dnnl.int8_epilogue";
 
 /// The environment variable that lets `dnnl.fpmath=bf16` run on an AVX-512 CPU without bf16
 /// instructions (`1`): oneDNN then runs its `avx512_core` bf16 kernels, which emulate the
@@ -93,17 +100,39 @@ fn fpmath(value: Option<&str>, bf16: impl FnOnce() -> Bf16Support) -> Result<FpM
     }
 }
 
-/// The plugin's declared options ([`FPMATH_OPTION`]; `threads` is shared by every plugin).
-pub fn schema() -> OptionSchema {
-    OptionSchema::new(crate::support::TARGET).text(
-        "fpmath",
-        Some("strict"),
-        "float math mode: strict (float32) or bf16 (convolutions and matmuls in bfloat16, \
-         on AMX or AVX512-BF16)",
-    )
+/// The int8 epilogue placement of `dnnl.int8_epilogue`.
+fn int8_epilogue(value: Option<&str>) -> Result<Int8Epilogue, PluginError> {
+    match value {
+        None | Some("postops") => Ok(Int8Epilogue::PostOps),
+        Some("pass") => Ok(Int8Epilogue::Pass),
+        Some(v) => Err(PluginError::new(format!(
+            "option {INT8_EPILOGUE_OPTION}='{v}' is not an epilogue placement (postops: \
+             oneDNN post-ops where provably exact, the default; pass: a separate integer pass)"
+        ))),
+    }
 }
 
-/// The runtime options of a compile or load: `threads` and `dnnl.fpmath`, with `bf16` the
+/// The plugin's declared options ([`FPMATH_OPTION`], [`INT8_EPILOGUE_OPTION`]; `threads` is
+/// shared by every plugin).
+pub fn schema() -> OptionSchema {
+    OptionSchema::new(crate::support::TARGET)
+        .text(
+            "fpmath",
+            Some("strict"),
+            "float math mode: strict (float32) or bf16 (convolutions and matmuls in bfloat16, \
+             on AMX or AVX512-BF16)",
+        )
+        .text(
+            "int8_epilogue",
+            Some("postops"),
+            "where the integer epilogue of int8 convolutions and inner products runs: postops \
+             (oneDNN post-ops where provably exact, else a separate pass) or pass (always a \
+             separate integer pass)",
+        )
+}
+
+/// The runtime options of a compile or load: `threads`, `dnnl.fpmath` and
+/// `dnnl.int8_epilogue`, with `bf16` the
 /// CPU's bf16 support ([`Bf16Support::probe`] in the plugin; asked only when bf16 is
 /// requested). Undeclared `dnnl.*` options and bad values are errors naming the option.
 pub fn runtime_options(
@@ -114,6 +143,7 @@ pub fn runtime_options(
     Ok(RuntimeOptions {
         threads: parsed.threads(),
         fpmath: fpmath(parsed.text("fpmath"), bf16)?,
+        int8_epilogue: int8_epilogue(parsed.text("int8_epilogue"))?,
     })
 }
 

@@ -11,13 +11,14 @@ use byoc_json_runtime::serialize::serialize;
 use byoc_plugin_dnnl::dnnl::effective_cpu_isa;
 use byoc_plugin_dnnl::options::runtime_options;
 use byoc_plugin_dnnl::{
-    Bf16Support, DnnlModule, DnnlPlugin, FpMath, RuntimeOptions, FPMATH_OPTION,
+    Bf16Support, DnnlModule, DnnlPlugin, FpMath, Int8Epilogue, RuntimeOptions, FPMATH_OPTION,
 };
 use common::{host, konst, partition, rel_err, run, tensor};
 
 const BF16: RuntimeOptions = RuntimeOptions {
     threads: None,
     fpmath: FpMath::Bf16,
+    int8_epilogue: Int8Epilogue::PostOps,
 };
 
 /// What oneDNN can run bf16 with on this machine, emulation allowed (this test builds
@@ -204,7 +205,8 @@ fn bf16_is_refused_on_a_cpu_without_amx_or_avx512_bf16() {
         o,
         RuntimeOptions {
             threads: Some(3),
-            fpmath: FpMath::Strict
+            fpmath: FpMath::Strict,
+            int8_epilogue: Int8Epilogue::PostOps,
         }
     );
 
@@ -237,7 +239,9 @@ fn unknown_fpmath_values_and_dnnl_options_are_refused() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("unknown dnnl option 'dnnl.fp_math' (declared: dnnl.fpmath)"),
+        e.contains(
+            "unknown dnnl option 'dnnl.fp_math' (declared: dnnl.fpmath, dnnl.int8_epilogue)"
+        ),
         "{e}"
     );
     let e = runtime_options(&with("threads", "two"), probe)

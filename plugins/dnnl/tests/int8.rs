@@ -22,7 +22,9 @@ use byoc_pipeline::pipeline::{partition, PartitionOptions};
 use byoc_pipeline::report::summary::Summary;
 use byoc_pipeline::target::Target;
 use byoc_plugin_dnnl::support::TARGET;
-use byoc_plugin_dnnl::{DnnlModule, DnnlPlugin, RuntimeOptions, THREADS_OPTION};
+use byoc_plugin_dnnl::{
+    DnnlModule, DnnlPlugin, Int8Epilogue, RuntimeOptions, INT8_EPILOGUE_OPTION, THREADS_OPTION,
+};
 use common::{compile_error, partition as dnnl_partition, values};
 
 /// Every conv2d and dense quantized (TVM's qconfig with no skipped layer).
@@ -47,14 +49,19 @@ fn quantize(text: &str) -> Module {
     m
 }
 
-/// The quantized module partitioned for dnnl (compiled with 2 threads) and run, with what
-/// partitioning gave.
-fn run_dnnl(module: &Module, inputs: &[Tensor]) -> (Vec<Tensor>, Summary) {
+/// The placements of `dnnl.int8_epilogue`: both must match the host.
+const EPILOGUES: [&str; 2] = ["pass", "postops"];
+
+/// The quantized module partitioned for dnnl (compiled with 2 threads and `epilogue` as
+/// `dnnl.int8_epilogue`) and run, with what partitioning gave.
+fn run_dnnl(module: &Module, inputs: &[Tensor], epilogue: &str) -> (Vec<Tensor>, Summary) {
     let target = Target::from_description(&DnnlPlugin.describe()).unwrap();
     let result = partition(module, &[target], &PartitionOptions::default()).unwrap();
     let summary = Summary::of(&result);
     let runtimes = Runtimes::new().with(TARGET, Arc::new(DnnlPlugin));
-    let options = CompileOptions::new().with(THREADS_OPTION, "2");
+    let options = CompileOptions::new()
+        .with(THREADS_OPTION, "2")
+        .with(INT8_EPILOGUE_OPTION, epilogue);
     let externals =
         compile_externals(&result.module, &runtimes, &options).unwrap_or_else(|e| panic!("{e:#}"));
     let exec =
@@ -69,22 +76,37 @@ fn run_host(module: &Module, inputs: &[Tensor]) -> Vec<Tensor> {
         .unwrap()
 }
 
-/// Runs `text` quantized on dnnl and on the host and checks the outputs bit for bit, and
-/// that every conv and dense ran on dnnl as an int8 composite.
+/// Runs `text` quantized on dnnl (with each [`EPILOGUES`] placement) and on the host and
+/// checks the outputs bit for bit, and that every conv and dense ran on dnnl as an int8
+/// composite.
 fn check_bit_exact(text: &str, inputs: &[Tensor]) -> Summary {
     let module = quantize(text);
     let want = run_host(&module, inputs);
-    let (got, summary) = run_dnnl(&module, inputs);
+    let mut summary = None;
+    for epilogue in EPILOGUES {
+        let (got, s) = run_dnnl(&module, inputs, epilogue);
+        check_outputs(
+            &got,
+            &want,
+            &s,
+            &format!("dnnl.int8_epilogue={epilogue}\n{}", skeleton(text)),
+        );
+        summary = Some(s);
+    }
+    summary.unwrap()
+}
+
+/// `got` equals `want` bit for bit, and no conv, dense or shift stayed on the host.
+fn check_outputs(got: &[Tensor], want: &[Tensor], summary: &Summary, what: &str) {
     for op in ["nn.conv2d", "nn.dense", "right_shift"] {
         assert!(
             !summary.host_ops.iter().any(|h| h == op),
-            "{op} left on the host: {:?}\n{}",
+            "{op} left on the host: {:?}\n{what}",
             summary.host_ops,
-            skeleton(text)
         );
     }
     assert_eq!(got.len(), want.len());
-    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
         assert_eq!(g.ty(), w.ty());
         let (gv, wv) = (g.as_slice::<f32>().unwrap(), w.as_slice::<f32>().unwrap());
         let diff = gv
@@ -93,13 +115,11 @@ fn check_bit_exact(text: &str, inputs: &[Tensor]) -> Summary {
             .position(|(a, b)| a.to_bits() != b.to_bits());
         assert!(
             diff.is_none(),
-            "output {i} differs at {diff:?}: dnnl {:?}, host {:?}\n{}",
+            "output {i} differs at {diff:?}: dnnl {:?}, host {:?}\n{what}",
             diff.map(|d| gv[d]),
             diff.map(|d| wv[d]),
-            skeleton(text)
         );
     }
-    summary
 }
 
 /// The model text without its constants' values, for failure messages.
@@ -282,17 +302,19 @@ fn ints(n: usize, seed: u64, lim: i64) -> Vec<i64> {
         .collect()
 }
 
+/// Integers as the values of a Relay constant: `1, -2, 3`.
+fn list(v: Vec<i64>) -> String {
+    v.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Every stage of the epilogue, with operands the quantize pass would not give (the int8
 /// minimum -128 in the data, wrapping int32 sums, a residual as a partition input, shifts of
 /// 31 and beyond), against the host executor on the same partition, bit for bit.
 #[test]
 fn every_epilogue_stage_matches_the_host_on_edge_values() {
-    let list = |v: Vec<i64>| {
-        v.iter()
-            .map(|x| x.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
     // (left shift, right shift, round constant, magnitude of bias and residual)
     let cases = [
         (2, 9, 256, 1 << 12),
@@ -371,6 +393,176 @@ fn int8_composites_refuse_what_they_cannot_run_exactly() {
     let e = compile_error(&requantize);
     assert!(
         e.contains("the shift amount (input 2, Tensor[(), int32]) must be a constant int32 scalar"),
+        "{e}"
+    );
+}
+
+/// The step labels of partition `text` built with `epilogue`.
+fn step_labels(text: &str, epilogue: Int8Epilogue) -> Vec<String> {
+    let f = PartitionedFunction::from_text(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let options = RuntimeOptions {
+        int8_epilogue: epilogue,
+        ..RuntimeOptions::default()
+    };
+    let m = DnnlModule::new(serialize(&f.function, "dnnl_0").unwrap(), options).unwrap();
+    m.runtime().steps().into_iter().map(|s| s.label).collect()
+}
+
+/// Runs partition `text` on dnnl (both placements, and the serialized round trip) and on
+/// the host, and compares bit for bit.
+fn check_partition_bit_exact(text: &str, inputs: &[Tensor]) {
+    let f = PartitionedFunction::from_text(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let want = common::host(&f, inputs);
+    for epilogue in EPILOGUES {
+        let options = CompileOptions::new().with(INT8_EPILOGUE_OPTION, epilogue);
+        let module = DnnlPlugin.compile(&f, &options).unwrap();
+        let reloaded = DnnlPlugin
+            .deserialize(&module.serialize().unwrap(), &options)
+            .unwrap();
+        for m in [module, reloaded] {
+            let got = common::run(m.as_ref(), inputs, &want);
+            for (g, w) in got.iter().zip(&want) {
+                let (gb, wb) = (g.as_bytes(), w.as_bytes());
+                let diff = gb.iter().zip(wb).position(|(a, b)| a != b);
+                assert!(
+                    diff.is_none(),
+                    "{epilogue}: byte {diff:?} differs: dnnl {:?}, host {:?}\n{text}",
+                    diff.map(|d| gb[d]),
+                    diff.map(|d| wb[d]),
+                );
+            }
+        }
+    }
+}
+
+const FUSED: &str = "with its epilogue as post-ops";
+const PASS: &str = "[byoc:int]";
+
+/// A conv whose requantization sits at the edge of what the post-op proof accepts: channel
+/// 0's weights are all 127, so data at -128 reaches the accumulator's bound `-128 · 127 · 45
+/// = -731520`; with the bias `-7657088` the value is `-2^23`, and twice the value before
+/// rounding (`2y + 2r - 2^s + 1`, here `2y + 1`) is `-(2^24 - 1)`: exact. One less in the
+/// bias passes the bound, and the node keeps the integer pass. With `s = 17` the extreme
+/// value is not clipped (`floor(-63.5) = -64`), so an inexact rounding would show in the
+/// output. A `left_shift` by 1 with the bias `-3462784` reaches the same bound through the
+/// output scale, which must apply to the accumulator plus bias: a bias added after the
+/// scale would be off by 3462784.
+#[test]
+fn post_op_epilogues_are_exact_at_the_bound_of_their_proof() {
+    let text = |bias0: i64, lshift: bool| {
+        let w: Vec<String> = (0..90)
+            .map(|i| if i < 45 { "127" } else { "-128" }.to_string())
+            .collect();
+        let (name, shifted, shift_param, shift_arg) = if lshift {
+            (
+                "lshift_",
+                "left_shift(%1, %l)",
+                "%l: Tensor[(), int32], ",
+                "1, ",
+            )
+        } else {
+            ("", "%1", "", "")
+        };
+        dnnl_partition(
+            "%x: Tensor[(1, 5, 6, 7), int8]",
+            &format!(
+                "  %f = fn (%a: Tensor[(1, 5, 6, 7), int8], %w: Tensor[(2, 5, 3, 3), int8], \
+                 %b: Tensor[(2, 1, 1), int32], {shift_param}%q: Tensor[(), int32], \
+                 %k: Tensor[(), int32], Composite=\"dnnl.qconv2d_bias_{name}requant\") {{\n    \
+                 %0 = nn.conv2d(%a, %w, padding=[1, 1, 1, 1], channels=2, kernel_size=[3, 3], out_dtype=\"int32\");\n    \
+                 %1 = add(%0, %b);\n    %2 = {shifted};\n    \
+                 cast(clip(right_shift(add(%2, %q), %k), a_min=-127f, a_max=127f), dtype=\"int8\")\n  }};\n  \
+                 %f(%x, const((2, 5, 3, 3), int8, [{}]), const((2, 1, 1), int32, [{bias0}, 0]), {shift_arg}65536, 17)",
+                w.join(", ")
+            ),
+        )
+    };
+    let data = |f: &dyn Fn(usize) -> i8| {
+        Tensor::from_vec(vec![1, 5, 6, 7], (0..210).map(f).collect::<Vec<i8>>()).unwrap()
+    };
+    let inputs = [
+        data(&|_| -128),
+        data(&|_| 127),
+        data(&|i| ints(210, 3, 128)[i].min(127) as i8),
+    ];
+    let cases = [
+        (-7_657_088, false, FUSED),
+        (-7_657_089, false, PASS),
+        // Shifted by 1 (the output scale 2): within the proof's bound.
+        (-3_462_784, true, FUSED),
+    ];
+    for (bias0, lshift, placement) in cases {
+        let text = text(bias0, lshift);
+        let labels = step_labels(&text, Int8Epilogue::PostOps);
+        assert!(
+            labels.iter().any(|l| l.contains(placement)),
+            "{bias0}: {labels:#?}"
+        );
+        for x in &inputs {
+            check_partition_bit_exact(&text, std::slice::from_ref(x));
+        }
+    }
+    // The extreme value itself: -64 in channel 0's interior.
+    let f = PartitionedFunction::from_text(&text(-7_657_088, false)).unwrap();
+    let out = common::host(&f, &inputs[..1]);
+    assert_eq!(out[0].as_slice::<i8>().unwrap()[8], -64);
+}
+
+/// A residual block inside one partition: a conv with its bias (int32 result, its range
+/// proven from the weights) is the residual of a second conv with bias, left shift, sum,
+/// relu and requantization. Both epilogues become post-ops (the residual as a binary add of an
+/// `s32` operand), `dnnl.int8_epilogue=pass` keeps both as passes, and the results agree
+/// with the host bit for bit, also where rounding to nearest meets ties (`s = 2`).
+#[test]
+fn a_residual_block_runs_its_epilogues_as_post_ops() {
+    let conv = "nn.conv2d(%a, %w, padding=[1, 1, 1, 1], channels=4, kernel_size=[3, 3], out_dtype=\"int32\")";
+    let text = dnnl_partition(
+        "%x: Tensor[(1, 6, 5, 5), int8]",
+        &format!(
+            "  %f = fn (%a: Tensor[(1, 6, 5, 5), int8], %w: Tensor[(4, 6, 3, 3), int8], \
+             %b: Tensor[(4, 1, 1), int32], Composite=\"dnnl.qconv2d_bias\") {{\n    add({conv}, %b)\n  }};\n  \
+             %0 = %f(%x, const((4, 6, 3, 3), int8, [{}]), const((4, 1, 1), int32, [{}]));\n  \
+             %g = fn (%a: Tensor[(1, 6, 5, 5), int8], %w: Tensor[(4, 6, 3, 3), int8], \
+             %b: Tensor[(4, 1, 1), int32], %l: Tensor[(), int32], %s: Tensor[(1, 4, 5, 5), int32], \
+             %q: Tensor[(), int32], %k: Tensor[(), int32], \
+             Composite=\"dnnl.qconv2d_bias_lshift_sum_relu_requant\") {{\n    \
+             %1 = add({conv}, %b);\n    %2 = add(left_shift(%1, %l), %s);\n    %3 = nn.relu(%2);\n    \
+             cast(clip(right_shift(add(%3, %q), %k), a_min=-127f, a_max=127f), dtype=\"int8\")\n  }};\n  \
+             %g(%x, const((4, 6, 3, 3), int8, [{}]), const((4, 1, 1), int32, [{}]), 1, %0, 2, 2)",
+            list(ints(216, 21, 3)),
+            list(ints(4, 22, 50)),
+            list(ints(216, 23, 2)),
+            list(ints(4, 24, 50)),
+        ),
+    );
+    let fused = step_labels(&text, Int8Epilogue::PostOps);
+    assert_eq!(
+        fused.iter().filter(|l| l.contains(FUSED)).count(),
+        2,
+        "{fused:#?}"
+    );
+    assert!(!fused.iter().any(|l| l.contains(PASS)), "{fused:#?}");
+    let passes = step_labels(&text, Int8Epilogue::Pass);
+    assert_eq!(
+        passes.iter().filter(|l| l.contains(PASS)).count(),
+        2,
+        "{passes:#?}"
+    );
+    let x: Vec<i8> = ints(150, 25, 128)
+        .iter()
+        .map(|&v| v.min(127) as i8)
+        .collect();
+    check_partition_bit_exact(&text, &[Tensor::from_vec(vec![1, 6, 5, 5], x).unwrap()]);
+}
+
+#[test]
+fn an_unknown_epilogue_placement_is_refused() {
+    let f = PartitionedFunction::from_text(&dnnl_partition("%x: Tensor[(1, 4), int32]", "  %x"))
+        .unwrap();
+    let options = CompileOptions::new().with(INT8_EPILOGUE_OPTION, "fast");
+    let e = DnnlPlugin.compile(&f, &options).err().unwrap().to_string();
+    assert!(
+        e.contains("option dnnl.int8_epilogue='fast' is not an epilogue placement"),
         "{e}"
     );
 }

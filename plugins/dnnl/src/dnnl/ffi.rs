@@ -72,6 +72,7 @@ pub const dnnl_eltwise_relu: dnnl_alg_kind_t = 0x1f;
 pub const dnnl_eltwise_tanh: dnnl_alg_kind_t = 0x2f;
 pub const dnnl_eltwise_abs: dnnl_alg_kind_t = 0x5f;
 pub const dnnl_eltwise_sqrt: dnnl_alg_kind_t = 0x6f;
+pub const dnnl_eltwise_linear: dnnl_alg_kind_t = 0x7f;
 pub const dnnl_eltwise_logistic: dnnl_alg_kind_t = 0xaf;
 pub const dnnl_eltwise_exp: dnnl_alg_kind_t = 0xbf;
 pub const dnnl_eltwise_swish: dnnl_alg_kind_t = 0xdf;
@@ -268,6 +269,12 @@ extern "C" {
     pub fn dnnl_primitive_attr_set_scratchpad_mode(
         attr: dnnl_primitive_attr_t,
         mode: dnnl_scratchpad_mode_t,
+    ) -> dnnl_status_t;
+    pub fn dnnl_primitive_attr_set_output_scales(
+        attr: dnnl_primitive_attr_t,
+        count: dnnl_dim_t,
+        mask: c_int,
+        scales: *const f32,
     ) -> dnnl_status_t;
 
     pub fn dnnl_primitive_desc_create(

@@ -505,6 +505,19 @@ impl Attr {
     }
 }
 
+impl Attr {
+    /// Sets one output scale for the whole result (applied to the accumulator, after an int8
+    /// primitive's bias, before the post-ops).
+    pub fn with_output_scale(self, scale: f32) -> Result<Self, DnnlError> {
+        // SAFETY: valid attr; oneDNN copies the one scale.
+        check(
+            unsafe { ffi::dnnl_primitive_attr_set_output_scales(self.0, 1, 0, &scale) },
+            "dnnl_primitive_attr_set_output_scales",
+        )?;
+        Ok(self)
+    }
+}
+
 impl Drop for Attr {
     fn drop(&mut self) {
         // SAFETY: owned handle.

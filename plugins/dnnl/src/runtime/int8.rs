@@ -10,12 +10,16 @@
 //!   each within the bound for up to [`MAX_SPLIT_REDUCTION`] products, recombined in int32
 //!   by the epilogue. A weight that is not a constant is taken only when even its worst case
 //!   (`128 · 128` per product) is within the bound.
-//! - **Epilogue** ([`Epilogue`]): bias, left shift, residual, relu and requantization (`add` of the round
-//!   constant, `right_shift`, `clip`, `cast` to int8) run as one integer pass of the
-//!   runtime's own over the accumulator, with the host's semantics (wrapping adds, the
-//!   shift's rules, C casts), on the OpenMP team oneDNN uses. oneDNN's post-ops would compute
-//!   it in float32, whose scales round ties to even and whose sums lose exactness above
-//!   2^24.
+//! - **Epilogue**: bias, left shift, residual, relu and requantization (`add` of the round
+//!   constant, `right_shift`, `clip`, `cast` to int8). oneDNN's post-ops compute in
+//!   float32, whose sums lose exactness above 2^24 and whose conversion rounds to nearest
+//!   where the shift floors; [`fuse`] rewrites the requantization so that rounding to
+//!   nearest gives the floor, and proves by interval arithmetic, node by node, that every
+//!   intermediate stays where float32 is exact. Where it does, the epilogue runs as the
+//!   primitive's bias and post-ops (one step, an int8 result written once); elsewhere (and
+//!   with `dnnl.int8_epilogue=pass`) as one integer pass of the runtime's own over the int32
+//!   accumulator ([`Epilogue`]), with the host's semantics (wrapping adds, the shift's
+//!   rules, C casts), on the OpenMP team oneDNN uses.
 //! - **Quantize** (`dnnl.quantize`: `cast(clip(round(x)))` of float32 data) and
 //!   **requantize** (`dnnl.requantize` of an int32 value) are integer passes too; `cast` of
 //!   int8/int32 to float32 is a oneDNN reorder (exact, ties to even beyond 2^24 as the
@@ -32,11 +36,15 @@ use std::sync::Arc;
 use byoc_core::ir::DType;
 use byoc_core::{Tensor, TensorType};
 
-use super::ops::{conv_geometry, NodeCx};
+use super::ops::{conv_geometry, ConvGeometry, NodeCx};
 use super::plan::{Builder, ValueId};
 use super::{dims_of, OpError};
 use crate::composite::{IntComposite, IntFused, IntRoot};
-use crate::dnnl::{ffi, Attr, DataType, MemoryDesc, OpDesc, PrimitiveDesc, Query};
+use crate::dnnl::{ffi, Attr, DataType, MemoryDesc, OpDesc, PostOp, PrimitiveDesc, Query};
+
+mod fuse;
+
+pub(crate) use fuse::IntRange;
 
 /// The largest accumulator magnitude float32 holds exactly.
 const EXACT: i64 = 1 << 24;
@@ -413,6 +421,7 @@ fn quantize(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<ValueId, OpError> {
         len: num_elements(&y),
     };
     b.int_step(pass, &[src, dst], format!("quantize {}", cx.name));
+    b.set_int_range(dst, IntRange::CLIPPED);
     Ok(dst)
 }
 
@@ -439,6 +448,8 @@ fn requantize(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<ValueId, OpError> 
         requant: Some(requant),
     });
     b.int_step(pass, &[src, dst], format!("requantize {}", cx.name));
+    let x = b.int_range(cx.args[0]).unwrap_or(IntRange::I32);
+    b.set_int_range(dst, fuse::prove(&[x], &[], &[], Some(requant)).result);
     Ok(dst)
 }
 
@@ -508,7 +519,156 @@ fn split_hi(v: i8) -> i8 {
     ((v + 8 * v.signum()) / 16) as i8
 }
 
-/// An int8 convolution or inner product with its fused epilogue.
+/// The primitive of an int8 compute node.
+enum Root {
+    Conv(ConvGeometry),
+    Dense { x: Vec<i64>, w: Vec<i64> },
+}
+
+impl Root {
+    fn of(cx: &NodeCx<'_>, root: IntRoot, y: &[i64]) -> Result<Self, OpError> {
+        match root {
+            IntRoot::Conv2d => Ok(Root::Conv(conv_geometry(cx, false)?)),
+            IntRoot::Dense => {
+                let (x, w) = (cx.in_dims(0), cx.in_dims(1));
+                let [m, k] = x[..] else {
+                    return Err(OpError::msg(format!(
+                        "data {} is not 2-D (an int8 dense takes rank-2 data)",
+                        cx.in_types[0]
+                    )));
+                };
+                if w.len() != 2 || w[1] != k || y != [m, w[0]] {
+                    return Err(OpError::msg(format!(
+                        "shapes do not match: data {}, weight {}, result {}",
+                        cx.in_types[0], cx.in_types[1], cx.out_types[0]
+                    )));
+                }
+                Ok(Root::Dense { x, w })
+            }
+        }
+    }
+
+    /// The op descriptor with this bias (zero: none) and destination.
+    fn op(&self, bias: &MemoryDesc, dst: &MemoryDesc) -> Result<OpDesc, OpError> {
+        Ok(match self {
+            Root::Conv(g) => OpDesc::convolution(
+                false,
+                &int_layout(&g.x, DataType::S8)?,
+                &MemoryDesc::any_of(&g.wdims, DataType::S8)?,
+                bias,
+                dst,
+                &g.window(),
+            )?,
+            Root::Dense { x, w } => OpDesc::inner_product(
+                &MemoryDesc::plain_of(x, DataType::S8)?,
+                &MemoryDesc::any_of(w, DataType::S8)?,
+                bias,
+                dst,
+            )?,
+        })
+    }
+
+    /// Output channels and the products summed per output.
+    fn rows_and_reduction(&self) -> (i64, i64) {
+        match self {
+            Root::Conv(g) => (g.oc, g.icg * g.kh * g.kw),
+            Root::Dense { w, .. } => (w[0], w[1]),
+        }
+    }
+
+    /// The weight's row-major descriptor as the node holds it.
+    fn weight_desc(&self) -> Result<MemoryDesc, OpError> {
+        Ok(match self {
+            Root::Conv(g) => MemoryDesc::strided_of(&g.wdims, &g.wstrides, DataType::S8)?,
+            Root::Dense { w, .. } => MemoryDesc::plain_of(w, DataType::S8)?,
+        })
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            Root::Conv(_) => "convolution",
+            Root::Dense { .. } => "inner_product",
+        }
+    }
+}
+
+/// The epilogue stages of an int8 compute node, read from its inputs after data and weight.
+struct Parsed {
+    stages: Vec<Stage>,
+    /// One per [`Addend::Full`] stage: the operand in the integer layout and its range.
+    residuals: Vec<(ValueId, IntRange)>,
+    requant: Option<Requant>,
+}
+
+fn parse_epilogue(
+    b: &mut Builder<'_>,
+    cx: &NodeCx<'_>,
+    q: &IntFused,
+    y: &[i64],
+) -> Result<Parsed, OpError> {
+    let mut stages = Vec::new();
+    let mut residuals = Vec::new();
+    let mut at = 2;
+    if q.bias {
+        stages.push(addend(b, cx, at, y, &mut residuals)?);
+        at += 1;
+    }
+    if q.lshift {
+        let k = scalar(b, cx, at, "left shift amount")?;
+        // The host's rule: negative amounts leave the value, 32 or more give 0.
+        if let Ok(k) = u32::try_from(k) {
+            stages.push(Stage::LeftShift((k < 32).then_some(k)));
+        }
+        at += 1;
+    }
+    if q.sum {
+        stages.push(addend(b, cx, at, y, &mut residuals)?);
+        at += 1;
+    }
+    if q.relu {
+        stages.push(Stage::Relu);
+    }
+    let requant = if q.requant {
+        Some(requant_at(b, cx, at)?)
+    } else {
+        None
+    };
+    Ok(Parsed {
+        stages,
+        residuals,
+        requant,
+    })
+}
+
+/// The range of each output channel's accumulator for data in `x`: from the weights when
+/// they are a constant, else from the worst case of any int8 weight.
+fn accumulator_ranges(
+    b: &Builder<'_>,
+    cx: &NodeCx<'_>,
+    rows: usize,
+    k: i64,
+    x: IntRange,
+) -> Vec<IntRange> {
+    let weights = b
+        .graph_constant(cx.args[1])
+        .and_then(|t| t.as_slice::<i8>().ok());
+    match weights {
+        Some(values) if rows > 0 => values
+            .chunks(values.len().div_ceil(rows).max(1))
+            .map(|row| x.dot(row))
+            .collect(),
+        _ => {
+            let m = k
+                .saturating_mul(128)
+                .saturating_mul(x.lo.abs().max(x.hi.abs()));
+            vec![IntRange { lo: -m, hi: m }; rows.max(1)]
+        }
+    }
+}
+
+/// An int8 convolution or inner product with its fused epilogue: as oneDNN post-ops where
+/// [`fuse::prove`] shows them exact (and the build enables them), else the primitive into
+/// an int32 accumulator followed by the runtime's integer pass.
 fn compute(b: &mut Builder<'_>, cx: &NodeCx<'_>, q: &IntFused) -> Result<ValueId, OpError> {
     cx.expect_inputs(q.num_inputs())?;
     require_dtype(cx, 0, DType::Int8)?;
@@ -521,49 +681,108 @@ fn compute(b: &mut Builder<'_>, cx: &NodeCx<'_>, q: &IntFused) -> Result<ValueId
         )));
     }
     let y = cx.out_dims(0)?;
-    let acc_desc = int_layout(&y, DataType::S32)?;
-    let (op, rows, k, wdesc, kind) = match q.root {
-        IntRoot::Conv2d => {
-            let g = conv_geometry(cx, false)?;
-            let op = OpDesc::convolution(
-                false,
-                &int_layout(&g.x, DataType::S8)?,
-                &MemoryDesc::any_of(&g.wdims, DataType::S8)?,
-                &MemoryDesc::zero(),
-                &acc_desc,
-                &g.window(),
-            )?;
-            let wdesc = MemoryDesc::strided_of(&g.wdims, &g.wstrides, DataType::S8)?;
-            (op, g.oc, g.icg * g.kh * g.kw, wdesc, "convolution")
-        }
-        IntRoot::Dense => {
-            let (x, w) = (cx.in_dims(0), cx.in_dims(1));
-            let [m, k] = x[..] else {
-                return Err(OpError::msg(format!(
-                    "data {} is not 2-D (an int8 dense takes rank-2 data)",
-                    cx.in_types[0]
-                )));
-            };
-            if w.len() != 2 || w[1] != k || y != [m, w[0]] {
-                return Err(OpError::msg(format!(
-                    "shapes do not match: data {}, weight {}, result {}",
-                    cx.in_types[0], cx.in_types[1], cx.out_types[0]
-                )));
-            }
-            let op = OpDesc::inner_product(
-                &MemoryDesc::plain_of(&x, DataType::S8)?,
-                &MemoryDesc::any_of(&w, DataType::S8)?,
-                &MemoryDesc::zero(),
-                &acc_desc,
-            )?;
-            let wdesc = MemoryDesc::plain_of(&w, DataType::S8)?;
-            (op, w[0], k, wdesc, "inner_product")
-        }
+    let root = Root::of(cx, q.root, &y)?;
+    let epilogue = parse_epilogue(b, cx, q, &y)?;
+    let (rows, k) = root.rows_and_reduction();
+    let rows = rows.max(1) as usize;
+    let x = b.int_range(cx.args[0]).unwrap_or(IntRange::I8);
+    let acc = accumulator_ranges(b, cx, rows, k, x);
+    let residual_ranges: Vec<IntRange> = epilogue.residuals.iter().map(|r| r.1).collect();
+    let proof = fuse::prove(&acc, &epilogue.stages, &residual_ranges, epilogue.requant);
+    let fused = if b.int8_post_ops && proof.exact {
+        with_post_ops(b, cx, &root, &epilogue, &y)?
+    } else {
+        None
     };
+    let out = match fused {
+        Some(out) => out,
+        None => with_pass(b, cx, &root, epilogue, &y, rows, k)?,
+    };
+    b.set_int_range(out, proof.result);
+    Ok(out)
+}
+
+/// The node as one primitive with its epilogue as post-ops; `None` where oneDNN has no
+/// optimized implementation of that (it refuses, or offers only its reference kernel).
+fn with_post_ops(
+    b: &mut Builder<'_>,
+    cx: &NodeCx<'_>,
+    root: &Root,
+    epilogue: &Parsed,
+    y: &[i64],
+) -> Result<Option<ValueId>, OpError> {
+    let Some(fused) = fuse::post_ops(&epilogue.stages, epilogue.requant, y)? else {
+        return Ok(None);
+    };
+    let out_type = if epilogue.requant.is_some() {
+        DataType::S8
+    } else {
+        DataType::S32
+    };
+    let dst = int_layout(y, out_type)?;
+    let bias_desc = match &fused.bias {
+        Some(bias) => MemoryDesc::plain_of(&[bias.len() as i64], DataType::S32)?,
+        None => MemoryDesc::zero(),
+    };
+    let op = root.op(&bias_desc, &dst)?;
+    let mut attr = Attr::new(&fused.post_ops)?;
+    if let Some(scale) = fused.scale {
+        attr = attr.with_output_scale(scale)?;
+    }
+    let Ok(pd) = PrimitiveDesc::new(b.engine, &op, &attr) else {
+        return Ok(None);
+    };
+    if pd.impl_name().starts_with("ref") {
+        return Ok(None);
+    }
+    let src = b.in_layout(cx.args[0], pd.query(Query::Src(0)))?;
+    let w = b.view(cx.args[1], root.weight_desc()?)?;
+    let w = b.in_layout(w, pd.query(Query::Weights(0)))?;
+    let out = b.temp(dst);
+    let mut args = vec![
+        (ffi::DNNL_ARG_SRC, src),
+        (ffi::DNNL_ARG_WEIGHTS, w),
+        (ffi::DNNL_ARG_DST, out),
+    ];
+    if let Some(bias) = fused.bias {
+        let tensor = Tensor::from_vec(vec![bias.len()], bias)
+            .map_err(|e| OpError::msg(format!("bias {}: {e}", cx.in_types[2])))?;
+        args.push((ffi::DNNL_ARG_BIAS, b.constant(Arc::new(tensor), bias_desc)));
+    }
+    let binaries = fused
+        .post_ops
+        .iter()
+        .enumerate()
+        .filter(|(_, op)| matches!(op, PostOp::Binary { .. }));
+    for ((index, _), &(residual, _)) in binaries.zip(&epilogue.residuals) {
+        args.push((PostOp::binary_arg(index), residual));
+    }
+    b.step(
+        &pd,
+        args,
+        format!("{} {} with its epilogue as post-ops", root.kind(), cx.name),
+    )?;
+    Ok(Some(out))
+}
+
+/// The node as the primitive into an int32 accumulator (two for a split weight) and the
+/// runtime's integer pass.
+fn with_pass(
+    b: &mut Builder<'_>,
+    cx: &NodeCx<'_>,
+    root: &Root,
+    epilogue: Parsed,
+    y: &[i64],
+    rows: usize,
+    k: i64,
+) -> Result<ValueId, OpError> {
+    let acc_desc = int_layout(y, DataType::S32)?;
+    let op = root.op(&MemoryDesc::zero(), &acc_desc)?;
     let pd = PrimitiveDesc::new(b.engine, &op, &Attr::new(&[])?)?;
     let src = b.in_layout(cx.args[0], pd.query(Query::Src(0)))?;
-    let parts = weight_parts(b, cx, rows.max(1) as usize, k)?;
+    let parts = weight_parts(b, cx, rows, k)?;
     let split = parts.len() == 2;
+    let wdesc = root.weight_desc()?;
     let mut values = Vec::with_capacity(5);
     for (i, &part) in parts.iter().enumerate() {
         let wv = b.view(part, wdesc)?;
@@ -581,77 +800,60 @@ fn compute(b: &mut Builder<'_>, cx: &NodeCx<'_>, q: &IntFused) -> Result<ValueId
                 (ffi::DNNL_ARG_WEIGHTS, wv),
                 (ffi::DNNL_ARG_DST, acc),
             ],
-            format!("{kind} {}{which}", cx.name),
+            format!("{} {}{which}", root.kind(), cx.name),
         )?;
         values.push(acc);
     }
-    let mut stages = Vec::new();
-    let mut at = 2;
-    if q.bias {
-        stages.push(Stage::Add(addend(b, cx, at, &y, &mut values)?));
-        at += 1;
-    }
-    if q.lshift {
-        let k = scalar(b, cx, at, "left shift amount")?;
-        // The host's rule: negative amounts leave the value, 32 or more give 0.
-        if let Ok(k) = u32::try_from(k) {
-            stages.push(Stage::LeftShift((k < 32).then_some(k)));
-        }
-        at += 1;
-    }
-    if q.sum {
-        stages.push(Stage::Add(addend(b, cx, at, &y, &mut values)?));
-        at += 1;
-    }
-    if q.relu {
-        stages.push(Stage::Relu);
-    }
-    let requant = if q.requant {
-        Some(requant_at(b, cx, at)?)
-    } else {
-        None
-    };
-    let out_type = if q.requant {
+    values.extend(epilogue.residuals.iter().map(|r| r.0));
+    let out_type = if epilogue.requant.is_some() {
         DataType::S8
     } else {
         DataType::S32
     };
-    let out = b.temp(int_layout(&y, out_type)?);
+    let out = b.temp(int_layout(y, out_type)?);
     values.push(out);
-    let row = row_len(&y);
+    let row = row_len(y);
     let pass = IntPass::Epilogue(Epilogue {
-        rows: num_elements(&y) / row,
+        rows: num_elements(y) / row,
         row,
         split,
-        stages,
-        requant,
+        stages: epilogue.stages,
+        requant: epilogue.requant,
     });
     b.int_step(pass, &values, format!("epilogue {}", cx.name));
     Ok(out)
 }
 
-/// The int32 operand added by input `i`: one constant per channel (axis 1: a `(C, 1, 1)`
-/// or `(C)` bias), or a tensor of the result's shape, put in the integer layout and pushed
-/// onto `values`.
+/// The stage adding the int32 operand of input `i`: one constant per channel (axis 1: a
+/// `(C, 1, 1)` or `(C)` bias), or a tensor of the result's shape, put in the integer layout
+/// and pushed onto `residuals` with its proven range.
 fn addend(
     b: &mut Builder<'_>,
     cx: &NodeCx<'_>,
     i: usize,
     y: &[i64],
-    values: &mut Vec<ValueId>,
-) -> Result<Addend, OpError> {
+    residuals: &mut Vec<(ValueId, IntRange)>,
+) -> Result<Stage, OpError> {
     require_dtype(cx, i, DType::Int32)?;
     let dims = dims_of(cx.in_types[i]);
     let mut padded = vec![1; y.len().saturating_sub(dims.len())];
     padded.extend(&dims);
     if padded == y {
+        let range = b
+            .int_range(cx.args[i])
+            .or_else(|| {
+                let t = b.graph_constant(cx.args[i])?;
+                let values = t.as_slice::<i32>().ok()?;
+                Some(IntRange::of(values.iter().map(|&v| i64::from(v))))
+            })
+            .unwrap_or(IntRange::I32);
         let v = if b.desc(cx.args[i]).dims() == y {
             cx.args[i]
         } else {
             b.view(cx.args[i], MemoryDesc::plain_of(y, DataType::S32)?)?
         };
-        values.push(b.in_layout(v, int_layout(y, DataType::S32)?)?);
-        return Ok(Addend::Full);
+        residuals.push((b.in_layout(v, int_layout(y, DataType::S32)?)?, range));
+        return Ok(Stage::Add(Addend::Full));
     }
     let channels = y.get(1).copied().unwrap_or(1);
     let per_channel = padded.len() == y.len()
@@ -674,5 +876,5 @@ fn addend(
                 cx.in_types[i]
             ))
         })?;
-    Ok(Addend::PerChannel(values.to_vec()))
+    Ok(Stage::Add(Addend::PerChannel(values.to_vec())))
 }

@@ -141,6 +141,17 @@ impl FpMath {
     }
 }
 
+/// Where the exact integer epilogue of an int8 convolution or inner product runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Int8Epilogue {
+    /// As oneDNN post-ops of the primitive wherever interval arithmetic proves float32
+    /// computes it exactly, else as [`Int8Epilogue::Pass`].
+    #[default]
+    PostOps,
+    /// Always as a separate integer pass of the runtime over the int32 accumulator.
+    Pass,
+}
+
 /// How a runtime is built and run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RuntimeOptions {
@@ -149,6 +160,8 @@ pub struct RuntimeOptions {
     pub threads: Option<usize>,
     /// The float math mode.
     pub fpmath: FpMath,
+    /// Where int8 epilogues run.
+    pub int8_epilogue: Int8Epilogue,
 }
 
 /// Float32 with this thread count.
@@ -157,6 +170,7 @@ impl From<Option<usize>> for RuntimeOptions {
         RuntimeOptions {
             threads,
             fpmath: FpMath::Strict,
+            int8_epilogue: Int8Epilogue::PostOps,
         }
     }
 }
@@ -235,7 +249,11 @@ impl DnnlRuntime {
             symbol: symbol.clone(),
             source,
         })?;
-        let mut b = Builder::new(&engine, options.fpmath.operand_type());
+        let mut b = Builder::new(
+            &engine,
+            options.fpmath.operand_type(),
+            options.int8_epilogue == Int8Epilogue::PostOps,
+        );
         let mut entry_value: HashMap<usize, ValueId> = HashMap::new();
         // The last node reading each entry (heads count as read after every node).
         let mut last_reader = vec![0usize; graph.num_entries()];

@@ -14,12 +14,13 @@
 //! - temporaries live in one arena; two share bytes only when their lifetimes (first to last
 //!   step touching them) do not overlap.
 
+use std::collections::HashMap;
 use std::ffi::c_int;
 use std::sync::Arc;
 
 use byoc_core::Tensor;
 
-use super::int8::IntPass;
+use super::int8::{IntPass, IntRange};
 use super::pages::PageBuf;
 use super::OpError;
 use crate::dnnl::{
@@ -119,14 +120,21 @@ pub(crate) struct Builder<'e> {
     /// The element type convolutions and matmuls read their data and weights in (the float
     /// math mode's; their results are f32 either way).
     pub operand_type: DataType,
+    /// Whether int8 epilogues run as oneDNN post-ops where that is provably exact
+    /// ([`super::Int8Epilogue`]).
+    pub int8_post_ops: bool,
+    /// The ranges proven for integer values (int8 and int32 results of the int8 nodes).
+    int_ranges: HashMap<ValueId, IntRange>,
 }
 
 const ARENA_ALIGN: usize = 64;
 
 impl<'e> Builder<'e> {
-    pub fn new(engine: &'e Engine, operand_type: DataType) -> Self {
+    pub fn new(engine: &'e Engine, operand_type: DataType, int8_post_ops: bool) -> Self {
         Builder {
             operand_type,
+            int8_post_ops,
+            int_ranges: HashMap::new(),
             engine,
             values: Vec::new(),
             buffers: Vec::new(),
@@ -175,6 +183,16 @@ impl<'e> Builder<'e> {
             Storage::Const(ConstData::Graph(t)) if value.desc.is_plain() => Some(t),
             _ => None,
         }
+    }
+
+    /// The range proven for the integer value `v`, if any.
+    pub fn int_range(&self, v: ValueId) -> Option<IntRange> {
+        self.int_ranges.get(&v).copied()
+    }
+
+    /// Records the range of the integer value `v`.
+    pub fn set_int_range(&mut self, v: ValueId, range: IntRange) {
+        self.int_ranges.insert(v, range);
     }
 
     /// A new temporary of `desc`.
