@@ -7,7 +7,7 @@
 #   bench/posit_llvm.sh [LIGHT_DIR]     (default: target/onnx-light, made by
 #                                        scripts/fetch_onnx_light.sh)
 #
-# Needs a release build: cargo build --release --bin byoc -p byoc-plugin-posit
+# Needs a release build: cargo build --release -p byoc --bin byoc && cargo build --release -p byoc-plugin-posit
 # THREADS (default 1) sets --threads; ROUNDS (default 1) repeats the pair.
 set -euo pipefail
 cd "$(dirname "$0")/.."
