@@ -8,14 +8,16 @@
 #                                        scripts/fetch_onnx_light.sh)
 #
 # Needs a release build: cargo build --release -p byoc --bin byoc && cargo build --release -p byoc-plugin-posit
-# THREADS (default 1) sets --threads; ROUNDS (default 1) repeats the pair.
+# (or BYOC=... POSIT_PLUGIN=... naming other builds, e.g. the test profile's target/debug/byoc
+# and the posit plugin the tests build next to it). THREADS (default 1) sets --threads;
+# ROUNDS (default 1) repeats the pair.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 light="${1:-target/onnx-light}"
 dir="$light/squeezenet"
-byoc=target/release/byoc
-plugin=target/release/libbyoc_plugin_posit.so
+byoc="${BYOC:-target/release/byoc}"
+plugin="${POSIT_PLUGIN:-target/release/libbyoc_plugin_posit.so}"
 threads="${THREADS:-1}"
 rounds="${ROUNDS:-1}"
 work=$(mktemp -d)
