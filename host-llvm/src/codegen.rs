@@ -40,7 +40,7 @@ fn err(e: impl std::fmt::Display) -> CodegenError {
 
 /// A target machine for the host CPU: its triple, CPU name and features, PIC code for a
 /// shared library.
-fn host_machine() -> Result<TargetMachine, CodegenError> {
+pub(crate) fn host_machine() -> Result<TargetMachine, CodegenError> {
     Target::initialize_native(&InitializationConfig::default()).map_err(err)?;
     let triple = TargetMachine::get_default_triple();
     let target = Target::from_triple(&triple).map_err(err)?;
@@ -83,16 +83,22 @@ fn build_module<'c>(
     kernels: &[(String, Kernel)],
 ) -> Result<Module<'c>, CodegenError> {
     let module = context.create_module("byoc_host");
-    module.set_triple(&machine.get_triple());
-    module.set_data_layout(&machine.get_target_data().get_data_layout());
     for (symbol, kernel) in kernels {
         Emitter::new(context, &module).kernel(symbol, kernel)?;
     }
+    optimize(&module, machine)?;
+    Ok(module)
+}
+
+/// Verifies `module` and optimizes it with `default<O3>` for `machine` (whose triple and data
+/// layout it takes).
+pub(crate) fn optimize(module: &Module<'_>, machine: &TargetMachine) -> Result<(), CodegenError> {
+    module.set_triple(&machine.get_triple());
+    module.set_data_layout(&machine.get_target_data().get_data_layout());
     module.verify().map_err(err)?;
     module
         .run_passes("default<O3>", machine, PassBuilderOptions::create())
-        .map_err(err)?;
-    Ok(module)
+        .map_err(err)
 }
 
 /// Emits one kernel function into a module.

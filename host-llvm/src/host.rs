@@ -12,6 +12,7 @@ use byoc_core::plugin::external_functions;
 use byoc_core::sdk::{CompileOptions, Plugin, PluginError};
 
 use crate::codegen::{compile_object, CodegenError};
+use crate::custom::{self, CustomKernel};
 use crate::kernel::Kernel;
 use crate::library::{self, Library, LibraryError};
 use crate::module::HostModule;
@@ -92,7 +93,9 @@ pub fn build_library(kernels: &[(String, Kernel)]) -> Result<Arc<Library>, Build
 }
 
 /// Fuses the host ops of `module` ([`HostFuse`]) and compiles every fused function into one
-/// native library (see the module docs). `options` carries the executor's thread count.
+/// native library (see the module docs). Functions on custom datatypes (reductions on them
+/// outlined first, [`custom::outline_reductions`]) compile into a library of their own
+/// ([`custom::compile_into`]). `options` carries the executor's thread count.
 pub fn compile_host(
     module: &Module,
     options: &CompileOptions,
@@ -100,9 +103,11 @@ pub fn compile_host(
 ) -> Result<HostCode, HostCodegenError> {
     let threads = threads(options)?;
     let mut module = module.clone();
+    custom::outline_reductions(&mut module)?;
     HostFuse.run(&mut module, &mut PassContext::new())?;
     let mut fallbacks = Vec::new();
     let mut kernels = Vec::new();
+    let mut custom_kernels = Vec::new();
     for (name, target) in external_functions(&module) {
         if target != HOST_CODEGEN_TARGET {
             continue;
@@ -110,6 +115,17 @@ pub fn compile_host(
         let Some(f) = module.get(&name) else {
             continue;
         };
+        if custom::is_custom(f) {
+            match CustomKernel::from_function(f) {
+                Ok(k) => custom_kernels.push((name, k)),
+                Err(e) => fallbacks.push(Fallback {
+                    function: name,
+                    ops: f.op_names(),
+                    reason: e.to_string(),
+                }),
+            }
+            continue;
+        }
         match Kernel::from_function(f) {
             Ok(k) => kernels.push((name, k)),
             Err(e) => fallbacks.push(Fallback {
@@ -154,6 +170,13 @@ pub fn compile_host(
             }
         }
     }
+    custom::compile_into(
+        &module,
+        custom_kernels,
+        threads,
+        &mut externals,
+        &mut fallbacks,
+    )?;
     if let (true, Some(f)) = (strict, fallbacks.first()) {
         return Err(HostCodegenError::Strict {
             function: f.function.clone(),

@@ -9,11 +9,14 @@
 //!   libraries loaded from bytes;
 //! - [`module`]: a compiled fused function as a `CompiledModule` (run, serialize);
 //! - [`plugin`]: the `host-llvm` plugin that artifacts name for these partitions;
+//! - [`custom`]: functions on custom datatypes (`custom[...]` tensors) compiled to loops that
+//!   call the datatype plugin's library functions through a table filled at load;
 //! - [`host`]: [`compile_host`], fusion and compilation of a whole module with fallback.
 //!
 //! LLVM stays in this crate: `byoc-core` and the plugins never link it.
 
 pub mod codegen;
+pub mod custom;
 pub mod host;
 pub mod kernel;
 pub mod library;

@@ -79,11 +79,20 @@ impl Library {
 
     /// The kernel called `symbol`.
     pub fn kernel(&self, symbol: &str) -> Result<KernelFn, LibraryError> {
-        // SAFETY: every exported kernel has the `KernelFn` signature (crate::codegen); the
-        // pointer stays valid while `self` (held by every module using it) is alive.
+        // SAFETY: every exported float kernel has the `KernelFn` signature (crate::codegen).
+        unsafe { self.function::<KernelFn>(symbol) }
+    }
+
+    /// The function `symbol` as a `T` (a function pointer type).
+    ///
+    /// # Safety
+    /// The symbol must be a function with the signature `T`. The pointer stays valid while
+    /// `self` (held by every module using it) is alive.
+    pub(crate) unsafe fn function<T: Copy>(&self, symbol: &str) -> Result<T, LibraryError> {
+        // SAFETY: the caller guarantees the signature.
         unsafe {
             self.handle
-                .get::<KernelFn>(symbol.as_bytes())
+                .get::<T>(symbol.as_bytes())
                 .map(|s| *s)
                 .map_err(|e| {
                     LibraryError(format!("the host kernel library has no '{symbol}': {e}"))

@@ -12,6 +12,7 @@ use byoc_core::sdk::{
 };
 
 use crate::codegen::emit_ir;
+use crate::custom::{self, CustomKernel, CustomModule};
 use crate::kernel::Kernel;
 use crate::module::HostModule;
 
@@ -35,6 +36,11 @@ fn kernel_of(function: &PartitionedFunction) -> Result<Kernel, PluginError> {
         .map_err(|e| PluginError::new(format!("@{}: {e}", function.symbol)))
 }
 
+fn custom_kernel_of(function: &PartitionedFunction) -> Result<CustomKernel, PluginError> {
+    CustomKernel::from_function(&function.function)
+        .map_err(|e| PluginError::new(format!("@{}: {e}", function.symbol)))
+}
+
 impl Plugin for HostLlvm {
     fn name(&self) -> &str {
         PLUGIN_NAME
@@ -54,6 +60,18 @@ impl Plugin for HostLlvm {
         function: &PartitionedFunction,
         options: &CompileOptions,
     ) -> Result<Box<dyn CompiledModule>, PluginError> {
+        if custom::is_custom(&function.function) {
+            let kernel = custom_kernel_of(function)?;
+            let symbol = function.symbol.clone();
+            let library = custom::build_library(&[(symbol.clone(), kernel.clone())])
+                .map_err(|e| PluginError::new(e.to_string()))?;
+            return Ok(Box::new(CustomModule::new(
+                library,
+                &symbol,
+                &kernel,
+                threads(options)?,
+            )?));
+        }
         let kernel = kernel_of(function)?;
         let library = crate::host::build_library(&[(function.symbol.clone(), kernel.clone())])
             .map_err(|e| PluginError::new(e.to_string()))?;
@@ -71,7 +89,11 @@ impl Plugin for HostLlvm {
         bytes: &[u8],
         options: &CompileOptions,
     ) -> Result<Box<dyn CompiledModule>, PluginError> {
-        Ok(Box::new(HostModule::from_bytes(bytes, threads(options)?)?))
+        let threads = threads(options)?;
+        if bytes.starts_with(custom::module::MAGIC) {
+            return Ok(Box::new(CustomModule::from_bytes(bytes, threads)?));
+        }
+        Ok(Box::new(HostModule::from_bytes(bytes, threads)?))
     }
 
     /// The optimized LLVM IR of the function's kernel.
@@ -80,9 +102,12 @@ impl Plugin for HostLlvm {
         function: &PartitionedFunction,
         _options: &CompileOptions,
     ) -> Result<Option<EmittedSource>, PluginError> {
-        let kernel = kernel_of(function)?;
-        let code = emit_ir(&[(function.symbol.clone(), kernel)])
-            .map_err(|e| PluginError::new(e.to_string()))?;
+        let code = if custom::is_custom(&function.function) {
+            custom::emit_ir(&[(function.symbol.clone(), custom_kernel_of(function)?)])
+        } else {
+            emit_ir(&[(function.symbol.clone(), kernel_of(function)?)])
+        }
+        .map_err(|e| PluginError::new(e.to_string()))?;
         Ok(Some(EmittedSource {
             extension: "ll".to_string(),
             code,

@@ -243,7 +243,14 @@ impl DatatypeCalls {
         self.bits
     }
 
-    fn address(&self, key: LoweringKey) -> Result<usize, DatatypeCallError> {
+    /// The datatype's name (`posites2`).
+    pub fn name(&self) -> &str {
+        &self.library.datatype.name
+    }
+
+    /// The address of the library function of `key`, for code that calls it with the
+    /// signature the key implies (a code generator's table of function pointers).
+    pub fn address(&self, key: LoweringKey) -> Result<usize, DatatypeCallError> {
         self.library
             .function(&key)
             .map(|f| f.address)
