@@ -165,7 +165,10 @@ trait Kernel {
 /// false, leaving `dst` alone, when this build or CPU lacks the path (always for
 /// [`Isa::Portable`], the widening loop its caller runs itself). The caller has checked that
 /// the slices cover the shapes and that `m`, `n`, `k` are positive.
-#[allow(clippy::too_many_arguments, reason = "the GEMM's shape, operands and threads")]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the GEMM's shape, operands and threads"
+)]
 pub(crate) fn gemm(
     isa: Isa,
     m: usize,
