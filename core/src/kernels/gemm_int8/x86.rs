@@ -13,7 +13,7 @@ impl Kernel for Vnni {
     const MR: usize = 8;
     const NR: usize = 32;
     const KU: usize = 4;
-    const KC_GROUPS: usize = 64;
+    const KC_GROUPS: usize = 128;
 
     fn offsets(lhs_signed: bool, rhs_signed: bool) -> (i32, i32) {
         (
@@ -79,7 +79,7 @@ impl Kernel for Avx2 {
     const MR: usize = 6;
     const NR: usize = 16;
     const KU: usize = 2;
-    const KC_GROUPS: usize = 128;
+    const KC_GROUPS: usize = 256;
 
     fn offsets(_: bool, _: bool) -> (i32, i32) {
         (0, 0)
