@@ -1,7 +1,10 @@
-//! Host conv2d throughput on ResNet-50 layer shapes, with 1 and 2 threads.
+//! Host conv2d throughput on ResNet-50 layer shapes, with 1 and 2 threads: float32 (the `gemm`
+//! crate) and int8 × int8 → int32 (the int8 GEMM: AVX512-VNNI, AVX2 or portable, as
+//! `BYOC_INT8_GEMM` or the CPU selects), side by side.
 //!
 //! Run with `cargo bench -p byoc-core --bench conv2d`. Prints the median wall time of each
-//! layer and the GFLOP/s it implies (2 × multiply-adds).
+//! layer, the GFLOP/s (GOP/s for int8) it implies (2 × multiply-adds) and the int8 / float32
+//! time ratio.
 
 use std::time::Instant;
 
@@ -52,8 +55,66 @@ const LAYERS: [Layer; 4] = [
     },
 ];
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// The median seconds of one conv2d layer on `dtype` data and weights (`out_dtype` int32 for
+/// int8), for 1 and 2 threads, and the layer's output shape.
+fn time_layer(
+    layer: &Layer,
+    dtype: DType,
+    reps: usize,
+) -> Result<([f64; 2], Vec<usize>), Box<dyn std::error::Error>> {
     let op = OpRegistry::lookup("nn.conv2d").ok_or("nn.conv2d is not registered")?;
+    let dt = TensorType::new(layer.data, dtype);
+    let wt = TensorType::new(layer.weight, dtype);
+    let mut attrs = Attrs::new()
+        .with("strides", AttrValue::ints([layer.stride, layer.stride]))
+        .with("padding", AttrValue::ints([layer.pad, layer.pad]));
+    if dtype == DType::Int8 {
+        attrs = attrs.with("out_dtype", AttrValue::Str("int32".into()));
+    }
+    let mut b = FunctionBuilder::new();
+    let x = b.param("x", Type::Tensor(dt.clone()));
+    let w = b.param("w", Type::Tensor(wt.clone()));
+    let call = b.call("nn.conv2d", &[x, w], attrs)?;
+    let mut m = Module::from_main(b.finish(vec![x, w], call, Attrs::new())?);
+    infer_types(&mut m)?;
+    let main = m.main()?;
+    let Expr::Call(c) = main.expr(call) else {
+        return Err("body is not a call".into());
+    };
+    let out_ty = main
+        .ty(call)
+        .and_then(Type::as_tensor)
+        .ok_or("conv2d result is not a tensor")?
+        .clone();
+    let kernel = op.host_kernel(
+        &c.attrs,
+        &[dt.clone(), wt.clone()],
+        std::slice::from_ref(&out_ty),
+    )?;
+    let mut rng = StdRng::seed_from_u64(1);
+    let xs = Tensor::random_uniform(dt, &mut rng)?;
+    let ws = Tensor::random_uniform(wt, &mut rng)?;
+    let mut y = Tensor::zeros(out_ty.clone());
+    let mut medians = [0.0; 2];
+    for (threads, median) in [1, 2].into_iter().zip(&mut medians) {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()?;
+        let mut times = Vec::new();
+        for rep in 0..reps {
+            let start = Instant::now();
+            pool.install(|| kernel.run(&[xs.view(), ws.view()], &mut [y.view_mut()], threads))?;
+            if rep > 0 {
+                times.push(start.elapsed().as_secs_f64());
+            }
+        }
+        times.sort_by(f64::total_cmp);
+        *median = times[times.len() / 2];
+    }
+    Ok((medians, out_ty.shape))
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
     // `cargo bench` passes `--bench`; under `cargo test --all-targets` one timed run per layer
     // checks that the benchmark still works without spending the time of a measurement.
     let reps = if std::env::args().any(|a| a == "--bench") {
@@ -62,61 +123,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         2
     };
     println!(
-        "{:<30} {:>7} {:>10} {:>9}",
-        "layer", "threads", "median ms", "GFLOP/s"
+        "{:<30} {:>7} {:>12} {:>9} {:>11} {:>9} {:>11}",
+        "layer", "threads", "f32 ms", "GFLOP/s", "int8 ms", "GOP/s", "int8 / f32"
     );
     for layer in &LAYERS {
-        let dt = TensorType::new(layer.data, DType::Float32);
-        let wt = TensorType::new(layer.weight, DType::Float32);
-        let attrs = Attrs::new()
-            .with("strides", AttrValue::ints([layer.stride, layer.stride]))
-            .with("padding", AttrValue::ints([layer.pad, layer.pad]));
-        let mut b = FunctionBuilder::new();
-        let x = b.param("x", Type::Tensor(dt.clone()));
-        let w = b.param("w", Type::Tensor(wt.clone()));
-        let call = b.call("nn.conv2d", &[x, w], attrs)?;
-        let mut m = Module::from_main(b.finish(vec![x, w], call, Attrs::new())?);
-        infer_types(&mut m)?;
-        let main = m.main()?;
-        let Expr::Call(c) = main.expr(call) else {
-            return Err("body is not a call".into());
-        };
-        let out_ty = main
-            .ty(call)
-            .and_then(Type::as_tensor)
-            .ok_or("conv2d result is not a tensor")?
-            .clone();
-        let kernel = op.host_kernel(
-            &c.attrs,
-            &[dt.clone(), wt.clone()],
-            std::slice::from_ref(&out_ty),
-        )?;
-        let mut rng = StdRng::seed_from_u64(1);
-        let xs = Tensor::random_uniform(dt.clone(), &mut rng)?;
-        let ws = Tensor::random_uniform(wt.clone(), &mut rng)?;
-        let mut y = Tensor::zeros(out_ty.clone());
+        let (float, shape) = time_layer(layer, DType::Float32, reps)?;
+        let (int8, _) = time_layer(layer, DType::Int8, reps)?;
         let [o, i, kh, kw] = layer.weight;
-        let flops = 2.0 * (o * i * kh * kw) as f64 * (out_ty.shape[2] * out_ty.shape[3]) as f64;
-        for threads in [1, 2] {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()?;
-            let mut times = Vec::new();
-            for rep in 0..reps {
-                let start = Instant::now();
-                pool.install(|| kernel.run(&[xs.view(), ws.view()], &mut [y.view_mut()], threads))?;
-                if rep > 0 {
-                    times.push(start.elapsed().as_secs_f64());
-                }
-            }
-            times.sort_by(f64::total_cmp);
-            let median = times[times.len() / 2];
+        let ops = 2.0 * (o * i * kh * kw) as f64 * (shape[2] * shape[3]) as f64;
+        for t in 0..2 {
             println!(
-                "{:<30} {:>7} {:>10.2} {:>9.1}",
+                "{:<30} {:>7} {:>12.2} {:>9.1} {:>11.2} {:>9.1} {:>11.2}",
                 layer.name,
-                threads,
-                median * 1e3,
-                flops / median / 1e9
+                t + 1,
+                float[t] * 1e3,
+                ops / float[t] / 1e9,
+                int8[t] * 1e3,
+                ops / int8[t] / 1e9,
+                int8[t] / float[t]
             );
         }
     }

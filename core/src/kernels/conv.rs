@@ -13,7 +13,8 @@
 use {
     super::depthwise::{self, depthwise_nchw},
     super::gemm::{Gemm, MatMut, MatRef},
-    super::numeric::{widen_slice, Widen},
+    super::numeric::Widen,
+    crate::tensor::Element,
     rayon::prelude::*,
 };
 
@@ -55,16 +56,15 @@ impl Conv2dGeom {
     }
 }
 
-/// Copies a 4-D tensor into a new contiguous buffer with its axes permuted and elements
-/// widened. `dims[d]` and `strides[d]` give logical axis `d`'s extent and element stride in
+/// Copies a 4-D tensor into a new contiguous buffer with its axes permuted. `dims[d]` and `strides[d]` give logical axis `d`'s extent and element stride in
 /// `src`; `order` lists the logical axes from outermost to innermost in the result.
 #[cfg(feature = "executor")]
-pub(crate) fn pack4<B: Widen<T>, T>(
-    src: &[B],
+pub(crate) fn pack4<E: Copy>(
+    src: &[E],
     dims: [usize; 4],
     strides: [usize; 4],
     order: [usize; 4],
-) -> Vec<T> {
+) -> Vec<E> {
     let d = order.map(|o| dims[o]);
     let s = order.map(|o| strides[o]);
     let mut out = Vec::with_capacity(d.iter().product());
@@ -72,7 +72,7 @@ pub(crate) fn pack4<B: Widen<T>, T>(
         for b in 0..d[1] {
             for c in 0..d[2] {
                 let base = a * s[0] + b * s[1] + c * s[2];
-                out.extend((0..d[3]).map(|e| src[base + e * s[3]].widen()));
+                out.extend((0..d[3]).map(|e| src[base + e * s[3]]));
             }
         }
     }
@@ -104,7 +104,7 @@ pub(super) fn for_chunks<T: Send>(
 /// im2col of one (batch, group) of NCHW data `x` (`cin_g × H × W`) into `col`
 /// (`cin_g·KH·KW` rows of `OH·OW`).
 #[cfg(feature = "executor")]
-fn im2col_nchw<A: Widen<T>, T: Gemm>(g: &Conv2dGeom, x: &[A], col: &mut [T], threads: usize) {
+fn im2col_nchw<E: Element>(g: &Conv2dGeom, x: &[E], col: &mut [E], threads: usize) {
     let [kh, kw] = g.kernel;
     let (h, w, ow) = (g.in_h, g.in_w, g.out_w);
     for_chunks(col, g.out_h * ow, threads, |r, row| {
@@ -113,16 +113,16 @@ fn im2col_nchw<A: Widen<T>, T: Gemm>(g: &Conv2dGeom, x: &[A], col: &mut [T], thr
         for (oy, seg) in row.chunks_mut(ow).enumerate() {
             let iy = g.src(0, oy, ky);
             if iy < 0 || iy >= h as isize {
-                seg.fill(T::default());
+                seg.fill(E::zeroed());
                 continue;
             }
             let src = &plane[iy as usize * w..(iy as usize + 1) * w];
             for (ox, v) in seg.iter_mut().enumerate() {
                 let ix = g.src(1, ox, kx);
                 *v = if ix < 0 || ix >= w as isize {
-                    T::default()
+                    E::zeroed()
                 } else {
-                    src[ix as usize].widen()
+                    src[ix as usize]
                 };
             }
         }
@@ -132,13 +132,7 @@ fn im2col_nchw<A: Widen<T>, T: Gemm>(g: &Conv2dGeom, x: &[A], col: &mut [T], thr
 /// im2col of one batch of NHWC data `x` (`H × W × C`), group `gi`, into `col`
 /// (`OH·OW` rows of `KH·KW·cin_g`).
 #[cfg(feature = "executor")]
-fn im2col_nhwc<A: Widen<T>, T: Gemm>(
-    g: &Conv2dGeom,
-    x: &[A],
-    gi: usize,
-    col: &mut [T],
-    threads: usize,
-) {
+fn im2col_nhwc<E: Element>(g: &Conv2dGeom, x: &[E], gi: usize, col: &mut [E], threads: usize) {
     let [kh, kw] = g.kernel;
     let cin_g = g.in_c / g.groups;
     let (h, w, ow) = (g.in_h, g.in_w, g.out_w);
@@ -150,12 +144,10 @@ fn im2col_nhwc<A: Widen<T>, T: Gemm>(
                 let ix = g.src(1, ox, kx);
                 let seg = &mut row[(ky * kw + kx) * cin_g..(ky * kw + kx + 1) * cin_g];
                 if iy < 0 || iy >= h as isize || ix < 0 || ix >= w as isize {
-                    seg.fill(T::default());
+                    seg.fill(E::zeroed());
                 } else {
                     let base = (iy as usize * w + ix as usize) * g.in_c + gi * cin_g;
-                    for (v, &s) in seg.iter_mut().zip(&x[base..base + cin_g]) {
-                        *v = s.widen();
-                    }
+                    seg.copy_from_slice(&x[base..base + cin_g]);
                 }
             }
         }
@@ -163,12 +155,12 @@ fn im2col_nhwc<A: Widen<T>, T: Gemm>(
 }
 
 /// `y = conv2d(x, w)`. `w` is packed OIHW (NCHW data) or HWIO (NHWC data); `y` is in the data
-/// layout.
+/// layout. Data and weights reach the GEMM unwidened (im2col copies data elements as they are).
 #[cfg(feature = "executor")]
-pub(crate) fn conv2d<A: Widen<T>, T: Gemm>(
+pub(crate) fn conv2d<A: Widen<T>, B: Widen<T>, T: Gemm>(
     g: &Conv2dGeom,
     x: &[A],
-    w: &[T],
+    w: &[B],
     y: &mut [T],
     threads: usize,
 ) {
@@ -177,40 +169,29 @@ pub(crate) fn conv2d<A: Widen<T>, T: Gemm>(
     let kk = cin_g * kh * kw;
     let (hw_in, hw_out) = (g.in_h * g.in_w, g.out_h * g.out_w);
     let pointwise = g.pointwise();
-    let xw = if pointwise {
-        widen_slice::<A, T>(x)
-    } else {
-        Default::default()
-    };
-    let mut col = if pointwise || !g.channels_last {
-        Vec::new()
-    } else {
-        vec![T::default(); kk * hw_out]
-    };
     if !g.channels_last {
-        let src: &[T] = &xw;
         for n in 0..g.batch {
             let x_n = &x[n * g.in_c * hw_in..(n + 1) * g.in_c * hw_in];
-            let xw_n = if pointwise {
-                &src[n * g.in_c * hw_in..(n + 1) * g.in_c * hw_in]
-            } else {
-                &[]
-            };
             let y_n = &mut y[n * g.out_c * hw_out..(n + 1) * g.out_c * hw_out];
             if depthwise::applies(g) {
                 depthwise_nchw(g, x_n, w, y_n, threads);
             } else {
-                conv_nchw_groups(g, x_n, xw_n, w, y_n, threads);
+                conv_nchw_groups(g, x_n, w, y_n, threads);
             }
         }
         return;
     }
+    let mut col = if pointwise {
+        Vec::new()
+    } else {
+        vec![A::zeroed(); kk * hw_out]
+    };
     for n in 0..g.batch {
         for gi in 0..g.groups {
             let x_n = &x[n * hw_in * g.in_c..(n + 1) * hw_in * g.in_c];
             let lhs = if pointwise {
                 MatRef {
-                    data: &xw[n * hw_in * g.in_c + gi * cin_g..],
+                    data: &x[n * hw_in * g.in_c + gi * cin_g..],
                     rs: g.in_c,
                     cs: 1,
                 }
@@ -234,14 +215,12 @@ pub(crate) fn conv2d<A: Widen<T>, T: Gemm>(
 
 /// One batch of an NCHW convolution, group by group. With at least as many groups as threads
 /// (grouped and depthwise convolutions), the groups run in parallel, one thread each; otherwise
-/// they run in order and split their own work over the threads. `xw` is the widened input
-/// for the 1×1 path (empty otherwise).
+/// they run in order and split their own work over the threads.
 #[cfg(feature = "executor")]
-pub(super) fn conv_nchw_groups<A: Widen<T>, T: Gemm>(
+pub(super) fn conv_nchw_groups<A: Widen<T>, B: Widen<T>, T: Gemm>(
     g: &Conv2dGeom,
     x: &[A],
-    xw: &[T],
-    w: &[T],
+    w: &[B],
     y: &mut [T],
     threads: usize,
 ) {
@@ -255,7 +234,7 @@ pub(super) fn conv_nchw_groups<A: Widen<T>, T: Gemm>(
         let w_g = &w[gi * cout_g * kk..(gi + 1) * cout_g * kk];
         let range = gi * cin_g * hw_in..(gi + 1) * cin_g * hw_in;
         if g.pointwise() {
-            conv_nchw_pointwise(g, &xw[range], w_g, y_g, inner_threads);
+            conv_nchw_pointwise(g, &x[range], w_g, y_g, inner_threads);
         } else {
             conv_nchw_im2col(g, &x[range], w_g, y_g, inner_threads);
         }
@@ -269,7 +248,7 @@ pub(super) fn conv_nchw_groups<A: Widen<T>, T: Gemm>(
 }
 
 /// Elements of a column tile's im2col buffer: a tile of `kk` rows then takes about 512 KiB of
-/// f32, so it stays in a core's L2 cache while the GEMM streams it.
+/// f32 (128 KiB of int8), so it stays in a core's L2 cache while the GEMM streams it.
 #[cfg(feature = "executor")]
 const TILE_ELEMS: usize = 128 * 1024;
 /// The fewest output pixels a column tile gets; below `threads` times this, the work is split
@@ -333,7 +312,13 @@ fn untile<T: Copy>(tiles: &[T], y: &mut [T], cout: usize, hw_out: usize, tile: u
 /// A 1×1, stride-1, unpadded NCHW convolution of one (batch, group): `y = w × x`, cut into
 /// pixel tiles or channel blocks that run in parallel, each a single-threaded GEMM.
 #[cfg(feature = "executor")]
-fn conv_nchw_pointwise<T: Gemm>(g: &Conv2dGeom, x: &[T], w: &[T], y: &mut [T], threads: usize) {
+fn conv_nchw_pointwise<A: Widen<T>, B: Widen<T>, T: Gemm>(
+    g: &Conv2dGeom,
+    x: &[A],
+    w: &[B],
+    y: &mut [T],
+    threads: usize,
+) {
     let (cin, cout) = (g.in_c / g.groups, g.out_c / g.groups);
     let hw = g.out_h * g.out_w;
     if y.is_empty() {
@@ -370,10 +355,10 @@ fn conv_nchw_pointwise<T: Gemm>(g: &Conv2dGeom, x: &[T], w: &[T], y: &mut [T], t
 /// im2col block (cache-sized) and multiply it, in parallel; with few output pixels the whole
 /// im2col matrix is built (in parallel) and channel blocks multiply it in parallel.
 #[cfg(feature = "executor")]
-fn conv_nchw_im2col<A: Widen<T>, T: Gemm>(
+fn conv_nchw_im2col<A: Widen<T>, B: Widen<T>, T: Gemm>(
     g: &Conv2dGeom,
     x: &[A],
-    w: &[T],
+    w: &[B],
     y: &mut [T],
     threads: usize,
 ) {
@@ -390,7 +375,7 @@ fn conv_nchw_im2col<A: Widen<T>, T: Gemm>(
             for_pieces(&mut tiles, cout * tile, threads, |t, out| {
                 let p0 = t * tile;
                 let len = out.len() / cout;
-                let mut col = vec![T::default(); kk * len];
+                let mut col = vec![A::zeroed(); kk * len];
                 im2col_nchw_pixels(g, x, p0, len, &mut col);
                 let dst = MatMut { data: out, rs: len };
                 let rhs = MatRef::row_major(&col, len);
@@ -399,7 +384,7 @@ fn conv_nchw_im2col<A: Widen<T>, T: Gemm>(
             untile(&tiles, y, cout, hw, tile);
         }
         Split::Channels(rows) => {
-            let mut col = vec![T::default(); kk * hw];
+            let mut col = vec![A::zeroed(); kk * hw];
             im2col_nchw(g, x, &mut col, threads);
             let col = &col;
             for_pieces(y, rows * hw, threads, |b, out| {
@@ -415,13 +400,7 @@ fn conv_nchw_im2col<A: Widen<T>, T: Gemm>(
 /// im2col of output pixels `p0..p0 + len` (row-major over OH × OW) of one (batch, group) of
 /// NCHW data `x` into `col` (`cin_g·KH·KW` rows of `len`).
 #[cfg(feature = "executor")]
-fn im2col_nchw_pixels<A: Widen<T>, T: Gemm>(
-    g: &Conv2dGeom,
-    x: &[A],
-    p0: usize,
-    len: usize,
-    col: &mut [T],
-) {
+fn im2col_nchw_pixels<E: Element>(g: &Conv2dGeom, x: &[E], p0: usize, len: usize, col: &mut [E]) {
     let [kh, kw] = g.kernel;
     let (h, w, ow) = (g.in_h, g.in_w, g.out_w);
     for (r, row) in col.chunks_mut(len).enumerate() {
@@ -435,15 +414,15 @@ fn im2col_nchw_pixels<A: Widen<T>, T: Gemm>(
             let seg = &mut row[filled..filled + run];
             let iy = g.src(0, oy, ky);
             if iy < 0 || iy >= h as isize {
-                seg.fill(T::default());
+                seg.fill(E::zeroed());
             } else {
                 let src = &plane[iy as usize * w..(iy as usize + 1) * w];
                 for (i, v) in seg.iter_mut().enumerate() {
                     let ix = g.src(1, ox0 + i, kx);
                     *v = if ix < 0 || ix >= w as isize {
-                        T::default()
+                        E::zeroed()
                     } else {
-                        src[ix as usize].widen()
+                        src[ix as usize]
                     };
                 }
             }
@@ -455,10 +434,10 @@ fn im2col_nchw_pixels<A: Widen<T>, T: Gemm>(
 
 /// `y = conv2d_transpose(x, w)` for NCHW data; `w` is packed IOHW (`in_c × cout_g × KH × KW`).
 #[cfg(feature = "executor")]
-pub(crate) fn conv2d_transpose<A: Widen<T>, T: Gemm>(
+pub(crate) fn conv2d_transpose<A: Widen<T>, B: Widen<T>, T: Gemm>(
     g: &Conv2dGeom,
     x: &[A],
-    w: &[T],
+    w: &[B],
     y: &mut [T],
     threads: usize,
 ) {
@@ -466,14 +445,13 @@ pub(crate) fn conv2d_transpose<A: Widen<T>, T: Gemm>(
     let (cin_g, cout_g) = (g.in_c / g.groups, g.out_c / g.groups);
     let ckk = cout_g * kh * kw;
     let (hw_in, hw_out) = (g.in_h * g.in_w, g.out_h * g.out_w);
-    let xw = widen_slice::<A, T>(x);
     let mut col = vec![T::default(); ckk * hw_in];
     y.fill(T::default());
     for n in 0..g.batch {
         for gi in 0..g.groups {
             let start = (n * g.in_c + gi * cin_g) * hw_in;
             let lhs = MatRef::transposed(&w[gi * cin_g * ckk..(gi + 1) * cin_g * ckk], ckk);
-            let rhs = MatRef::row_major(&xw[start..start + cin_g * hw_in], hw_in);
+            let rhs = MatRef::row_major(&x[start..start + cin_g * hw_in], hw_in);
             let dst = MatMut {
                 data: &mut col,
                 rs: hw_in,
@@ -508,6 +486,175 @@ fn col2im_tap<T: Gemm>(g: &Conv2dGeom, ky: usize, kx: usize, src: &[T], plane: &
             if ox >= 0 && ox < g.out_w as isize {
                 let o = &mut row[ox as usize];
                 *o = o.add(src[iy * g.in_w + ix]);
+            }
+        }
+    }
+}
+
+#[cfg(all(test, feature = "executor"))]
+mod tests {
+    use super::*;
+    use crate::kernels::gemm_int8::tests::{bytes, paths, Force};
+
+    /// A convolution geometry; the output extent follows from the others.
+    #[allow(clippy::too_many_arguments, reason = "one argument per geometry field")]
+    fn geom(
+        batch: usize,
+        in_c: usize,
+        out_c: usize,
+        hw: [usize; 2],
+        kernel: [usize; 2],
+        strides: [usize; 2],
+        dilation: [usize; 2],
+        pad: [usize; 4],
+        groups: usize,
+        channels_last: bool,
+    ) -> Conv2dGeom {
+        let out = |a: usize| {
+            (hw[a] + pad[a] + pad[a + 2] - dilation[a] * (kernel[a] - 1) - 1) / strides[a] + 1
+        };
+        Conv2dGeom {
+            batch,
+            in_c,
+            in_h: hw[0],
+            in_w: hw[1],
+            out_c,
+            out_h: out(0),
+            out_w: out(1),
+            kernel,
+            strides,
+            dilation,
+            pad,
+            groups,
+            channels_last,
+        }
+    }
+
+    /// The convolution by definition in i64 (wrapped to i32), data and output in the
+    /// geometry's layout, weights OIHW.
+    fn reference(g: &Conv2dGeom, x: &[i64], w: &[i64]) -> Vec<i32> {
+        let [kh, kw] = g.kernel;
+        let (cin_g, cout_g) = (g.in_c / g.groups, g.out_c / g.groups);
+        let xi = |n: usize, c: usize, y: usize, x_: usize| {
+            if g.channels_last {
+                ((n * g.in_h + y) * g.in_w + x_) * g.in_c + c
+            } else {
+                ((n * g.in_c + c) * g.in_h + y) * g.in_w + x_
+            }
+        };
+        let yi = |n: usize, c: usize, y: usize, x_: usize| {
+            if g.channels_last {
+                ((n * g.out_h + y) * g.out_w + x_) * g.out_c + c
+            } else {
+                ((n * g.out_c + c) * g.out_h + y) * g.out_w + x_
+            }
+        };
+        let mut out = vec![0; g.batch * g.out_c * g.out_h * g.out_w];
+        for n in 0..g.batch {
+            for o in 0..g.out_c {
+                for oy in 0..g.out_h {
+                    for ox in 0..g.out_w {
+                        let mut acc = 0i64;
+                        for ci in 0..cin_g {
+                            let c = o / cout_g * cin_g + ci;
+                            for ky in 0..kh {
+                                for kx in 0..kw {
+                                    let (iy, ix) = (g.src(0, oy, ky), g.src(1, ox, kx));
+                                    if iy < 0
+                                        || ix < 0
+                                        || iy >= g.in_h as isize
+                                        || ix >= g.in_w as isize
+                                    {
+                                        continue;
+                                    }
+                                    acc += x[xi(n, c, iy as usize, ix as usize)]
+                                        * w[((o * cin_g + ci) * kh + ky) * kw + kx];
+                                }
+                            }
+                        }
+                        out[yi(n, o, oy, ox)] = acc as i32;
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn run_typed<A: Widen<i32>, B: Widen<i32>>(
+        g: &Conv2dGeom,
+        x: &[u8],
+        w: &[u8],
+        threads: usize,
+    ) -> Vec<i32> {
+        let [kh, kw] = g.kernel;
+        let cin_g = g.in_c / g.groups;
+        let w: &[B] = bytemuck::cast_slice(w);
+        // The kernel takes HWIO weights for NHWC data.
+        let packed = if g.channels_last {
+            pack4(
+                w,
+                [g.out_c, cin_g, kh, kw],
+                [cin_g * kh * kw, kh * kw, kw, 1],
+                [2, 3, 1, 0],
+            )
+        } else {
+            w.to_vec()
+        };
+        let mut y = vec![-5; g.batch * g.out_c * g.out_h * g.out_w];
+        conv2d::<A, B, i32>(g, bytemuck::cast_slice(x), &packed, &mut y, threads);
+        y
+    }
+
+    /// int8 and uint8 convolutions through every int8 GEMM path (and the direct depthwise
+    /// kernel) equal the definition: im2col and 1×1, both layouts, groups, depthwise with a
+    /// channel multiplier, strides, dilations, asymmetric padding, batches, reductions not a
+    /// multiple of 4, pixel-tiled and channel-blocked splits, extreme values.
+    #[test]
+    fn int8_convolutions_match_the_definition() {
+        #[rustfmt::skip]
+        let cases = [
+            geom(1, 3, 8, [9, 11], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1], 1, false),
+            geom(2, 5, 7, [20, 20], [3, 3], [2, 1], [1, 2], [2, 1, 0, 3], 1, false),
+            geom(1, 16, 40, [5, 5], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1], 1, false),
+            geom(1, 13, 9, [14, 15], [1, 1], [1, 1], [1, 1], [0, 0, 0, 0], 1, false),
+            geom(1, 64, 36, [4, 4], [1, 1], [1, 1], [1, 1], [0, 0, 0, 0], 1, false),
+            geom(1, 8, 12, [10, 9], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1], 4, false),
+            geom(2, 6, 12, [9, 8], [3, 3], [2, 2], [1, 1], [1, 0, 1, 2], 6, false),
+            geom(1, 5, 6, [9, 7], [3, 2], [1, 2], [2, 1], [1, 1, 2, 0], 1, true),
+            geom(2, 9, 10, [6, 6], [1, 1], [1, 1], [1, 1], [0, 0, 0, 0], 1, true),
+            geom(1, 8, 8, [7, 7], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1], 2, true),
+            geom(1, 4, 4, [6, 5], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1], 4, true),
+        ];
+        for (s, g) in cases.iter().enumerate() {
+            let [kh, kw] = g.kernel;
+            let xd = bytes(g.batch * g.in_c * g.in_h * g.in_w, 10 + s as u64);
+            let wd = bytes(g.out_c * g.in_c / g.groups * kh * kw, 50 + s as u64);
+            for signs in [(false, true), (true, true), (false, false), (true, false)] {
+                let value = |b: u8, signed: bool| {
+                    if signed {
+                        i64::from(b as i8)
+                    } else {
+                        i64::from(b)
+                    }
+                };
+                let x: Vec<i64> = xd.iter().map(|&b| value(b, signs.0)).collect();
+                let w: Vec<i64> = wd.iter().map(|&b| value(b, signs.1)).collect();
+                let want = reference(g, &x, &w);
+                for isa in paths() {
+                    let _force = Force::new(isa);
+                    for threads in [1, 3] {
+                        let got = match signs {
+                            (false, true) => run_typed::<u8, i8>(g, &xd, &wd, threads),
+                            (true, true) => run_typed::<i8, i8>(g, &xd, &wd, threads),
+                            (false, false) => run_typed::<u8, u8>(g, &xd, &wd, threads),
+                            (true, false) => run_typed::<i8, u8>(g, &xd, &wd, threads),
+                        };
+                        assert_eq!(
+                            got, want,
+                            "{isa:?} {g:?} signed {signs:?} threads {threads}"
+                        );
+                    }
+                }
             }
         }
     }

@@ -30,10 +30,10 @@ fn valid_columns(off: isize, stride: usize, in_w: usize, out_w: usize) -> (usize
 
 /// `y = conv2d(x, w)` for one batch element of a depthwise convolution (see [`applies`]):
 /// `x` is `in_c × H × W`, `w` OIHW, `y` `out_c × OH × OW`.
-pub(crate) fn depthwise_nchw<A: Widen<T>, T: Acc>(
+pub(crate) fn depthwise_nchw<A: Widen<T>, B: Widen<T>, T: Acc>(
     g: &Conv2dGeom,
     x: &[A],
-    w: &[T],
+    w: &[B],
     y: &mut [T],
     threads: usize,
 ) {
@@ -54,7 +54,7 @@ pub(crate) fn depthwise_nchw<A: Widen<T>, T: Acc>(
                 }
                 let x_row = &x_c[iy as usize * in_w..(iy as usize + 1) * in_w];
                 for kx in 0..kw {
-                    let tap = w_o[ky * kw + kx];
+                    let tap = w_o[ky * kw + kx].widen();
                     let off = (kx * g.dilation[1]) as isize - g.pad[1] as isize;
                     let (lo, hi) = valid_columns(off, stride_w, in_w, out_w);
                     if lo == hi {
@@ -163,7 +163,7 @@ mod tests {
                 let mut direct = vec![0f32; want.len()];
                 depthwise_nchw(&g, &x, &w, &mut direct, threads);
                 let mut im2col = vec![0f32; want.len()];
-                conv_nchw_groups(&g, &x, &[], &w, &mut im2col, threads);
+                conv_nchw_groups(&g, &x, &w, &mut im2col, threads);
                 let mut through_conv2d = vec![0f32; want.len()];
                 conv2d(&g, &x, &w, &mut through_conv2d, threads);
                 for (i, ((d, m), r)) in direct.iter().zip(&im2col).zip(&want).enumerate() {

@@ -1,12 +1,15 @@
 //! General matrix multiply `dst = lhs × rhs` over strided matrices: the `gemm` crate for f32
-//! and f64, an exact wrapping int32 loop for the quantized path.
+//! and f64; for int32 accumulation, the packed int8 GEMM of [`super::gemm_int8`] when both
+//! operands are 8-bit (read unwidened), otherwise (or when that module selects the portable
+//! path) an exact wrapping int32 loop that widens each operand element.
 //!
 //! Invariant (checked): every matrix's slice covers all the elements its shape and strides
 //! address, so the raw-pointer call into `gemm` never reads or writes out of bounds.
 
 use rayon::prelude::*;
 
-use super::numeric::Acc;
+use super::gemm_int8::{self, ByteMat, Isa};
+use super::numeric::{widen_slice, Acc, Widen};
 
 /// A read-only strided matrix: element `(i, j)` is `data[i * rs + j * cs]`.
 #[derive(Clone, Copy)]
@@ -41,20 +44,33 @@ impl<'a, T> MatRef<'a, T> {
         }
     }
 
+    /// The matrix of 8-bit elements as bytes, read as `i8` when `signed`.
+    fn bytes(&self, signed: bool) -> ByteMat<'a>
+    where
+        T: bytemuck::Pod,
+    {
+        ByteMat {
+            data: bytemuck::cast_slice(self.data),
+            rs: self.rs,
+            cs: self.cs,
+            signed,
+        }
+    }
+
     fn covers(&self, rows: usize, cols: usize) -> bool {
         (rows - 1) * self.rs + (cols - 1) * self.cs < self.data.len()
     }
 }
 
-/// Element types with a matrix multiply.
+/// Accumulation types with a matrix multiply over operands that widen to them.
 pub(crate) trait Gemm: Acc {
     /// `dst[m×n] = lhs[m×k] × rhs[k×n]`, using up to `threads` threads.
-    fn gemm(
+    fn gemm<L: Widen<Self>, R: Widen<Self>>(
         m: usize,
         n: usize,
         k: usize,
-        lhs: MatRef<'_, Self>,
-        rhs: MatRef<'_, Self>,
+        lhs: MatRef<'_, L>,
+        rhs: MatRef<'_, R>,
         dst: MatMut<'_, Self>,
         threads: usize,
     );
@@ -62,12 +78,12 @@ pub(crate) trait Gemm: Acc {
 
 /// Checks the shapes against the slices; returns false when there is nothing to multiply
 /// (after zeroing `dst` when `k == 0`).
-fn prepare<T: Acc>(
+fn prepare<L, R, T: Acc>(
     m: usize,
     n: usize,
     k: usize,
-    lhs: &MatRef<'_, T>,
-    rhs: &MatRef<'_, T>,
+    lhs: &MatRef<'_, L>,
+    rhs: &MatRef<'_, R>,
     dst: &mut MatMut<'_, T>,
 ) -> bool {
     if m == 0 || n == 0 {
@@ -93,18 +109,20 @@ fn prepare<T: Acc>(
 macro_rules! gemm_float {
     ($($t:ty),*) => {$(
         impl Gemm for $t {
-            fn gemm(
+            fn gemm<L: Widen<Self>, R: Widen<Self>>(
                 m: usize,
                 n: usize,
                 k: usize,
-                lhs: MatRef<'_, Self>,
-                rhs: MatRef<'_, Self>,
+                lhs: MatRef<'_, L>,
+                rhs: MatRef<'_, R>,
                 mut dst: MatMut<'_, Self>,
                 threads: usize,
             ) {
                 if !prepare(m, n, k, &lhs, &rhs, &mut dst) {
                     return;
                 }
+                // Only the type itself widens to a float: these borrow, never copy.
+                let (lhs_data, rhs_data) = (widen_slice(lhs.data), widen_slice(rhs.data));
                 let parallelism = if threads > 1 {
                     gemm::Parallelism::Rayon(threads)
                 } else {
@@ -121,10 +139,10 @@ macro_rules! gemm_float {
                         1,
                         dst.rs as isize,
                         false,
-                        lhs.data.as_ptr(),
+                        lhs_data.as_ptr(),
                         lhs.cs as isize,
                         lhs.rs as isize,
-                        rhs.data.as_ptr(),
+                        rhs_data.as_ptr(),
                         rhs.cs as isize,
                         rhs.rs as isize,
                         0.0,
@@ -142,54 +160,72 @@ macro_rules! gemm_float {
 gemm_float!(f32, f64);
 
 impl Gemm for i32 {
-    fn gemm(
+    fn gemm<L: Widen<Self>, R: Widen<Self>>(
         m: usize,
         n: usize,
         k: usize,
-        lhs: MatRef<'_, Self>,
-        rhs: MatRef<'_, Self>,
+        lhs: MatRef<'_, L>,
+        rhs: MatRef<'_, R>,
         mut dst: MatMut<'_, Self>,
         threads: usize,
     ) {
         if !prepare(m, n, k, &lhs, &rhs, &mut dst) {
             return;
         }
-        // Pack the right operand row-major so the inner loop is contiguous and vectorizes.
-        let packed: Vec<i32>;
-        let rhs = if rhs.cs == 1 {
-            rhs
-        } else {
-            packed = (0..k)
-                .flat_map(|p| (0..n).map(move |j| rhs.data[p * rhs.rs + j * rhs.cs]))
-                .collect();
-            MatRef::row_major(&packed, n)
-        };
-        let row = |(i, out): (usize, &mut [i32])| {
-            let out = &mut out[..n];
-            out.fill(0);
-            for p in 0..k {
-                let a = lhs.data[i * lhs.rs + p * lhs.cs];
-                if a == 0 {
-                    continue;
-                }
-                let b = &rhs.data[p * rhs.rs..p * rhs.rs + n];
-                for (o, &bv) in out.iter_mut().zip(b) {
-                    *o = o.mul_add(a, bv);
-                }
+        if let (Some(ls), Some(rs)) = (L::SIGNED_BYTE, R::SIGNED_BYTE) {
+            let (l, r) = (lhs.bytes(ls), rhs.bytes(rs));
+            let dst = MatMut {
+                data: &mut *dst.data,
+                rs: dst.rs,
+            };
+            if gemm_int8::gemm(Isa::selected(), m, n, k, l, r, dst, threads) {
+                return;
             }
-        };
-        if threads > 1 {
-            dst.data
-                .par_chunks_mut(dst.rs)
-                .take(m)
-                .enumerate()
-                .for_each(row);
-        } else {
-            dst.data
-                .chunks_mut(dst.rs)
-                .take(m)
-                .enumerate()
-                .for_each(row);
         }
+        widening_loop(m, n, k, lhs, rhs, dst, threads);
+    }
+}
+
+/// The portable int32 product: every operand element widened, one output row at a time.
+fn widening_loop<L: Widen<i32>, R: Widen<i32>>(
+    m: usize,
+    n: usize,
+    k: usize,
+    lhs: MatRef<'_, L>,
+    rhs: MatRef<'_, R>,
+    dst: MatMut<'_, i32>,
+    threads: usize,
+) {
+    // Pack the right operand row-major (widened) so the inner loop is contiguous and
+    // vectorizes.
+    let packed: Vec<i32> = (0..k)
+        .flat_map(|p| (0..n).map(move |j| rhs.data[p * rhs.rs + j * rhs.cs].widen()))
+        .collect();
+    let row = |(i, out): (usize, &mut [i32])| {
+        let out = &mut out[..n];
+        out.fill(0);
+        for p in 0..k {
+            let a: i32 = lhs.data[i * lhs.rs + p * lhs.cs].widen();
+            if a == 0 {
+                continue;
+            }
+            let b = &packed[p * n..(p + 1) * n];
+            for (o, &bv) in out.iter_mut().zip(b) {
+                *o = o.mul_add(a, bv);
+            }
+        }
+    };
+    if threads > 1 {
+        dst.data
+            .par_chunks_mut(dst.rs)
+            .take(m)
+            .enumerate()
+            .for_each(row);
+    } else {
+        dst.data
+            .chunks_mut(dst.rs)
+            .take(m)
+            .enumerate()
+            .for_each(row);
     }
 }

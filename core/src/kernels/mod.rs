@@ -18,6 +18,8 @@ pub(crate) mod depthwise;
 pub(crate) mod elementwise;
 #[cfg(feature = "executor")]
 pub(crate) mod gemm;
+#[cfg(feature = "executor")]
+pub(crate) mod gemm_int8;
 pub(crate) mod nms;
 pub(crate) mod norm;
 #[cfg(feature = "executor")]

@@ -2,7 +2,8 @@
 //!
 //! [`Acc`] is a type products are accumulated in (f32, f64, or i32 for the quantized path, where
 //! arithmetic wraps like TVM's int32 accumulation); [`Widen`] converts an input element to its
-//! accumulation type exactly (int8/uint8 to int32, floats to themselves); [`Real`] is the
+//! accumulation type exactly (int8/uint8 to int32, floats to themselves) and says which inputs
+//! are bytes the int8 GEMM reads as they are; [`Real`] is the
 //! floating-point math the normalization, pooling and resize kernels need.
 
 use std::any::TypeId;
@@ -47,13 +48,17 @@ impl Acc for i32 {
 
 /// An input element that converts exactly into the accumulation type `T`.
 pub(crate) trait Widen<T>: Element {
+    /// For 8-bit integers, whether they are signed (`i8`) or not (`u8`): the int8 GEMM reads
+    /// such operands as bytes instead of widening them.
+    const SIGNED_BYTE: Option<bool> = None;
     /// The value as a `T`.
     fn widen(self) -> T;
 }
 
 macro_rules! widen {
-    ($($from:ty => $to:ty),*) => {$(
+    ($($from:ty => $to:ty $(, $signed:expr)?);*) => {$(
         impl Widen<$to> for $from {
+            $(const SIGNED_BYTE: Option<bool> = Some($signed);)?
             #[inline(always)]
             fn widen(self) -> $to {
                 <$to>::from(self)
@@ -61,7 +66,7 @@ macro_rules! widen {
         }
     )*};
 }
-widen!(f32 => f32, f64 => f64, i8 => i32, u8 => i32, i32 => i32);
+widen!(f32 => f32; f64 => f64; i8 => i32, true; u8 => i32, false; i32 => i32);
 
 /// `x` as a slice of `T`: borrowed when `A` is `T`, converted otherwise.
 pub(crate) fn widen_slice<A: Widen<T>, T: Element>(x: &[A]) -> Cow<'_, [T]> {

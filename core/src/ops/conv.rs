@@ -18,7 +18,7 @@ use {
     crate::kernels::conv,
     crate::kernels::custom,
     crate::kernels::gemm::Gemm,
-    crate::kernels::numeric::{widen_slice, Widen},
+    crate::kernels::numeric::Widen,
     crate::op::{HostKernel, KernelError, KernelSpec},
     crate::tensor::{TensorMut, TensorRef},
     std::borrow::Cow,
@@ -301,8 +301,8 @@ impl GemmBody for ConvKernel {
             (ConvKind::Conv2d, Layout2d::Nhwc) => [2, 3, 1, 0],
         };
         let dims = order.map(|d| s.w_dims[d]);
-        let packed: Cow<'_, [T]> = if order.map(|d| s.w_strides[d])[..] == strides(&dims)[..] {
-            widen_slice(w)
+        let packed: Cow<'_, [B]> = if order.map(|d| s.w_strides[d])[..] == strides(&dims)[..] {
+            Cow::Borrowed(w)
         } else {
             Cow::Owned(conv::pack4(w, s.w_dims, s.w_strides, order))
         };

@@ -14,7 +14,7 @@ use {
     super::nn_common::{gemm_kernel, input, output, with_kernel_ctx, GemmBody},
     crate::kernels::custom,
     crate::kernels::gemm::{Gemm, MatMut, MatRef},
-    crate::kernels::numeric::{widen_slice, Widen},
+    crate::kernels::numeric::Widen,
     crate::op::{HostKernel, KernelError, KernelSpec},
     crate::tensor::{TensorMut, TensorRef},
 };
@@ -170,8 +170,8 @@ impl GemmBody for MatmulKernel {
         threads: usize,
     ) -> Result<(), KernelError> {
         let s = &self.setup;
-        let a = widen_slice::<A, T>(input(&self.op, inputs, 0)?);
-        let b = widen_slice::<B, T>(input(&self.op, inputs, 1)?);
+        let a = input::<A>(&self.op, inputs, 0)?;
+        let b = input::<B>(&self.op, inputs, 1)?;
         let y = output::<T>(&self.op, outputs, 0)?;
         let (sa, sb, sy) = (s.m * s.k, s.k * s.n, s.m * s.n);
         for i in 0..s.batch {
