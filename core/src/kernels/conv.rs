@@ -14,6 +14,8 @@ use {
     super::depthwise::{self, depthwise_nchw},
     super::gemm::{Gemm, MatMut, MatRef},
     super::numeric::{widen_slice, Widen},
+    crate::op::OutputEpilogue,
+    crate::tensor::Element,
     rayon::prelude::*,
 };
 
@@ -52,6 +54,42 @@ impl Conv2dGeom {
     #[inline(always)]
     pub(super) fn src(&self, a: usize, o: usize, k: usize) -> isize {
         (o * self.strides[a] + k * self.dilation[a]) as isize - self.pad[a] as isize
+    }
+}
+
+/// A convolution's output epilogue (if any) and the element offset in the whole output of the
+/// piece of output at hand: blocks of the piece are handed to the epilogue as soon as they are
+/// final.
+#[cfg(feature = "executor")]
+#[derive(Clone, Copy)]
+pub(crate) struct Tail<'a> {
+    epilogue: Option<&'a dyn OutputEpilogue>,
+    offset: usize,
+}
+
+#[cfg(feature = "executor")]
+impl<'a> Tail<'a> {
+    /// The tail of a whole output.
+    pub(crate) fn new(epilogue: Option<&'a dyn OutputEpilogue>) -> Self {
+        Tail {
+            epilogue,
+            offset: 0,
+        }
+    }
+
+    /// The tail of the piece `offset` elements into this one.
+    pub(super) fn at(self, offset: usize) -> Self {
+        Tail {
+            offset: self.offset + offset,
+            ..self
+        }
+    }
+
+    /// Applies the epilogue to `block`, the first elements of this piece.
+    pub(crate) fn apply<T: Element>(self, block: &mut [T]) {
+        if let Some(e) = self.epilogue {
+            e.apply(self.offset, bytemuck::cast_slice_mut(block));
+        }
     }
 }
 
@@ -162,8 +200,8 @@ fn im2col_nhwc<A: Widen<T>, T: Gemm>(
     });
 }
 
-/// `y = conv2d(x, w)`. `w` is packed OIHW (NCHW data) or HWIO (NHWC data); `y` is in the data
-/// layout.
+/// `y = conv2d(x, w)`, then the epilogue of `tail` over `y`. `w` is packed OIHW (NCHW data) or
+/// HWIO (NHWC data); `y` is in the data layout.
 #[cfg(feature = "executor")]
 pub(crate) fn conv2d<A: Widen<T>, T: Gemm>(
     g: &Conv2dGeom,
@@ -171,6 +209,7 @@ pub(crate) fn conv2d<A: Widen<T>, T: Gemm>(
     w: &[T],
     y: &mut [T],
     threads: usize,
+    tail: Tail<'_>,
 ) {
     let [kh, kw] = g.kernel;
     let (cin_g, cout_g) = (g.in_c / g.groups, g.out_c / g.groups);
@@ -197,10 +236,11 @@ pub(crate) fn conv2d<A: Widen<T>, T: Gemm>(
                 &[]
             };
             let y_n = &mut y[n * g.out_c * hw_out..(n + 1) * g.out_c * hw_out];
+            let tail_n = tail.at(n * g.out_c * hw_out);
             if depthwise::applies(g) {
-                depthwise_nchw(g, x_n, w, y_n, threads);
+                depthwise_nchw(g, x_n, w, y_n, threads, tail_n);
             } else {
-                conv_nchw_groups(g, x_n, xw_n, w, y_n, threads);
+                conv_nchw_groups(g, x_n, xw_n, w, y_n, threads, tail_n);
             }
         }
         return;
@@ -230,12 +270,13 @@ pub(crate) fn conv2d<A: Widen<T>, T: Gemm>(
             T::gemm(hw_out, cout_g, kk, lhs, rhs, dst, threads);
         }
     }
+    tail.apply(y);
 }
 
 /// One batch of an NCHW convolution, group by group. With at least as many groups as threads
 /// (grouped and depthwise convolutions), the groups run in parallel, one thread each; otherwise
 /// they run in order and split their own work over the threads. `xw` is the widened input
-/// for the 1×1 path (empty otherwise).
+/// for the 1×1 path (empty otherwise). Each finished block goes through `tail`'s epilogue.
 #[cfg(feature = "executor")]
 pub(super) fn conv_nchw_groups<A: Widen<T>, T: Gemm>(
     g: &Conv2dGeom,
@@ -244,6 +285,7 @@ pub(super) fn conv_nchw_groups<A: Widen<T>, T: Gemm>(
     w: &[T],
     y: &mut [T],
     threads: usize,
+    tail: Tail<'_>,
 ) {
     let [kh, kw] = g.kernel;
     let (cin_g, cout_g) = (g.in_c / g.groups, g.out_c / g.groups);
@@ -254,10 +296,11 @@ pub(super) fn conv_nchw_groups<A: Widen<T>, T: Gemm>(
     let group = |gi: usize, y_g: &mut [T]| {
         let w_g = &w[gi * cout_g * kk..(gi + 1) * cout_g * kk];
         let range = gi * cin_g * hw_in..(gi + 1) * cin_g * hw_in;
+        let tail_g = tail.at(gi * cout_g * hw_out);
         if g.pointwise() {
-            conv_nchw_pointwise(g, &xw[range], w_g, y_g, inner_threads);
+            conv_nchw_pointwise(g, &xw[range], w_g, y_g, inner_threads, tail_g);
         } else {
-            conv_nchw_im2col(g, &x[range], w_g, y_g, inner_threads);
+            conv_nchw_im2col(g, &x[range], w_g, y_g, inner_threads, tail_g);
         }
     };
     for_chunks(
@@ -317,6 +360,15 @@ fn for_pieces<T: Send>(
     }
 }
 
+/// Applies `tail`'s epilogue to tile `out` (`cout` rows of `len` output pixels from pixel `p0`
+/// of rows of `hw` pixels), row by row.
+#[cfg(feature = "executor")]
+fn tile_tail<T: Element>(tail: Tail<'_>, out: &mut [T], len: usize, p0: usize, hw: usize) {
+    for (c, row) in out.chunks_mut(len).enumerate() {
+        tail.at(c * hw + p0).apply(row);
+    }
+}
+
 /// Copies the pixel-tiled result `tiles` (tile after tile, each `cout × len` row-major) into
 /// the row-major `cout × hw_out` output.
 #[cfg(feature = "executor")]
@@ -331,9 +383,17 @@ fn untile<T: Copy>(tiles: &[T], y: &mut [T], cout: usize, hw_out: usize, tile: u
 }
 
 /// A 1×1, stride-1, unpadded NCHW convolution of one (batch, group): `y = w × x`, cut into
-/// pixel tiles or channel blocks that run in parallel, each a single-threaded GEMM.
+/// pixel tiles or channel blocks that run in parallel, each a single-threaded GEMM followed by
+/// `tail`'s epilogue.
 #[cfg(feature = "executor")]
-fn conv_nchw_pointwise<T: Gemm>(g: &Conv2dGeom, x: &[T], w: &[T], y: &mut [T], threads: usize) {
+fn conv_nchw_pointwise<T: Gemm>(
+    g: &Conv2dGeom,
+    x: &[T],
+    w: &[T],
+    y: &mut [T],
+    threads: usize,
+    tail: Tail<'_>,
+) {
     let (cin, cout) = (g.in_c / g.groups, g.out_c / g.groups);
     let hw = g.out_h * g.out_w;
     if y.is_empty() {
@@ -352,6 +412,7 @@ fn conv_nchw_pointwise<T: Gemm>(g: &Conv2dGeom, x: &[T], w: &[T], y: &mut [T], t
                 };
                 let dst = MatMut { data: out, rs: len };
                 T::gemm(cout, len, cin, MatRef::row_major(w, cin), rhs, dst, 1);
+                tile_tail(tail, out, len, p0, hw);
             });
             untile(&tiles, y, cout, hw, tile);
         }
@@ -361,6 +422,7 @@ fn conv_nchw_pointwise<T: Gemm>(g: &Conv2dGeom, x: &[T], w: &[T], y: &mut [T], t
                 let lhs = MatRef::row_major(&w[b * rows * cin..], cin);
                 let dst = MatMut { data: out, rs: hw };
                 T::gemm(m, hw, cin, lhs, MatRef::row_major(x, hw), dst, 1);
+                tail.at(b * rows * hw).apply(out);
             });
         }
     }
@@ -368,7 +430,8 @@ fn conv_nchw_pointwise<T: Gemm>(g: &Conv2dGeom, x: &[T], w: &[T], y: &mut [T], t
 
 /// An NCHW convolution of one (batch, group) through im2col: pixel tiles each build their own
 /// im2col block (cache-sized) and multiply it, in parallel; with few output pixels the whole
-/// im2col matrix is built (in parallel) and channel blocks multiply it in parallel.
+/// im2col matrix is built (in parallel) and channel blocks multiply it in parallel. Each
+/// block then goes through `tail`'s epilogue.
 #[cfg(feature = "executor")]
 fn conv_nchw_im2col<A: Widen<T>, T: Gemm>(
     g: &Conv2dGeom,
@@ -376,6 +439,7 @@ fn conv_nchw_im2col<A: Widen<T>, T: Gemm>(
     w: &[T],
     y: &mut [T],
     threads: usize,
+    tail: Tail<'_>,
 ) {
     let [kh, kw] = g.kernel;
     let cout = g.out_c / g.groups;
@@ -395,6 +459,7 @@ fn conv_nchw_im2col<A: Widen<T>, T: Gemm>(
                 let dst = MatMut { data: out, rs: len };
                 let rhs = MatRef::row_major(&col, len);
                 T::gemm(cout, len, kk, MatRef::row_major(w, kk), rhs, dst, 1);
+                tile_tail(tail, out, len, p0, hw);
             });
             untile(&tiles, y, cout, hw, tile);
         }
@@ -407,6 +472,7 @@ fn conv_nchw_im2col<A: Widen<T>, T: Gemm>(
                 let lhs = MatRef::row_major(&w[b * rows * kk..], kk);
                 let dst = MatMut { data: out, rs: hw };
                 T::gemm(m, hw, kk, lhs, MatRef::row_major(col, hw), dst, 1);
+                tail.at(b * rows * hw).apply(out);
             });
         }
     }
