@@ -117,7 +117,7 @@ struct Epilogue<'a> {
 impl OutputEpilogue for Epilogue<'_> {
     fn apply(&self, offset: usize, block: &mut [u8]) {
         let n = block.len() / 4;
-        let aligned = block.len() % 4 == 0 && block.as_ptr().align_offset(4) == 0;
+        let aligned = block.len().is_multiple_of(4) && block.as_ptr().align_offset(4) == 0;
         if !aligned
             || offset
                 .checked_add(n)

@@ -261,12 +261,15 @@ fn conv_epilogue(
     )
 }
 
+/// Data shape, weight `[O, I, K]`, further attributes, output `[OH, OW]`.
+type ConvCase = ([usize; 4], [usize; 3], &'static str, [usize; 2]);
+
 #[test]
 fn conv2d_epilogues_match_the_unfused_reference_kernels_on_every_conv_path() {
     // 1x1 over many pixels (pixel tiles) and over few pixels with many channels (channel
     // blocks), 3x3 padded (im2col tiles), strided, batched, grouped (groups run in
     // parallel), depthwise (the direct kernel).
-    let cases: [([usize; 4], [usize; 3], &str, [usize; 2]); 7] = [
+    let cases: [ConvCase; 7] = [
         ([1, 8, 20, 20], [16, 8, 1], "", [20, 20]),
         ([1, 8, 7, 7], [64, 8, 1], "", [7, 7]),
         (
