@@ -1,6 +1,5 @@
-//! Host code generation for a whole module: batch norms folded to scale and shift
-//! ([`crate::batch_norm`]), HostFuse, then one native library holding every fused function (or
-//! anchored function's epilogue) that compiles; a function that does not compile goes back to the reference
+//! Host code generation for a whole module: HostFuse, then one native library holding every
+//! fused function (or anchored function's epilogue) that compiles; a function that does not compile goes back to the reference
 //! kernels with a [`Fallback`] note (or fails the build when strict).
 
 use std::sync::Arc;
@@ -12,7 +11,6 @@ use byoc_core::passes::{Pass, PassContext, PassError};
 use byoc_core::plugin::external_functions;
 use byoc_core::sdk::{CompileOptions, Plugin, PluginError};
 
-use crate::batch_norm::fold_batch_norms;
 use crate::codegen::{compile_object, CodegenError};
 use crate::kernel::Kernel;
 use crate::library::{self, Library, LibraryError};
@@ -102,7 +100,6 @@ pub fn compile_host(
 ) -> Result<HostCode, HostCodegenError> {
     let threads = threads(options)?;
     let mut module = module.clone();
-    fold_batch_norms(&mut module)?;
     HostFuse.run(&mut module, &mut PassContext::new())?;
     let mut fallbacks = Vec::new();
     let mut kernels = Vec::new();

@@ -4,8 +4,6 @@
 //! epilogue) and every fused function is compiled with LLVM 14 (through `inkwell`) into native
 //! loops for the host CPU, vectorized and run in parallel chunks on the executor's threads.
 //!
-//! - [`batch_norm`]: inference batch norms as scale and shift constants, bit-exact with the
-//!   batch-norm kernel, so conv epilogues absorb them;
 //! - [`kernel`]: a fused function as a loop kernel (collapsed iteration space, strides, DAG,
 //!   the anchor of an epilogue);
 //! - [`codegen`]: the kernel as LLVM IR, optimized (`default<O3>`, host CPU) into an object;
@@ -17,7 +15,6 @@
 //!
 //! LLVM stays in this crate: `byoc-core` and the plugins never link it.
 
-pub mod batch_norm;
 pub mod codegen;
 pub mod host;
 pub mod kernel;

@@ -1,5 +1,9 @@
 //! HostFuse (`host-fuse`): TVM's FuseOps over what `@main` still runs on the host.
 //!
+//! First, batch norms over constant statistics become a multiply and an add by per-channel
+//! constants, bit-exact with the batch-norm kernel ([`super::fold_batch_norm`]), so that they
+//! fuse like any elementwise op.
+//!
 //! Elementwise and broadcast op calls with arguments (op pattern [`OpPattern::ElemWise`] or
 //! [`OpPattern::Broadcast`]) form groups: walking `@main` from its result back to its inputs,
 //! an op joins the group of its users when every user is an op of one same group and the value
@@ -32,6 +36,7 @@ use crate::ir::rewrite::Rebuild;
 use crate::ir::{Attrs, Expr, ExprId, Function, FunctionBuilder, IrError, Module, Type};
 use crate::op::OpPattern;
 
+use super::fold_batch_norm::fold_batch_norms;
 use super::{infer_types, Pass, PassContext, PassError};
 
 /// The `Compiler` attribute of fused host functions: the target the host code generator
@@ -51,6 +56,9 @@ impl Pass for HostFuse {
     }
 
     fn run(&self, module: &mut Module, _cx: &mut PassContext) -> Result<(), PassError> {
+        infer_types(module)?;
+        let main = fold_batch_norms(module.main()?)?;
+        module.insert("main", main);
         infer_types(module)?;
         let main = module.main()?.clone();
         let groups = fusion_groups(&main);
@@ -374,6 +382,25 @@ mod tests {
             print_module(&m)
         );
         assert!(m.main().unwrap().op_names().is_empty());
+    }
+
+    #[test]
+    fn a_batch_norm_over_constants_folds_into_the_conv_epilogue() {
+        let m = fused(
+            "def @main(%x: Tensor[(1, 2, 4, 4), float32], %w: Tensor[(3, 2, 1, 1), float32]) {
+               %0 = nn.conv2d(%x, %w);
+               %1 = nn.batch_norm(%0, const((3), float32, fill=2), const((3), float32, fill=1),
+                                  const((3), float32, fill=0.5), const((3), float32, fill=4));
+               %2 = %1.0;
+               nn.relu(%2)
+             }",
+        );
+        assert_eq!(
+            fused_ops(&m),
+            [["nn.conv2d", "multiply", "add", "nn.relu"]],
+            "{}",
+            print_module(&m)
+        );
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! Inference batch norms as per-channel scale and shift constants, so that HostFuse can put
-//! them into the epilogue of the convolution before them.
+//! Inference batch norms as per-channel scale and shift constants, the first step of HostFuse,
+//! so that it can put them into the epilogue of the convolution before them.
 //!
 //! `%bn.0` of `%bn = nn.batch_norm(%x, %gamma, %beta, %mean, %var)` over `float32` data, with
 //! the four statistics constant, becomes `add(multiply(%x, s), t)` with constants
@@ -11,27 +11,19 @@
 //! SimplifyInference, TVM's formula `1 / sqrt(var + eps) * gamma`, rounds differently.)
 //!
 //! Batch norms over non-constant statistics or other dtypes, and batch norms whose tuple is
-//! used whole, are left alone. Only `@main` is rewritten, as HostFuse fuses only `@main`.
+//! used whole, are left alone.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use byoc_core::ir::rewrite::Rebuild;
-use byoc_core::ir::{Attrs, Call, DType, Expr, ExprId, Function, IrError, Module, TensorType};
-use byoc_core::passes::{eliminate_dead_code, infer_types, PassError};
-use byoc_core::tensor::Tensor;
+use crate::ir::rewrite::Rebuild;
+use crate::ir::{Attrs, Call, DType, Expr, ExprId, Function, IrError, TensorType};
+use crate::tensor::Tensor;
 
-/// Rewrites the batch norms of `module`'s `@main` (see the module docs).
-pub fn fold_batch_norms(module: &mut Module) -> Result<(), PassError> {
-    infer_types(module)?;
-    let main = module.main()?;
-    let folded = fold_function(main)?;
-    module.insert("main", folded);
-    infer_types(module)?;
-    Ok(())
-}
+use super::eliminate_dead_code;
 
-fn fold_function(f: &Function) -> Result<Function, IrError> {
+/// `f` with its batch norms rewritten (see the module docs); `f` is typed.
+pub(crate) fn fold_batch_norms(f: &Function) -> Result<Function, IrError> {
     // The rewritten field 0 of each batch norm, so several `%bn.0` share one rewrite.
     let mut done: HashMap<ExprId, ExprId> = HashMap::new();
     let rewritten = Rebuild::new(f).run(|rb, id| -> Result<Option<ExprId>, IrError> {
