@@ -7,6 +7,10 @@
 //! each input's base offset from the row index, then an inner loop over the row computes the
 //! expression DAG per element with contiguous (stride 1) or loop-invariant (stride 0) loads.
 //!
+//! An epilogue kernel (one with an anchor) rewrites a block of its output in place: `bufs[0]`
+//! then points at the block holding elements `lo..hi`, so element `i` sits at `bufs[0][i -
+//! lo]`, and [`Node::Acc`] loads it before the store overwrites it.
+//!
 //! The module is optimized with LLVM's `default<O3>` pipeline on a target machine for the
 //! host CPU (its name and features as LLVM detects them), so the inner loops are vectorized
 //! with the host's vector width. No fast-math flags are set and FP contraction is off
@@ -27,7 +31,7 @@ use inkwell::types::FloatType;
 use inkwell::values::{FloatValue, FunctionValue, IntValue, PointerValue};
 use inkwell::{AddressSpace, FloatPredicate, IntPredicate, OptimizationLevel};
 
-use crate::kernel::{Binary, Kernel, Node, Unary};
+use crate::kernel::{used_inputs, Binary, Kernel, Node, Unary};
 
 /// A code generation failure (LLVM refused the IR, or the target is unavailable).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -199,9 +203,14 @@ impl<'a, 'c> Emitter<'a, 'c> {
             .into_int_value();
         // Row index -> index along each outer dimension -> offset, per input.
         let outer = &k.dims[..k.dims.len() - 1];
+        let used = used_inputs(&k.nodes, k.strides.len());
         let mut bases = Vec::with_capacity(k.strides.len());
-        for strides in &k.strides {
+        for (strides, &used) in k.strides.iter().zip(&used) {
             let mut base = self.i64(0);
+            if !used {
+                bases.push(base);
+                continue;
+            }
             let mut rest = row;
             for (d, &extent) in outer.iter().enumerate().rev() {
                 let e = self.i64(extent);
@@ -223,7 +232,7 @@ impl<'a, 'c> Emitter<'a, 'c> {
         // Loads of inputs that broadcast along the row happen once per row.
         let mut invariant = Vec::with_capacity(k.strides.len());
         for (input, strides) in k.strides.iter().enumerate() {
-            invariant.push(if strides[strides.len() - 1] == 0 {
+            invariant.push(if used[input] && strides[strides.len() - 1] == 0 {
                 let p = unsafe { b.build_in_bounds_gep(ptrs[1 + input], &[bases[input]], "p") }
                     .map_err(err)?;
                 Some(b.build_load(p, "x").map_err(err)?.into_float_value())
@@ -238,6 +247,13 @@ impl<'a, 'c> Emitter<'a, 'c> {
         let j = b.build_phi(i64t, "j").map_err(err)?;
         j.add_incoming(&[(&self.i64(0), row_body)]);
         let jv = j.as_basic_value().into_int_value();
+        let out_row = if k.anchor.is_some() {
+            b.build_int_sub(iv, lo, "block_at").map_err(err)?
+        } else {
+            iv
+        };
+        let out_at = b.build_int_add(out_row, jv, "out_at").map_err(err)?;
+        let out_p = unsafe { b.build_in_bounds_gep(ptrs[0], &[out_at], "out_p") }.map_err(err)?;
         let mut values: Vec<FloatValue<'c>> = Vec::with_capacity(k.nodes.len());
         for node in &k.nodes {
             let v = match *node {
@@ -250,14 +266,13 @@ impl<'a, 'c> Emitter<'a, 'c> {
                         b.build_load(p, "x").map_err(err)?.into_float_value()
                     }
                 },
+                Node::Acc => b.build_load(out_p, "acc").map_err(err)?.into_float_value(),
                 Node::Unary(op, x) => self.unary(op, values[x])?,
                 Node::Binary(op, x, y) => self.binary(op, values[x], values[y])?,
                 Node::Clip { x, lo, hi } => self.clip(values[x], lo, hi)?,
             };
             values.push(v);
         }
-        let out_at = b.build_int_add(iv, jv, "out_at").map_err(err)?;
-        let out_p = unsafe { b.build_in_bounds_gep(ptrs[0], &[out_at], "out_p") }.map_err(err)?;
         let result = *values.last().ok_or_else(|| err("empty kernel"))?;
         b.build_store(out_p, result).map_err(err)?;
         let j_next = b.build_int_add(jv, self.i64(1), "j_next").map_err(err)?;

@@ -1,5 +1,5 @@
 //! Host code generation for a whole module: HostFuse, then one native library holding every
-//! fused function that compiles; a function that does not compile goes back to the reference
+//! fused function (or anchored function's epilogue) that compiles; a function that does not compile goes back to the reference
 //! kernels with a [`Fallback`] note (or fails the build when strict).
 
 use std::sync::Arc;
@@ -145,6 +145,7 @@ pub fn compile_host(
                         name,
                         k.input_lens.clone(),
                         k.len,
+                        k.anchor.clone(),
                         threads,
                     )?;
                     externals.insert(

@@ -10,8 +10,16 @@
 //! Only `float32` is compiled, and only the ops [`Unary`], [`Binary`], `clip` and `nn.bias_add`
 //! (an add whose bias input is read as `[C, 1, ..., 1]`) name; anything else is an
 //! [`Unsupported`] error that sends the group back to the reference kernels.
+//!
+//! A group with an anchor (conv2d, dense, pooling, softmax: see HostFuse) is an [`Anchor`]
+//! plus an epilogue kernel: the anchor's host kernel computes the output and the kernel
+//! rewrites blocks of it in place, reading the anchor's value as [`Node::Acc`].
 
-use byoc_core::ir::{DType, Expr, ExprId, Function, Type};
+use byoc_core::ir::{Attrs, DType, Expr, ExprId, Function, FunctionBuilder, Module, Type};
+use byoc_core::op::HostKernel;
+use byoc_core::passes::host_fuse::is_anchor;
+use byoc_core::passes::infer_types;
+use byoc_core::text::{parse_module, print_module};
 
 /// Why a fused function cannot be compiled: the op (or `@function` for the function
 /// itself) and the reason.
@@ -90,6 +98,9 @@ pub enum Node {
     Unary(Unary, usize),
     /// A binary op.
     Binary(Binary, usize, usize),
+    /// The anchor's value at the current position: the output element itself, before the
+    /// epilogue rewrites it.
+    Acc,
     /// `x < lo ? lo : x > hi ? hi : x`, bounds converted to `float32`.
     Clip {
         /// The operand.
@@ -114,6 +125,80 @@ pub struct Kernel {
     pub nodes: Vec<Node>,
     /// Output element count.
     pub len: usize,
+    /// The op whose output this kernel rewrites as its epilogue, if any.
+    pub anchor: Option<Anchor>,
+}
+
+/// The anchor op of a group: one call, kept as a module in the text format (`@main` takes the
+/// call's arguments and returns the call) so that an artifact can rebuild its host kernel.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Anchor {
+    /// The module.
+    pub ir: String,
+    /// For each argument of the call, the group input it is.
+    pub args: Vec<usize>,
+}
+
+impl Anchor {
+    /// The anchor of call `id` in `f`, whose arguments are parameters of `f`.
+    fn of(f: &Function, id: ExprId, name: &str) -> Result<Anchor, Unsupported> {
+        let Expr::Call(call) = f.expr(id) else {
+            return Err(unsupported(name, "not an op call"));
+        };
+        let mut b = FunctionBuilder::new();
+        let mut params = Vec::with_capacity(call.args.len());
+        let mut args = Vec::with_capacity(call.args.len());
+        for &a in &call.args {
+            let input = f.params.iter().position(|&p| p == a).ok_or_else(|| {
+                unsupported(
+                    name,
+                    "an argument of the anchor is computed inside the group",
+                )
+            })?;
+            let ty = f
+                .ty(a)
+                .cloned()
+                .ok_or_else(|| unsupported(name, "an argument is not typed"))?;
+            params.push(b.param(format!("a{}", args.len()), ty));
+            args.push(input);
+        }
+        let ir_err = |e: &dyn std::fmt::Display| unsupported(name, e.to_string());
+        let body = b
+            .call(name, &params, call.attrs.clone())
+            .map_err(|e| ir_err(&e))?;
+        let mut module = Module::new();
+        module.insert(
+            "main",
+            b.finish(params, body, Attrs::new())
+                .map_err(|e| ir_err(&e))?,
+        );
+        Ok(Anchor {
+            ir: print_module(&module),
+            args,
+        })
+    }
+
+    /// The anchor's host kernel (built as the executor builds it for a `float32` call).
+    pub fn host_kernel(&self) -> Result<Box<dyn HostKernel>, String> {
+        let mut module = parse_module(&self.ir).map_err(|e| format!("anchor: {e}"))?;
+        infer_types(&mut module).map_err(|e| format!("anchor: {e}"))?;
+        let main = module.main().map_err(|e| format!("anchor: {e}"))?;
+        let (op, call) = main
+            .expr(main.body)
+            .as_op_call()
+            .ok_or("anchor: the body is not an op call")?;
+        let tensor = |id: ExprId| match main.ty(id) {
+            Some(Type::Tensor(t)) => Ok(t.clone()),
+            _ => Err(format!("anchor: {} is not a typed tensor", op.name())),
+        };
+        let inputs = call
+            .args
+            .iter()
+            .map(|&a| tensor(a))
+            .collect::<Result<Vec<_>, _>>()?;
+        op.host_kernel(&call.attrs, &inputs, &[tensor(main.body)?])
+            .map_err(|e| format!("anchor: {e}"))
+    }
 }
 
 fn unary(name: &str) -> Option<Unary> {
@@ -175,6 +260,7 @@ impl Kernel {
         // Inputs read as a bias (nn.bias_add): their shape as broadcast, and the bias nodes.
         let mut bias_shapes: Vec<Option<Vec<usize>>> = vec![None; f.params.len()];
         let mut bias_sites = Vec::new();
+        let mut anchor = None;
         for (k, &p) in f.params.iter().enumerate() {
             shapes.push(f32_shape(f, p, "an input")?);
             index.insert(p, nodes.len());
@@ -197,7 +283,19 @@ impl Kernel {
                 ));
             };
             let name = op.name();
-            f32_shape(f, id, name)?;
+            let shape = f32_shape(f, id, name)?;
+            if is_anchor(f, id) {
+                if anchor.is_some() {
+                    return Err(unsupported(name, "a second anchor in one group"));
+                }
+                if shape != out_shape {
+                    return Err(unsupported(name, "the anchor's shape is not the output's"));
+                }
+                anchor = Some(Anchor::of(f, id, name)?);
+                index.insert(id, nodes.len());
+                nodes.push(Node::Acc);
+                continue;
+            }
             let arg = |i: usize| -> Result<usize, Unsupported> {
                 call.args
                     .get(i)
@@ -257,7 +355,7 @@ impl Kernel {
         let Some(&out) = index.get(&f.body) else {
             return Err(unsupported("the function", "the result is not an op call"));
         };
-        if out != nodes.len() - 1 || out < f.params.len() {
+        if out != nodes.len() - 1 || out < f.params.len() || nodes[out] == Node::Acc {
             return Err(unsupported(
                 "the function",
                 "the result must be the function's last op call",
@@ -269,7 +367,7 @@ impl Kernel {
             let plain_use = nodes.iter().enumerate().any(|(i, n)| match *n {
                 Node::Unary(_, x) | Node::Clip { x, .. } => x == k,
                 Node::Binary(_, x, y) => x == k || (y == k && !bias_sites.contains(&i)),
-                Node::Input(_) => false,
+                Node::Input(_) | Node::Acc => false,
             });
             if plain_use {
                 return Err(unsupported(
@@ -279,6 +377,14 @@ impl Kernel {
             }
             shapes[k] = shape;
         }
+        // Inputs only the anchor reads (its data and weights) are not read per element: they
+        // take no part in the iteration space.
+        let used = used_inputs(&nodes, f.params.len());
+        for (shape, used) in shapes.iter_mut().zip(&used) {
+            if !used {
+                shape.clear();
+            }
+        }
         let (dims, strides) = collapse(&out_shape, &shapes);
         Ok(Kernel {
             dims,
@@ -286,8 +392,30 @@ impl Kernel {
             input_lens,
             nodes,
             len: out_shape.iter().product(),
+            anchor,
         })
     }
+}
+
+/// For each of the `n` inputs, whether a node of `nodes` reads it.
+pub fn used_inputs(nodes: &[Node], n: usize) -> Vec<bool> {
+    let mut used = vec![false; n];
+    let mut mark = |x: usize| {
+        if let Some(Node::Input(k)) = nodes.get(x) {
+            used[*k] = true;
+        }
+    };
+    for node in nodes {
+        match *node {
+            Node::Unary(_, x) | Node::Clip { x, .. } => mark(x),
+            Node::Binary(_, x, y) => {
+                mark(x);
+                mark(y);
+            }
+            Node::Input(_) | Node::Acc => {}
+        }
+    }
+    used
 }
 
 /// The collapsed iteration space of an output of shape `out` and each input's strides over it

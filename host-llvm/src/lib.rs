@@ -1,9 +1,11 @@
 //! byoc-host-llvm: the host code generator. What stays on the host after partitioning is
-//! fused (core's HostFuse pass: elementwise and broadcast chains into one function each) and
-//! every fused function is compiled with LLVM 14 (through `inkwell`) into native loops for the
-//! host CPU, vectorized and run in parallel chunks on the executor's threads.
+//! fused (core's HostFuse pass: elementwise and broadcast chains into one function each, and
+//! the elementwise consumers of a conv2d, dense, pooling or softmax into its group as an
+//! epilogue) and every fused function is compiled with LLVM 14 (through `inkwell`) into native
+//! loops for the host CPU, vectorized and run in parallel chunks on the executor's threads.
 //!
-//! - [`kernel`]: a fused function as a loop kernel (collapsed iteration space, strides, DAG);
+//! - [`kernel`]: a fused function as a loop kernel (collapsed iteration space, strides, DAG,
+//!   the anchor of an epilogue);
 //! - [`codegen`]: the kernel as LLVM IR, optimized (`default<O3>`, host CPU) into an object;
 //! - [`library`]: the object linked into a shared library by the system C compiler, and
 //!   libraries loaded from bytes;

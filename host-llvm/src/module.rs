@@ -1,24 +1,29 @@
 //! A compiled fused function: its kernel in a loaded shared library, run over the output in
-//! parallel chunks with the executor's thread count, and its artifact bytes.
+//! parallel chunks with the executor's thread count, and its artifact bytes. A function with
+//! an anchor runs the anchor's host kernel, which hands each finished block of the output to
+//! the compiled epilogue ([`OutputEpilogue`]).
 //!
 //! Serialized form (integers little-endian): `"BYOCHOST"`, format version `u32`, header length
-//! `u64`, the header (JSON: symbol, input and output element counts), then the shared library.
-//! Reading checks each part's bounds before using it.
+//! `u64`, the header (JSON: symbol, input and output element counts, the anchor if any), then
+//! the shared library. Reading checks each part's bounds before using it; version 1 (no
+//! anchors) still reads.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use byoc_core::ir::DType;
+use byoc_core::op::{HostKernel, OutputEpilogue};
 use byoc_core::sdk::{CompiledModule, PluginError};
 use byoc_core::tensor::{TensorMut, TensorRef};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::kernel::Anchor;
 use crate::library::{self, KernelFn, Library};
 
 /// The first bytes of a serialized module.
 const MAGIC: &[u8; 8] = b"BYOCHOST";
-/// The serialized format's version.
-const VERSION: u32 = 1;
+/// The serialized format's version (2 added the anchor).
+const VERSION: u32 = 2;
 /// Output elements per parallel task, at least.
 const MIN_CHUNK: usize = 1 << 14;
 
@@ -27,6 +32,8 @@ struct Header {
     symbol: String,
     input_lens: Vec<usize>,
     output_len: usize,
+    #[serde(default)]
+    anchor: Option<Anchor>,
 }
 
 /// One compiled fused function.
@@ -34,6 +41,8 @@ pub struct HostModule {
     header: Header,
     library: Arc<Library>,
     kernel: KernelFn,
+    /// The anchor's host kernel, when the compiled kernel is its epilogue.
+    anchor: Option<Box<dyn HostKernel>>,
     threads: usize,
 }
 
@@ -47,6 +56,7 @@ impl std::fmt::Debug for HostModule {
 }
 
 /// Raw buffer pointers handed to the kernel from several threads.
+#[derive(Clone)]
 struct Buffers(Vec<*mut f32>);
 // SAFETY: the kernel only reads the inputs and writes disjoint output ranges per call.
 unsafe impl Send for Buffers {}
@@ -58,26 +68,118 @@ impl Buffers {
     fn as_ptr(&self) -> *const *mut f32 {
         self.0.as_ptr()
     }
+
+    /// The output pointer moved `by` elements (staying inside its buffer).
+    fn with_output_offset(&self, by: usize) -> *mut f32 {
+        self.0[0].wrapping_add(by)
+    }
+
+    /// These buffers with the output (`bufs[0]`) at `out` instead.
+    fn with_output(&self, out: *mut f32) -> Buffers {
+        let mut bufs = self.clone();
+        bufs.0[0] = out;
+        bufs
+    }
+}
+
+/// Calls `f(lo, hi)` over `0..n` in chunks: in parallel tasks of at least [`MIN_CHUNK`]
+/// elements (at most four per thread), or at once.
+fn for_ranges(n: usize, threads: usize, f: impl Fn(usize, usize) + Sync) {
+    let tasks = (n / MIN_CHUNK).clamp(1, threads * 4);
+    if tasks == 1 || threads == 1 {
+        if n > 0 {
+            f(0, n);
+        }
+    } else {
+        let chunk = n.div_ceil(tasks);
+        (0..tasks).into_par_iter().for_each(|t| {
+            let lo = t * chunk;
+            let hi = (lo + chunk).min(n);
+            if lo < hi {
+                f(lo, hi);
+            }
+        });
+    }
+}
+
+/// The compiled epilogue of an anchored function, as the anchor's kernel calls it.
+struct Epilogue<'a> {
+    kernel: KernelFn,
+    /// `[placeholder for the block, inputs...]`.
+    bufs: &'a Buffers,
+    output_len: usize,
+    threads: usize,
+    /// The first block the kernel handed over out of bounds (a kernel bug, reported as an
+    /// error after the run rather than written through).
+    fault: Mutex<Option<String>>,
+}
+
+impl OutputEpilogue for Epilogue<'_> {
+    fn apply(&self, offset: usize, block: &mut [u8]) {
+        let n = block.len() / 4;
+        let aligned = block.len().is_multiple_of(4) && block.as_ptr().align_offset(4) == 0;
+        if !aligned
+            || offset
+                .checked_add(n)
+                .is_none_or(|end| end > self.output_len)
+        {
+            let mut fault = self.fault.lock().unwrap_or_else(|e| e.into_inner());
+            fault.get_or_insert_with(|| {
+                format!(
+                    "the anchor handed the epilogue {} bytes at element {offset} of {}",
+                    block.len(),
+                    self.output_len
+                )
+            });
+            return;
+        }
+        let block = Buffers(vec![block.as_mut_ptr().cast::<f32>()]);
+        let kernel = self.kernel;
+        for_ranges(n, self.threads, |lo, hi| {
+            // `lo < n`, so the pointer stays inside the block.
+            let bufs = self.bufs.with_output(block.with_output_offset(lo));
+            // SAFETY: the block holds elements `offset..offset + n` of the output (checked
+            // above against the output's length), each call rewrites its own part of it, and
+            // the inputs hold their kernel's element counts (checked by `run`).
+            unsafe { kernel(bufs.as_ptr(), (offset + lo) as i64, (offset + hi) as i64) }
+        });
+    }
 }
 
 impl HostModule {
-    /// The kernel `symbol` of `library`, with its inputs' and output's element counts.
+    /// The kernel `symbol` of `library`, with its inputs' and output's element counts and its
+    /// anchor (when the kernel is the anchor's epilogue).
     pub fn new(
         library: Arc<Library>,
         symbol: &str,
         input_lens: Vec<usize>,
         output_len: usize,
+        anchor: Option<Anchor>,
         threads: usize,
     ) -> Result<HostModule, PluginError> {
         let kernel = library.kernel(symbol).map_err(|e| PluginError::new(e.0))?;
+        let anchor_kernel = match &anchor {
+            Some(a) => {
+                if let Some(&k) = a.args.iter().find(|&&k| k >= input_lens.len()) {
+                    return Err(PluginError::new(format!(
+                        "host kernel {symbol}: the anchor reads input {k} of {}",
+                        input_lens.len()
+                    )));
+                }
+                Some(a.host_kernel().map_err(PluginError::new)?)
+            }
+            None => None,
+        };
         Ok(HostModule {
             header: Header {
                 symbol: symbol.to_string(),
                 input_lens,
                 output_len,
+                anchor,
             },
             library,
             kernel,
+            anchor: anchor_kernel,
             threads: threads.max(1),
         })
     }
@@ -93,7 +195,7 @@ impl HostModule {
             .and_then(|b| b.try_into().ok())
             .map(u32::from_le_bytes)
             .ok_or_else(|| bad("truncated version"))?;
-        if version != VERSION {
+        if !(1..=VERSION).contains(&version) {
             return Err(bad(&format!(
                 "format version {version} (this byoc reads {VERSION})"
             )));
@@ -117,6 +219,7 @@ impl HostModule {
             &header.symbol,
             header.input_lens,
             header.output_len,
+            header.anchor,
             threads,
         )
     }
@@ -163,30 +266,38 @@ impl CompiledModule for HostModule {
             ptrs.push(f32_view(t, len, &format!("input {k}"))?.cast_mut());
         }
         let bufs = Buffers(ptrs);
-        let n = h.output_len;
         let kernel = self.kernel;
-        let call = |lo: usize, hi: usize| {
-            // SAFETY: every buffer was checked to hold its kernel's element count, the output
-            // does not overlap the inputs (the executor's storage rule), and concurrent calls
-            // write disjoint ranges of it.
-            unsafe { kernel(bufs.as_ptr(), lo as i64, hi as i64) }
-        };
-        let tasks = (n / MIN_CHUNK).clamp(1, self.threads * 4);
-        if tasks == 1 || self.threads == 1 {
-            if n > 0 {
-                call(0, n);
-            }
-        } else {
-            let chunk = n.div_ceil(tasks);
-            (0..tasks).into_par_iter().for_each(|t| {
-                let lo = t * chunk;
-                let hi = (lo + chunk).min(n);
-                if lo < hi {
-                    call(lo, hi);
-                }
+        let (Some(anchor), Some(anchor_kernel)) = (&h.anchor, &self.anchor) else {
+            for_ranges(h.output_len, self.threads, |lo, hi| {
+                // SAFETY: every buffer was checked to hold its kernel's element count, the
+                // output does not overlap the inputs (the executor's storage rule), and
+                // concurrent calls write disjoint ranges of it.
+                unsafe { kernel(bufs.as_ptr(), lo as i64, hi as i64) }
             });
+            return Ok(());
+        };
+        let anchor_inputs: Vec<TensorRef<'_>> = anchor.args.iter().map(|&k| inputs[k]).collect();
+        let epilogue = Epilogue {
+            kernel,
+            bufs: &bufs,
+            output_len: h.output_len,
+            threads: self.threads,
+            fault: Mutex::new(None),
+        };
+        anchor_kernel
+            .run_with_epilogue(&anchor_inputs, outputs, self.threads, &epilogue)
+            .map_err(|e| PluginError::new(format!("host kernel {}: {e}", h.symbol)))?;
+        match epilogue
+            .fault
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+        {
+            None => Ok(()),
+            Some(fault) => Err(PluginError::new(format!(
+                "host kernel {}: {fault}",
+                h.symbol
+            ))),
         }
-        Ok(())
     }
 
     fn serialize(&self) -> Result<Vec<u8>, PluginError> {

@@ -80,6 +80,7 @@ impl Plugin for HostLlvm {
             &function.symbol,
             kernel.input_lens,
             kernel.len,
+            kernel.anchor,
             threads(options)?,
         )?))
     }

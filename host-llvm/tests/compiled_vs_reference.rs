@@ -1,6 +1,7 @@
 //! Compiled host code against the reference kernels: every supported op alone, fusion
-//! patterns (chains, broadcasts, diamonds, scalars), a property test over random elementwise
-//! chains and broadcast shapes, fallback of unsupported ops, strict mode, and serialized
+//! patterns (chains, broadcasts, diamonds, scalars), conv2d/dense/pool/softmax epilogues on
+//! every conv path, property tests over random elementwise chains and broadcast shapes and
+//! over random conv2d epilogues, fallback of unsupported ops, strict mode, and serialized
 //! modules. Results must be bit-identical (NaN compared as NaN) except for the libm calls,
 //! which are the same C functions on both sides and so are bit-identical here too.
 
@@ -209,6 +210,241 @@ fn compiled_modules_serialize_and_load_without_recompiling() {
     assert_eq!(bits(&got[0]), bits(&want[0]));
 }
 
+/// Checks `src` like [`check`] and that HostFuse made it one function anchored by `anchor`.
+fn check_anchored(src: &str, anchor: &str) {
+    let m = parse(src);
+    let host = compile_host(&m, &options(2), true).expect("host code compiles");
+    let ops = |name: &str| {
+        host.module
+            .get(name)
+            .map(|f| f.op_names())
+            .unwrap_or_default()
+    };
+    let anchored = host
+        .externals
+        .iter()
+        .filter(|(name, _)| ops(name).first().map(String::as_str) == Some(anchor))
+        .count();
+    assert_eq!(anchored, 1, "{src}");
+    assert!(
+        !host
+            .module
+            .main()
+            .unwrap()
+            .op_names()
+            .contains(&anchor.to_string()),
+        "{src}"
+    );
+    check(src);
+}
+
+/// A conv2d over `x` (NCHW `[n, c, h, w]`) with `o` outputs from `i` input channels each, a
+/// `k`×`k` kernel and further attributes `attrs`, then a bias, a batch-norm style scale, a
+/// residual add and relu.
+fn conv_epilogue(
+    x: [usize; 4],
+    [o, i, k]: [usize; 3],
+    attrs: &str,
+    [oh, ow]: [usize; 2],
+) -> String {
+    let [n, c, h, w] = x;
+    format!(
+        "def @main(%x: Tensor[({n}, {c}, {h}, {w}), float32], %w: Tensor[({o}, {i}, {k}, {k}), float32],
+                   %b: Tensor[({o}), float32], %s: Tensor[({o}, 1, 1), float32],
+                   %r: Tensor[({n}, {o}, {oh}, {ow}), float32]) {{
+           %0 = nn.conv2d(%x, %w{attrs});
+           %1 = nn.bias_add(%0, %b);
+           %2 = multiply(%1, %s);
+           %3 = add(%2, %r);
+           nn.relu(%3)
+         }}"
+    )
+}
+
+/// Data shape, weight `[O, I, K]`, further attributes, output `[OH, OW]`.
+type ConvCase = ([usize; 4], [usize; 3], &'static str, [usize; 2]);
+
+#[test]
+fn conv2d_epilogues_match_the_unfused_reference_kernels_on_every_conv_path() {
+    // 1x1 over many pixels (pixel tiles) and over few pixels with many channels (channel
+    // blocks), 3x3 padded (im2col tiles), strided, batched, grouped (groups run in
+    // parallel), depthwise (the direct kernel).
+    let cases: [ConvCase; 7] = [
+        ([1, 8, 20, 20], [16, 8, 1], "", [20, 20]),
+        ([1, 8, 7, 7], [64, 8, 1], "", [7, 7]),
+        (
+            [1, 6, 13, 11],
+            [10, 6, 3],
+            ", padding=[1, 1, 1, 1]",
+            [13, 11],
+        ),
+        ([1, 6, 7, 7], [40, 6, 3], ", padding=[1, 1, 1, 1]", [7, 7]),
+        (
+            [2, 4, 9, 9],
+            [6, 4, 3],
+            ", strides=[2, 2], padding=[0, 1, 1, 0]",
+            [4, 4],
+        ),
+        (
+            [1, 8, 10, 10],
+            [12, 2, 3],
+            ", padding=[1, 1, 1, 1], groups=4",
+            [10, 10],
+        ),
+        (
+            [1, 8, 15, 15],
+            [8, 1, 3],
+            ", padding=[1, 1, 1, 1], groups=8",
+            [15, 15],
+        ),
+    ];
+    for (x, weight, attrs, out) in cases {
+        check_anchored(&conv_epilogue(x, weight, attrs, out), "nn.conv2d");
+    }
+    // NHWC data takes the GEMM path and the epilogue over the whole output.
+    check_anchored(
+        "def @main(%x: Tensor[(1, 9, 9, 5), float32], %w: Tensor[(3, 3, 5, 7), float32],
+                   %b: Tensor[(7), float32]) {
+           %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1], data_layout=\"NHWC\", kernel_layout=\"HWIO\");
+           %1 = nn.bias_add(%0, %b, axis=3);
+           clip(%1, a_min=0f, a_max=6f)
+         }",
+        "nn.conv2d",
+    );
+}
+
+#[test]
+fn dense_pool_and_softmax_epilogues_match_the_unfused_reference_kernels() {
+    check_anchored(
+        "def @main(%x: Tensor[(3, 40), float32], %w: Tensor[(25, 40), float32],
+                   %b: Tensor[(25), float32]) {
+           %0 = nn.dense(%x, %w);
+           %1 = nn.bias_add(%0, %b);
+           nn.relu(%1)
+         }",
+        "nn.dense",
+    );
+    check_anchored(
+        "def @main(%x: Tensor[(1, 6, 12, 12), float32], %s: Tensor[(6, 1, 1), float32]) {
+           %0 = nn.max_pool2d(%x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1]);
+           %1 = multiply(%0, %s);
+           sigmoid(%1)
+         }",
+        "nn.max_pool2d",
+    );
+    check_anchored(
+        "def @main(%x: Tensor[(4, 30), float32]) {
+           %0 = nn.softmax(%x);
+           log(%0)
+         }",
+        "nn.softmax",
+    );
+    // The conv's input also feeds the epilogue (a residual over the same tensor).
+    check_anchored(
+        "def @main(%x: Tensor[(1, 4, 6, 6), float32], %w: Tensor[(4, 4, 1, 1), float32]) {
+           %0 = nn.conv2d(%x, %w);
+           add(%0, %x)
+         }",
+        "nn.conv2d",
+    );
+}
+
+#[test]
+fn batch_norms_fold_into_conv_epilogues_bit_exactly() {
+    // Statistics with a zero variance and a negative gamma; one batch norm along the last axis
+    // without scale or center, after a dense.
+    check_anchored(
+        "def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32]) {
+           %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1]);
+           %1 = nn.batch_norm(%0, const((4), float32, [1.5, -0.3, 2, 0.7]),
+                              const((4), float32, [0.1, 0.2, -0.3, 0.4]),
+                              const((4), float32, [0.5, -1.25, 0, 3]),
+                              const((4), float32, [1, 0, 0.3, 2.5]), epsilon=0.001);
+           %2 = %1.0;
+           nn.relu(%2)
+         }",
+        "nn.conv2d",
+    );
+    check_anchored(
+        "def @main(%x: Tensor[(2, 5), float32], %w: Tensor[(3, 5), float32]) {
+           %0 = nn.dense(%x, %w);
+           %1 = nn.batch_norm(%0, const((3), float32, fill=2), const((3), float32, fill=1),
+                              const((3), float32, [0.5, 1, 1.5]), const((3), float32, fill=0.2),
+                              axis=-1, scale=False, center=False);
+           %1.0
+         }",
+        "nn.dense",
+    );
+}
+
+#[test]
+fn anchored_modules_serialize_and_load_without_recompiling() {
+    let m = parse(&conv_epilogue(
+        [1, 4, 9, 9],
+        [6, 4, 3],
+        ", padding=[1, 1, 1, 1]",
+        [9, 9],
+    ));
+    let host = compile_host(&m, &options(2), true).unwrap();
+    let x = inputs(&m, 5);
+    let want = run(&m, &ExternalModules::new(), 1, &x);
+    let mut loaded = ExternalModules::new();
+    for (name, e) in host.externals.iter() {
+        let bytes = e.module.serialize().unwrap();
+        let module = HostLlvm.deserialize(&bytes, &options(2)).unwrap();
+        let mut e = e.clone();
+        e.module = Arc::from(module);
+        loaded.insert(name, e);
+    }
+    let got = run(&host.module, &loaded, 2, &x);
+    assert_eq!(bits(&got[0]), bits(&want[0]));
+}
+
+/// A random conv2d (batch, channels, groups, kernel, stride, padding) followed by a random
+/// elementwise chain over its result and a per-channel operand.
+fn conv_chain_strategy() -> impl Strategy<Value = String> {
+    let geometry = (
+        1usize..3,
+        1usize..4,
+        1usize..4,
+        3usize..12,
+        1usize..4,
+        1usize..3,
+        0usize..2,
+    );
+    let ops = prop::collection::vec((0usize..8, any::<bool>()), 1..6);
+    (geometry, any::<bool>(), ops).prop_map(|((n, cg, og, hw, k, stride, pad), depthwise, ops)| {
+        let groups = if depthwise { cg * 2 } else { 2 };
+        let (c, o) = if depthwise { (groups, groups * og) } else { (cg * groups, og * groups) };
+        let k = k.min(hw);
+        let oh = (hw + 2 * pad - k) / stride + 1;
+        let mut body = format!(
+            "%0 = nn.conv2d(%x, %w, strides=[{stride}, {stride}], padding=[{pad}, {pad}, {pad}, {pad}], groups={groups});\n"
+        );
+        let mut last = "%0".to_string();
+        for (i, (op, use_b)) in ops.iter().enumerate() {
+            let other = if *use_b { "%b" } else { last.as_str() };
+            let expr = match op {
+                0 => format!("add({last}, {other})"),
+                1 => format!("multiply({other}, {last})"),
+                2 => format!("subtract({last}, {other})"),
+                3 => format!("maximum({last}, {other})"),
+                4 => format!("nn.relu({last})"),
+                5 => format!("clip({last}, a_min=-1f, a_max=2f)"),
+                6 => format!("tanh({last})"),
+                _ => format!("nn.bias_add({last}, %v)"),
+            };
+            body.push_str(&format!("%{} = {expr};\n", i + 1));
+            last = format!("%{}", i + 1);
+        }
+        format!(
+            "def @main(%x: Tensor[({n}, {c}, {hw}, {hw}), float32], %w: Tensor[({o}, {}, {k}, {k}), float32],
+                       %b: Tensor[({o}, 1, {oh}), float32], %v: Tensor[({o}), float32]) {{\n{body}{last}\n}}",
+            c / groups
+        )
+    })
+}
+
 /// A random elementwise chain over two inputs whose shapes broadcast.
 fn chain_strategy() -> impl Strategy<Value = String> {
     let shape = prop::collection::vec(1usize..5, 0..4);
@@ -261,6 +497,11 @@ proptest! {
 
     #[test]
     fn random_elementwise_chains_match_the_reference_kernels(src in chain_strategy()) {
+        check(&src);
+    }
+
+    #[test]
+    fn random_conv2d_epilogues_match_the_unfused_reference_kernels(src in conv_chain_strategy()) {
         check(&src);
     }
 }

@@ -14,6 +14,7 @@ use {
     super::depthwise::{self, depthwise_nchw},
     super::gemm::{Gemm, MatMut, MatRef},
     super::numeric::Widen,
+    crate::op::OutputEpilogue,
     crate::tensor::Element,
     rayon::prelude::*,
 };
@@ -53,6 +54,42 @@ impl Conv2dGeom {
     #[inline(always)]
     pub(super) fn src(&self, a: usize, o: usize, k: usize) -> isize {
         (o * self.strides[a] + k * self.dilation[a]) as isize - self.pad[a] as isize
+    }
+}
+
+/// A convolution's output epilogue (if any) and the element offset in the whole output of the
+/// piece of output at hand: blocks of the piece are handed to the epilogue as soon as they are
+/// final.
+#[cfg(feature = "executor")]
+#[derive(Clone, Copy)]
+pub(crate) struct Tail<'a> {
+    epilogue: Option<&'a dyn OutputEpilogue>,
+    offset: usize,
+}
+
+#[cfg(feature = "executor")]
+impl<'a> Tail<'a> {
+    /// The tail of a whole output.
+    pub(crate) fn new(epilogue: Option<&'a dyn OutputEpilogue>) -> Self {
+        Tail {
+            epilogue,
+            offset: 0,
+        }
+    }
+
+    /// The tail of the piece `offset` elements into this one.
+    pub(super) fn at(self, offset: usize) -> Self {
+        Tail {
+            offset: self.offset + offset,
+            ..self
+        }
+    }
+
+    /// Applies the epilogue to `block`, the first elements of this piece.
+    pub(crate) fn apply<T: Element>(self, block: &mut [T]) {
+        if let Some(e) = self.epilogue {
+            e.apply(self.offset, bytemuck::cast_slice_mut(block));
+        }
     }
 }
 
@@ -154,8 +191,9 @@ fn im2col_nhwc<E: Element>(g: &Conv2dGeom, x: &[E], gi: usize, col: &mut [E], th
     });
 }
 
-/// `y = conv2d(x, w)`. `w` is packed OIHW (NCHW data) or HWIO (NHWC data); `y` is in the data
-/// layout. Data and weights reach the GEMM unwidened (im2col copies data elements as they are).
+/// `y = conv2d(x, w)`, then the epilogue of `tail` over `y`. `w` is packed OIHW (NCHW data) or
+/// HWIO (NHWC data); `y` is in the data layout. Data and weights reach the GEMM unwidened
+/// (im2col copies data elements as they are).
 #[cfg(feature = "executor")]
 pub(crate) fn conv2d<A: Widen<T>, B: Widen<T>, T: Gemm>(
     g: &Conv2dGeom,
@@ -163,6 +201,7 @@ pub(crate) fn conv2d<A: Widen<T>, B: Widen<T>, T: Gemm>(
     w: &[B],
     y: &mut [T],
     threads: usize,
+    tail: Tail<'_>,
 ) {
     let [kh, kw] = g.kernel;
     let (cin_g, cout_g) = (g.in_c / g.groups, g.out_c / g.groups);
@@ -173,10 +212,11 @@ pub(crate) fn conv2d<A: Widen<T>, B: Widen<T>, T: Gemm>(
         for n in 0..g.batch {
             let x_n = &x[n * g.in_c * hw_in..(n + 1) * g.in_c * hw_in];
             let y_n = &mut y[n * g.out_c * hw_out..(n + 1) * g.out_c * hw_out];
+            let tail_n = tail.at(n * g.out_c * hw_out);
             if depthwise::applies(g) {
-                depthwise_nchw(g, x_n, w, y_n, threads);
+                depthwise_nchw(g, x_n, w, y_n, threads, tail_n);
             } else {
-                conv_nchw_groups(g, x_n, w, y_n, threads);
+                conv_nchw_groups(g, x_n, w, y_n, threads, tail_n);
             }
         }
         return;
@@ -211,11 +251,13 @@ pub(crate) fn conv2d<A: Widen<T>, B: Widen<T>, T: Gemm>(
             T::gemm(hw_out, cout_g, kk, lhs, rhs, dst, threads);
         }
     }
+    tail.apply(y);
 }
 
 /// One batch of an NCHW convolution, group by group. With at least as many groups as threads
 /// (grouped and depthwise convolutions), the groups run in parallel, one thread each; otherwise
-/// they run in order and split their own work over the threads.
+/// they run in order and split their own work over the threads. Each finished block goes
+/// through `tail`'s epilogue.
 #[cfg(feature = "executor")]
 pub(super) fn conv_nchw_groups<A: Widen<T>, B: Widen<T>, T: Gemm>(
     g: &Conv2dGeom,
@@ -223,6 +265,7 @@ pub(super) fn conv_nchw_groups<A: Widen<T>, B: Widen<T>, T: Gemm>(
     w: &[B],
     y: &mut [T],
     threads: usize,
+    tail: Tail<'_>,
 ) {
     let [kh, kw] = g.kernel;
     let (cin_g, cout_g) = (g.in_c / g.groups, g.out_c / g.groups);
@@ -233,10 +276,11 @@ pub(super) fn conv_nchw_groups<A: Widen<T>, B: Widen<T>, T: Gemm>(
     let group = |gi: usize, y_g: &mut [T]| {
         let w_g = &w[gi * cout_g * kk..(gi + 1) * cout_g * kk];
         let range = gi * cin_g * hw_in..(gi + 1) * cin_g * hw_in;
+        let tail_g = tail.at(gi * cout_g * hw_out);
         if g.pointwise() {
-            conv_nchw_pointwise(g, &x[range], w_g, y_g, inner_threads);
+            conv_nchw_pointwise(g, &x[range], w_g, y_g, inner_threads, tail_g);
         } else {
-            conv_nchw_im2col(g, &x[range], w_g, y_g, inner_threads);
+            conv_nchw_im2col(g, &x[range], w_g, y_g, inner_threads, tail_g);
         }
     };
     for_chunks(
@@ -296,6 +340,15 @@ fn for_pieces<T: Send>(
     }
 }
 
+/// Applies `tail`'s epilogue to tile `out` (`cout` rows of `len` output pixels from pixel `p0`
+/// of rows of `hw` pixels), row by row.
+#[cfg(feature = "executor")]
+fn tile_tail<T: Element>(tail: Tail<'_>, out: &mut [T], len: usize, p0: usize, hw: usize) {
+    for (c, row) in out.chunks_mut(len).enumerate() {
+        tail.at(c * hw + p0).apply(row);
+    }
+}
+
 /// Copies the pixel-tiled result `tiles` (tile after tile, each `cout × len` row-major) into
 /// the row-major `cout × hw_out` output.
 #[cfg(feature = "executor")]
@@ -310,7 +363,8 @@ fn untile<T: Copy>(tiles: &[T], y: &mut [T], cout: usize, hw_out: usize, tile: u
 }
 
 /// A 1×1, stride-1, unpadded NCHW convolution of one (batch, group): `y = w × x`, cut into
-/// pixel tiles or channel blocks that run in parallel, each a single-threaded GEMM.
+/// pixel tiles or channel blocks that run in parallel, each a single-threaded GEMM followed by
+/// `tail`'s epilogue.
 #[cfg(feature = "executor")]
 fn conv_nchw_pointwise<A: Widen<T>, B: Widen<T>, T: Gemm>(
     g: &Conv2dGeom,
@@ -318,6 +372,7 @@ fn conv_nchw_pointwise<A: Widen<T>, B: Widen<T>, T: Gemm>(
     w: &[B],
     y: &mut [T],
     threads: usize,
+    tail: Tail<'_>,
 ) {
     let (cin, cout) = (g.in_c / g.groups, g.out_c / g.groups);
     let hw = g.out_h * g.out_w;
@@ -337,6 +392,7 @@ fn conv_nchw_pointwise<A: Widen<T>, B: Widen<T>, T: Gemm>(
                 };
                 let dst = MatMut { data: out, rs: len };
                 T::gemm(cout, len, cin, MatRef::row_major(w, cin), rhs, dst, 1);
+                tile_tail(tail, out, len, p0, hw);
             });
             untile(&tiles, y, cout, hw, tile);
         }
@@ -346,6 +402,7 @@ fn conv_nchw_pointwise<A: Widen<T>, B: Widen<T>, T: Gemm>(
                 let lhs = MatRef::row_major(&w[b * rows * cin..], cin);
                 let dst = MatMut { data: out, rs: hw };
                 T::gemm(m, hw, cin, lhs, MatRef::row_major(x, hw), dst, 1);
+                tail.at(b * rows * hw).apply(out);
             });
         }
     }
@@ -353,7 +410,8 @@ fn conv_nchw_pointwise<A: Widen<T>, B: Widen<T>, T: Gemm>(
 
 /// An NCHW convolution of one (batch, group) through im2col: pixel tiles each build their own
 /// im2col block (cache-sized) and multiply it, in parallel; with few output pixels the whole
-/// im2col matrix is built (in parallel) and channel blocks multiply it in parallel.
+/// im2col matrix is built (in parallel) and channel blocks multiply it in parallel. Each
+/// block then goes through `tail`'s epilogue.
 #[cfg(feature = "executor")]
 fn conv_nchw_im2col<A: Widen<T>, B: Widen<T>, T: Gemm>(
     g: &Conv2dGeom,
@@ -361,6 +419,7 @@ fn conv_nchw_im2col<A: Widen<T>, B: Widen<T>, T: Gemm>(
     w: &[B],
     y: &mut [T],
     threads: usize,
+    tail: Tail<'_>,
 ) {
     let [kh, kw] = g.kernel;
     let cout = g.out_c / g.groups;
@@ -380,6 +439,7 @@ fn conv_nchw_im2col<A: Widen<T>, B: Widen<T>, T: Gemm>(
                 let dst = MatMut { data: out, rs: len };
                 let rhs = MatRef::row_major(&col, len);
                 T::gemm(cout, len, kk, MatRef::row_major(w, kk), rhs, dst, 1);
+                tile_tail(tail, out, len, p0, hw);
             });
             untile(&tiles, y, cout, hw, tile);
         }
@@ -392,6 +452,7 @@ fn conv_nchw_im2col<A: Widen<T>, B: Widen<T>, T: Gemm>(
                 let lhs = MatRef::row_major(&w[b * rows * kk..], kk);
                 let dst = MatMut { data: out, rs: hw };
                 T::gemm(m, hw, kk, lhs, MatRef::row_major(col, hw), dst, 1);
+                tail.at(b * rows * hw).apply(out);
             });
         }
     }
@@ -601,7 +662,14 @@ mod tests {
             w.to_vec()
         };
         let mut y = vec![-5; g.batch * g.out_c * g.out_h * g.out_w];
-        conv2d::<A, B, i32>(g, bytemuck::cast_slice(x), &packed, &mut y, threads);
+        conv2d::<A, B, i32>(
+            g,
+            bytemuck::cast_slice(x),
+            &packed,
+            &mut y,
+            threads,
+            Tail::new(None),
+        );
         y
     }
 

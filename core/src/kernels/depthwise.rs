@@ -9,7 +9,7 @@
 //! Output channels run in parallel when the executor grants threads. Weights are OIHW
 //! (`[out_c, 1, KH, KW]`), as [`super::conv::conv2d`] receives them.
 
-use super::conv::{for_chunks, Conv2dGeom};
+use super::conv::{for_chunks, Conv2dGeom, Tail};
 use super::numeric::{Acc, Widen};
 
 /// True when `g` is a depthwise convolution this kernel computes: NCHW data, one input
@@ -29,13 +29,15 @@ fn valid_columns(off: isize, stride: usize, in_w: usize, out_w: usize) -> (usize
 }
 
 /// `y = conv2d(x, w)` for one batch element of a depthwise convolution (see [`applies`]):
-/// `x` is `in_c × H × W`, `w` OIHW, `y` `out_c × OH × OW`.
+/// `x` is `in_c × H × W`, `w` OIHW, `y` `out_c × OH × OW`. Each finished output plane goes
+/// through `tail`'s epilogue.
 pub(crate) fn depthwise_nchw<A: Widen<T>, B: Widen<T>, T: Acc>(
     g: &Conv2dGeom,
     x: &[A],
     w: &[B],
     y: &mut [T],
     threads: usize,
+    tail: Tail<'_>,
 ) {
     let [kh, kw] = g.kernel;
     let multiplier = g.out_c / g.in_c;
@@ -75,6 +77,7 @@ pub(crate) fn depthwise_nchw<A: Widen<T>, B: Widen<T>, T: Acc>(
                 }
             }
         }
+        tail.at(o * hw_out).apply(plane);
     });
 }
 
@@ -161,11 +164,11 @@ mod tests {
             let want = reference(&g, &x, &w);
             for threads in [1, 3] {
                 let mut direct = vec![0f32; want.len()];
-                depthwise_nchw(&g, &x, &w, &mut direct, threads);
+                depthwise_nchw(&g, &x, &w, &mut direct, threads, Tail::new(None));
                 let mut im2col = vec![0f32; want.len()];
-                conv_nchw_groups(&g, &x, &w, &mut im2col, threads);
+                conv_nchw_groups(&g, &x, &w, &mut im2col, threads, Tail::new(None));
                 let mut through_conv2d = vec![0f32; want.len()];
-                conv2d(&g, &x, &w, &mut through_conv2d, threads);
+                conv2d(&g, &x, &w, &mut through_conv2d, threads, Tail::new(None));
                 for (i, ((d, m), r)) in direct.iter().zip(&im2col).zip(&want).enumerate() {
                     let tol = 1e-5 * (1.0 + r.abs());
                     assert!(

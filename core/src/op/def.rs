@@ -276,6 +276,39 @@ pub trait HostKernel: Send + Sync {
         outputs: &mut [TensorMut<'_>],
         threads: usize,
     ) -> Result<(), KernelError>;
+
+    /// Like [`HostKernel::run`], then `epilogue` over output 0. Kernels that produce their
+    /// output in blocks (conv2d) apply it to each block as soon as the block is final, while it
+    /// is in cache; the default applies it once to the whole output.
+    fn run_with_epilogue(
+        &self,
+        inputs: &[TensorRef<'_>],
+        outputs: &mut [TensorMut<'_>],
+        threads: usize,
+        epilogue: &dyn OutputEpilogue,
+    ) -> Result<(), KernelError> {
+        self.run(inputs, outputs, threads)?;
+        apply_to_output(outputs, epilogue);
+        Ok(())
+    }
+}
+
+#[cfg(feature = "executor")]
+/// An elementwise function of a kernel's output 0, applied in place to blocks of it by
+/// [`HostKernel::run_with_epilogue`]: the fused elementwise consumers of a conv2d or dense.
+pub trait OutputEpilogue: Sync {
+    /// Applies the epilogue to output elements `offset..offset + n`, whose bytes (n elements of
+    /// the output's dtype) are `block`. `block` may be a scratch copy of those elements that
+    /// the kernel moves into the output afterwards.
+    fn apply(&self, offset: usize, block: &mut [u8]);
+}
+
+#[cfg(feature = "executor")]
+/// Applies `epilogue` to the whole of output 0 (kernels without a blockwise hook).
+pub(crate) fn apply_to_output(outputs: &mut [TensorMut<'_>], epilogue: &dyn OutputEpilogue) {
+    if let Some(out) = outputs.first_mut() {
+        epilogue.apply(0, out.bytes);
+    }
 }
 
 /// The behaviour of an op: its type relation and its host kernel.

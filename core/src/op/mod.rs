@@ -13,8 +13,10 @@ mod def;
 mod registry;
 mod schema;
 
+#[cfg(feature = "executor")]
+pub(crate) use def::apply_to_output;
 pub use def::{Arity, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};
 #[cfg(feature = "executor")]
-pub use def::{HostKernel, KernelError, KernelSpec};
+pub use def::{HostKernel, KernelError, KernelSpec, OutputEpilogue};
 pub use registry::{Op, OpRegistry, RegistryError};
 pub use schema::{AttrDef, AttrKind};

@@ -19,7 +19,7 @@ use {
     crate::kernels::custom,
     crate::kernels::gemm::Gemm,
     crate::kernels::numeric::Widen,
-    crate::op::{HostKernel, KernelError, KernelSpec},
+    crate::op::{HostKernel, KernelError, KernelSpec, OutputEpilogue},
     crate::tensor::{TensorMut, TensorRef},
     std::borrow::Cow,
 };
@@ -285,6 +285,7 @@ impl GemmBody for ConvKernel {
         inputs: &[TensorRef<'_>],
         outputs: &mut [TensorMut<'_>],
         threads: usize,
+        epilogue: Option<&dyn OutputEpilogue>,
     ) -> Result<(), KernelError> {
         let op = match self.kind {
             ConvKind::Conv2d => "nn.conv2d",
@@ -306,9 +307,13 @@ impl GemmBody for ConvKernel {
         } else {
             Cow::Owned(conv::pack4(w, s.w_dims, s.w_strides, order))
         };
+        let tail = conv::Tail::new(epilogue);
         match self.kind {
-            ConvKind::Conv2d => conv::conv2d(&s.geom, x, &packed, y, threads),
-            ConvKind::Transpose => conv::conv2d_transpose(&s.geom, x, &packed, y, threads),
+            ConvKind::Conv2d => conv::conv2d(&s.geom, x, &packed, y, threads, tail),
+            ConvKind::Transpose => {
+                conv::conv2d_transpose(&s.geom, x, &packed, y, threads);
+                tail.apply(y);
+            }
         }
         Ok(())
     }

@@ -15,7 +15,7 @@ use {
     crate::kernels::custom,
     crate::kernels::gemm::{Gemm, MatMut, MatRef},
     crate::kernels::numeric::Widen,
-    crate::op::{HostKernel, KernelError, KernelSpec},
+    crate::op::{apply_to_output, HostKernel, KernelError, KernelSpec, OutputEpilogue},
     crate::tensor::{TensorMut, TensorRef},
 };
 
@@ -168,6 +168,7 @@ impl GemmBody for MatmulKernel {
         inputs: &[TensorRef<'_>],
         outputs: &mut [TensorMut<'_>],
         threads: usize,
+        epilogue: Option<&dyn OutputEpilogue>,
     ) -> Result<(), KernelError> {
         let s = &self.setup;
         let a = input::<A>(&self.op, inputs, 0)?;
@@ -192,6 +193,9 @@ impl GemmBody for MatmulKernel {
                 rs: s.n,
             };
             T::gemm(s.m, s.n, s.k, lhs, rhs, dst, threads);
+        }
+        if let Some(e) = epilogue {
+            apply_to_output(outputs, e);
         }
         Ok(())
     }

@@ -14,7 +14,7 @@ use {
     crate::ir::Type,
     crate::kernels::gemm::Gemm,
     crate::kernels::numeric::{Real, Widen},
-    crate::op::{HostKernel, KernelError, KernelSpec},
+    crate::op::{HostKernel, KernelError, KernelSpec, OutputEpilogue},
     crate::tensor::{Element, TensorMut, TensorRef},
     std::marker::PhantomData,
 };
@@ -351,12 +351,14 @@ pub(super) fn real_kernel<K: RealBody>(
 /// producing `T`.
 #[cfg(feature = "executor")]
 pub(super) trait GemmBody: Send + Sync + 'static {
-    /// Runs the kernel with these element types.
+    /// Runs the kernel with these element types, then `epilogue` (if any) over output 0 (see
+    /// [`HostKernel::run_with_epilogue`]).
     fn run<A: Widen<T>, B: Widen<T>, T: Gemm>(
         &self,
         inputs: &[TensorRef<'_>],
         outputs: &mut [TensorMut<'_>],
         threads: usize,
+        epilogue: Option<&dyn OutputEpilogue>,
     ) -> Result<(), KernelError>;
 }
 
@@ -372,7 +374,18 @@ impl<K: GemmBody, A: Widen<T>, B: Widen<T>, T: Gemm> HostKernel for GemmTyped<K,
         outputs: &mut [TensorMut<'_>],
         threads: usize,
     ) -> Result<(), KernelError> {
-        self.0.run::<A, B, T>(inputs, outputs, threads)
+        self.0.run::<A, B, T>(inputs, outputs, threads, None)
+    }
+
+    fn run_with_epilogue(
+        &self,
+        inputs: &[TensorRef<'_>],
+        outputs: &mut [TensorMut<'_>],
+        threads: usize,
+        epilogue: &dyn OutputEpilogue,
+    ) -> Result<(), KernelError> {
+        self.0
+            .run::<A, B, T>(inputs, outputs, threads, Some(epilogue))
     }
 }
 

@@ -1,5 +1,9 @@
 //! HostFuse (`host-fuse`): TVM's FuseOps over what `@main` still runs on the host.
 //!
+//! First, batch norms over constant statistics become a multiply and an add by per-channel
+//! constants, bit-exact with the batch-norm kernel ([`super::fold_batch_norm`]), so that they
+//! fuse like any elementwise op.
+//!
 //! Elementwise and broadcast op calls with arguments (op pattern [`OpPattern::ElemWise`] or
 //! [`OpPattern::Broadcast`]) form groups: walking `@main` from its result back to its inputs,
 //! an op joins the group of its users when every user is an op of one same group and the value
@@ -7,6 +11,13 @@
 //! connected DAG with one output (its last op), diamonds included (`x * sigmoid(x)`), and every
 //! intermediate value of a group is used only inside it, so a fused loop never writes it to
 //! memory.
+//!
+//! An op whose output takes elementwise consumers ([`OpPattern::OutEWiseFusable`]: conv2d,
+//! dense, pooling, softmax) joins the group of its users under the same rule when its result
+//! has the group's output shape; it becomes the group's *anchor* and closes the group, so its
+//! own arguments stay outside (TVM fuses nothing into a conv's inputs). The code generator
+//! runs the anchor's host kernel and applies the rest of the group to its output in place, as
+//! its epilogue. A group has at most one anchor and never consists of an anchor alone.
 //!
 //! Each group is outlined into a global function `@host_fused_N` marked
 //! `Compiler="llvm"` ([`HOST_CODEGEN_TARGET`]), `Primitive=1` and `global_symbol`, called from
@@ -25,6 +36,7 @@ use crate::ir::rewrite::Rebuild;
 use crate::ir::{Attrs, Expr, ExprId, Function, FunctionBuilder, IrError, Module, Type};
 use crate::op::OpPattern;
 
+use super::fold_batch_norm::fold_batch_norms;
 use super::{infer_types, Pass, PassContext, PassError};
 
 /// The `Compiler` attribute of fused host functions: the target the host code generator
@@ -44,6 +56,9 @@ impl Pass for HostFuse {
     }
 
     fn run(&self, module: &mut Module, _cx: &mut PassContext) -> Result<(), PassError> {
+        infer_types(module)?;
+        let main = fold_batch_norms(module.main()?)?;
+        module.insert("main", main);
         infer_types(module)?;
         let main = module.main()?.clone();
         let groups = fusion_groups(&main);
@@ -81,6 +96,32 @@ fn fusable(f: &Function, id: ExprId) -> bool {
         && matches!(f.ty(id), Some(Type::Tensor(_)))
 }
 
+/// True for op calls that anchor a group: [`OpPattern::OutEWiseFusable`] ops with a tensor
+/// result.
+pub fn is_anchor(f: &Function, id: ExprId) -> bool {
+    let Some((op, _)) = f.expr(id).as_op_call() else {
+        return false;
+    };
+    op.pattern == OpPattern::OutEWiseFusable && matches!(f.ty(id), Some(Type::Tensor(_)))
+}
+
+/// The op name of the anchor of fused function `f`, if it has one.
+pub fn anchor_op(f: &Function) -> Option<String> {
+    f.live_ids()
+        .into_iter()
+        .find(|&id| is_anchor(f, id))
+        .and_then(|id| f.expr(id).as_op_call())
+        .map(|(op, _)| op.name().to_string())
+}
+
+/// The tensor shape of `id`, if typed as a tensor.
+fn shape(f: &Function, id: ExprId) -> Option<&[usize]> {
+    match f.ty(id) {
+        Some(Type::Tensor(t)) => Some(&t.shape),
+        _ => None,
+    }
+}
+
 /// The nodes reachable from the bodies of local function literals.
 fn inside_literals(f: &Function, live: &[ExprId]) -> HashSet<ExprId> {
     let mut inside = HashSet::new();
@@ -106,22 +147,38 @@ pub fn fusion_groups(f: &Function) -> Vec<Vec<ExprId>> {
     let users = f.users();
     let inside = inside_literals(f, &live);
     let mut group: BTreeMap<ExprId, usize> = BTreeMap::new();
-    let mut n_groups = 0usize;
+    // Per group: its output, and whether an anchor closed it.
+    let mut groups: Vec<(ExprId, bool)> = Vec::new();
     for &id in live.iter().rev() {
-        if inside.contains(&id) || !fusable(f, id) {
+        if inside.contains(&id) {
+            continue;
+        }
+        let anchor = is_anchor(f, id);
+        if !anchor && !fusable(f, id) {
             continue;
         }
         let us = &users[id.index()];
         let shared = us
             .first()
             .and_then(|u| group.get(u).copied())
-            .filter(|&g| id != f.body && us.iter().all(|u| group.get(u) == Some(&g)));
-        let g = shared.unwrap_or_else(|| {
-            n_groups += 1;
-            n_groups - 1
-        });
-        group.insert(id, g);
+            .filter(|&g| id != f.body && !groups[g].1)
+            .filter(|&g| us.iter().all(|u| group.get(u) == Some(&g)));
+        match (shared, anchor) {
+            (Some(g), true) if shape(f, id) == shape(f, groups[g].0) => {
+                groups[g].1 = true;
+                group.insert(id, g);
+            }
+            (_, true) => {}
+            (Some(g), false) => {
+                group.insert(id, g);
+            }
+            (None, false) => {
+                group.insert(id, groups.len());
+                groups.push((id, false));
+            }
+        }
     }
+    let n_groups = groups.len();
     let mut members: Vec<Vec<ExprId>> = vec![Vec::new(); n_groups];
     for (&id, &g) in &group {
         members[g].push(id);
@@ -276,7 +333,7 @@ mod tests {
     }
 
     #[test]
-    fn a_value_used_twice_inside_a_group_stays_in_it_and_opaque_ops_split_groups() {
+    fn a_value_used_twice_inside_a_group_stays_in_it_and_results_split_groups() {
         let m = fused(
             "def @main(%x: Tensor[(1, 4), float32], %w: Tensor[(5, 4), float32]) {
                %0 = sigmoid(%x);
@@ -288,14 +345,77 @@ mod tests {
              }",
         );
         // sigmoid and multiply fuse (a diamond on %x); exp is a result of @main, so it ends
-        // its group and add starts another.
+        // its group (with the dense as its anchor) and add starts another.
         assert_eq!(
             fused_ops(&m),
-            [vec!["sigmoid", "multiply"], vec!["exp"], vec!["add"]],
+            [
+                vec!["sigmoid", "multiply"],
+                vec!["nn.dense", "exp"],
+                vec!["add"]
+            ],
             "{}",
             print_module(&m)
         );
-        assert_eq!(m.main().unwrap().op_names(), ["nn.dense"]);
+        assert!(m.main().unwrap().op_names().is_empty());
+    }
+
+    #[test]
+    fn a_conv_anchors_its_epilogue_and_closes_the_group() {
+        let m = fused(
+            "def @main(%x: Tensor[(1, 2, 5, 5), float32], %w: Tensor[(3, 2, 3, 3), float32],
+                       %b: Tensor[(3), float32], %r: Tensor[(1, 3, 3, 3), float32]) {
+               %0 = nn.relu(%x);
+               %1 = nn.conv2d(%0, %w);
+               %2 = nn.bias_add(%1, %b);
+               %3 = add(%2, %r);
+               nn.relu(%3)
+             }",
+        );
+        // The conv joins its epilogue's group; the relu before it stays outside.
+        assert_eq!(
+            fused_ops(&m),
+            [
+                vec!["nn.relu"],
+                vec!["nn.conv2d", "nn.bias_add", "add", "nn.relu"]
+            ],
+            "{}",
+            print_module(&m)
+        );
+        assert!(m.main().unwrap().op_names().is_empty());
+    }
+
+    #[test]
+    fn a_batch_norm_over_constants_folds_into_the_conv_epilogue() {
+        let m = fused(
+            "def @main(%x: Tensor[(1, 2, 4, 4), float32], %w: Tensor[(3, 2, 1, 1), float32]) {
+               %0 = nn.conv2d(%x, %w);
+               %1 = nn.batch_norm(%0, const((3), float32, fill=2), const((3), float32, fill=1),
+                                  const((3), float32, fill=0.5), const((3), float32, fill=4));
+               %2 = %1.0;
+               nn.relu(%2)
+             }",
+        );
+        assert_eq!(
+            fused_ops(&m),
+            [["nn.conv2d", "multiply", "add", "nn.relu"]],
+            "{}",
+            print_module(&m)
+        );
+    }
+
+    #[test]
+    fn an_anchor_stays_alone_when_its_consumer_broadcasts_it_or_it_is_the_result() {
+        let m = fused(
+            "def @main(%x: Tensor[(1, 4), float32], %w: Tensor[(5, 4), float32],
+                       %y: Tensor[(3, 5), float32]) {
+               %0 = nn.dense(%x, %w);
+               %1 = add(%0, %y);
+               (nn.dense(%x, %w), %1)
+             }",
+        );
+        // The first dense broadcasts to (3, 5); the second is a field of @main's result.
+        assert_eq!(fused_ops(&m), [vec!["add"]], "{}", print_module(&m));
+        assert_eq!(m.main().unwrap().op_names(), ["nn.dense", "nn.dense"]);
     }
 
     #[test]

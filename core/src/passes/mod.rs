@@ -8,6 +8,7 @@ mod bind_params;
 mod change_datatype;
 mod context;
 mod dead_code;
+mod fold_batch_norm;
 mod fold_constant;
 mod fold_scale_axis;
 pub mod host_fuse;

@@ -1,9 +1,10 @@
 //! The fusion groups after the `host-fuse` stage, as `byoc inspect --stage host-fuse --format
-//! json` prints them: one entry per fused host function, with its ops, inputs and output.
+//! json` prints them: one entry per fused host function, with its ops, anchor, inputs and
+//! output.
 
 use byoc_core::byoc::COMPILER;
 use byoc_core::ir::Module;
-use byoc_core::passes::host_fuse::{FUSED_PREFIX, HOST_CODEGEN_TARGET};
+use byoc_core::passes::host_fuse::{anchor_op, FUSED_PREFIX, HOST_CODEGEN_TARGET};
 use serde::Serialize;
 
 use super::summary::pretty_json;
@@ -17,6 +18,9 @@ pub struct FusionGroup {
     pub target: Option<String>,
     /// Its ops, in order.
     pub ops: Vec<String>,
+    /// The op whose output the others rewrite as its epilogue (conv2d, dense, pooling,
+    /// softmax), or `None` for an elementwise group.
+    pub anchor: Option<String>,
     /// The types of its inputs.
     pub inputs: Vec<String>,
     /// The type of its output.
@@ -42,6 +46,7 @@ impl FusionSummary {
                 function: name.to_string(),
                 target: f.attrs.get_str(COMPILER).map(str::to_string),
                 ops: f.op_names(),
+                anchor: anchor_op(f),
                 inputs: f.param_types().iter().map(|t| t.to_string()).collect(),
                 output: f
                     .ty(f.body)
