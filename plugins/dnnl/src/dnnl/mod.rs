@@ -246,6 +246,72 @@ impl MemoryDesc {
         MemoryDesc::plain_of(self.dims(), self.data_type().unwrap_or(DataType::F32))
     }
 
+    /// The layout of `parts` concatenated along `axis` in which each part is one contiguous
+    /// run of bytes laid out exactly as the part itself, the parts end to end in order (so
+    /// that each part's producer can write straight into its slice). It exists when every
+    /// dimension before `axis` has extent 1, `axis` is the outermost dimension of a dense
+    /// blocked layout, no part is padded (a blocked `axis` splits at block boundaries) and
+    /// all parts share the element type, the other dimensions and their strides and the inner
+    /// blocks; `None` otherwise.
+    pub fn concat_of_slices(parts: &[MemoryDesc], axis: usize) -> Option<MemoryDesc> {
+        let first = parts.first()?;
+        let f = &first.0;
+        let n = first.dims().len();
+        if axis >= n || f.dims[..axis].iter().any(|&d| d != 1) {
+            return None;
+        }
+        // SAFETY (all reads of `blocking` below): format_kind is checked to be blocked first.
+        if f.format_kind != ffi::dnnl_blocked {
+            return None;
+        }
+        let fb = unsafe { f.format_desc.blocking };
+        let nblks = (fb.inner_nblks.max(0) as usize).min(ffi::DNNL_MAX_NDIMS);
+        let axis_block: i64 = (0..nblks)
+            .filter(|&k| fb.inner_idxs[k] == axis as i64)
+            .map(|k| fb.inner_blks[k])
+            .product();
+        let mut total = 0i64;
+        for p in parts {
+            let m = &p.0;
+            if m.format_kind != ffi::dnnl_blocked
+                || m.ndims != f.ndims
+                || m.data_type != f.data_type
+                || m.offset0 != 0
+                || m.extra.flags != 0
+                || m.dims[..n] != m.padded_dims[..n]
+                || m.padded_offsets[..n].iter().any(|&o| o != 0)
+                || p.plain_like()
+                    .map_or(true, |plain| plain.size() != p.size())
+            {
+                return None;
+            }
+            let b = unsafe { m.format_desc.blocking };
+            if b.inner_nblks != fb.inner_nblks
+                || b.inner_blks[..nblks] != fb.inner_blks[..nblks]
+                || b.inner_idxs[..nblks] != fb.inner_idxs[..nblks]
+                || b.strides[axis] != fb.strides[axis]
+                || (axis + 1..n).any(|d| m.dims[d] != f.dims[d] || b.strides[d] != fb.strides[d])
+            {
+                return None;
+            }
+            let elems: i64 = m.dims[..n].iter().product();
+            if m.dims[axis] % axis_block != 0
+                || b.strides[axis] * (m.dims[axis] / axis_block) != elems
+            {
+                return None;
+            }
+            total += m.dims[axis];
+        }
+        let mut out = *f;
+        out.dims[axis] = total;
+        out.padded_dims[axis] = total;
+        let elems = fb.strides[axis] * (total / axis_block);
+        // SAFETY: `out` is a copy of a blocked descriptor.
+        let strides = unsafe { &mut out.format_desc.blocking.strides };
+        strides[..axis].fill(elems);
+        Some(MemoryDesc(out))
+    }
+
     /// The element type (`None` for types the runtime does not use).
     pub fn data_type(&self) -> Option<DataType> {
         [DataType::F32, DataType::Bf16, DataType::S32, DataType::S8]

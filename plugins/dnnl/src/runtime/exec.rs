@@ -22,8 +22,8 @@ pub(crate) struct ExecState {
     memories: Vec<Memory>,
     /// The data pointer of each plan value (for the integer passes).
     pub ptrs: Vec<*mut u8>,
-    /// Values bound per run: (value, is_output, index).
-    io: Vec<(usize, bool, usize)>,
+    /// Values bound per run: (value, is_output, index, byte offset into that buffer).
+    io: Vec<(usize, bool, usize, usize)>,
     /// Execution arguments per step.
     pub args: Vec<Vec<ffi::dnnl_exec_arg_t>>,
     _arena: PageBuf,
@@ -51,17 +51,19 @@ impl ExecState {
             let buffer = &plan.buffers[value.buffer];
             let ptr = match &buffer.storage {
                 Storage::Input(k) => {
-                    io.push((v, false, *k));
+                    io.push((v, false, *k, value.offset));
                     std::ptr::null_mut()
                 }
                 Storage::Output(k) => {
-                    io.push((v, true, *k));
+                    io.push((v, true, *k, value.offset));
                     std::ptr::null_mut()
                 }
-                Storage::Const(data) => data.ptr(),
+                // SAFETY: a value's offset + size is within its buffer (Builder's invariant).
+                Storage::Const(data) => unsafe { data.ptr().add(value.offset) },
                 Storage::Temp => match plan.offsets[value.buffer] {
-                    // SAFETY: offset + size <= arena_bytes (the arena layout's invariant).
-                    Some(off) => unsafe { arena_base.add(off) },
+                    // SAFETY: offset + size <= arena_bytes (the arena layout's invariant) and
+                    // the value lies within its buffer.
+                    Some(off) => unsafe { arena_base.add(off + value.offset) },
                     None => std::ptr::null_mut(),
                 },
             };
@@ -103,8 +105,11 @@ impl ExecState {
 
     /// Points input and output memories at this run's buffers.
     pub fn bind(&mut self, inputs: &[*mut u8], outputs: &[*mut u8]) -> Result<(), DnnlError> {
-        for &(v, is_out, k) in &self.io {
+        for &(v, is_out, k, offset) in &self.io {
             let ptr = if is_out { outputs[k] } else { inputs[k] };
+            // A slice of the caller's buffer (an in-place concatenation bound to an output):
+            // the buffer has the plan's size for it, so the slice lies within.
+            let ptr = ptr.wrapping_add(offset);
             self.memories[v].set_data(ptr)?;
             self.ptrs[v] = ptr;
         }

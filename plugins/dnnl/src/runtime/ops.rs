@@ -1086,6 +1086,18 @@ fn concatenate(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<ValueId, OpError>
     if srcs.iter().any(|d| d.dims().len() != y.len()) {
         return Err(OpError::msg("inputs differ in rank from the result"));
     }
+    // The parts' producers write into their slices of the result when no later node reads
+    // them and their layouts allow it; else a concat step copies them.
+    let only_here = cx.in_entries.iter().all(|&e| {
+        cx.last_reader[e] == cx.node && cx.in_entries.iter().filter(|&&x| x == e).count() == 1
+    });
+    if let Some(desc) = MemoryDesc::concat_of_slices(&srcs, ax as usize) {
+        if only_here && desc.dims() == y.as_slice() {
+            if let Some(dst) = b.concat_in_place(cx.args, desc) {
+                return Ok(dst);
+            }
+        }
+    }
     let pd = PrimitiveDesc::concat(b.engine, &MemoryDesc::any(&y)?, ax as usize, &srcs)?;
     let dst = b.temp(pd.query(Query::Dst(0)));
     let mut args: Vec<(i32, ValueId)> = cx

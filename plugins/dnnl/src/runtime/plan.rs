@@ -11,6 +11,8 @@
 //!   shared by all its consumers;
 //! - every head ends in its caller-owned output buffer in plain row-major layout: a plain
 //!   temporary is bound to the output directly, anything else is reordered into it;
+//! - a value lies within its buffer, from its byte offset (non-zero only for the parts of an
+//!   in-place concatenation, which are slices of the result's buffer);
 //! - temporaries live in one arena; two share bytes only when their lifetimes (first to last
 //!   step touching them) do not overlap.
 
@@ -71,10 +73,12 @@ pub(crate) struct Buffer {
     pub shared: bool,
 }
 
-/// A tensor as oneDNN sees it: a layout over a buffer. Views share buffers.
+/// A tensor as oneDNN sees it: a layout over a buffer, from a byte offset into it (a slice
+/// of an in-place concatenation; 0 otherwise). Views share buffers.
 pub(crate) struct Value {
     pub desc: MemoryDesc,
     pub buffer: usize,
+    pub offset: usize,
 }
 
 /// What a step runs.
@@ -160,7 +164,22 @@ impl<'e> Builder<'e> {
     }
 
     fn add_value(&mut self, desc: MemoryDesc, buffer: usize) -> ValueId {
-        self.values.push(Value { desc, buffer });
+        self.values.push(Value {
+            desc,
+            buffer,
+            offset: 0,
+        });
+        self.values.len() - 1
+    }
+
+    /// A value with `desc` over the bytes of `v` (same buffer, same offset).
+    fn over(&mut self, v: ValueId, desc: MemoryDesc) -> ValueId {
+        let Value { buffer, offset, .. } = self.values[v];
+        self.values.push(Value {
+            desc,
+            buffer,
+            offset,
+        });
         self.values.len() - 1
     }
 
@@ -233,8 +252,7 @@ impl<'e> Builder<'e> {
 
     /// A value with `desc` over `v`'s buffer (in-place results).
     pub fn alias(&mut self, v: ValueId, desc: MemoryDesc) -> ValueId {
-        let b = self.values[v].buffer;
-        self.add_value(desc, b)
+        self.over(v, desc)
     }
 
     /// `v` in layout `desc`: `v` itself when it already is, else a reorder (done now for
@@ -327,8 +345,38 @@ impl<'e> Builder<'e> {
                 self.values[plain].desc
             )));
         }
-        let b = self.values[plain].buffer;
-        Ok(self.add_value(desc, b))
+        Ok(self.over(plain, desc))
+    }
+
+    /// A concatenation without a step: a new temporary of `desc` whose bytes are `parts`'
+    /// buffers end to end, each part becoming its slice (so its producer writes straight into
+    /// the result). `desc` must be [`MemoryDesc::concat_of_slices`] of the parts' layouts, and
+    /// nothing may read a part after the concatenation (the caller checks the graph). `None`,
+    /// with nothing changed, unless every part is a fresh temporary of its own (no view, alias
+    /// or in-place result over its buffer, none shared with another part).
+    pub fn concat_in_place(&mut self, parts: &[ValueId], desc: MemoryDesc) -> Option<ValueId> {
+        let mut seen = Vec::with_capacity(parts.len());
+        for &v in parts {
+            let b = self.values[v].buffer;
+            let buffer = &self.buffers[b];
+            let own = matches!(buffer.storage, Storage::Temp)
+                && !buffer.shared
+                && self.values[v].offset == 0
+                && self.values.iter().filter(|x| x.buffer == b).count() == 1;
+            if !own || seen.contains(&b) {
+                return None;
+            }
+            seen.push(b);
+        }
+        let whole = self.add_buffer(Storage::Temp, desc.size());
+        let mut offset = 0;
+        for &v in parts {
+            let value = &mut self.values[v];
+            value.buffer = whole;
+            value.offset = offset;
+            offset += value.desc.size();
+        }
+        Some(self.add_value(desc, whole))
     }
 
     /// Appends a primitive step.
