@@ -48,7 +48,7 @@ fn the_lowering_table_is_resolved_and_callable() {
     assert_eq!((code, bits), (132, 16));
     let library = datatype_library(code).expect("registered at load");
     assert_eq!(library.plugin, "posit");
-    assert_eq!(library.functions.len(), 75);
+    assert_eq!(library.functions.len(), 78);
     let add = library
         .function(&LoweringKey::Op {
             op: "Add".into(),
@@ -116,7 +116,7 @@ fn byoc_plugins_lists_the_datatype() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        stdout.contains("datatype: custom[posites2]8|16|32 (code 132, 75 library functions)"),
+        stdout.contains("datatype: custom[posites2]8|16|32 (code 132, 78 library functions, exact dot products with posit.quire=true)"),
         "{stdout}"
     );
 }
@@ -199,12 +199,13 @@ fn float_tensors(inputs: &[(&str, Vec<usize>, Vec<f32>)]) -> BTreeMap<String, Te
 }
 
 /// Runs `model` (float32 inputs `inputs`, in order `%x`, `%y`, ...) with `byoc run --dtype
-/// custom[posites2]n` and returns output 0.
+/// custom[posites2]n` and the extra arguments `options`, and returns output 0.
 fn run_in_posits(
     test: &str,
     model: &str,
     inputs: &[(&str, Vec<usize>, Vec<f32>)],
     n: u32,
+    options: &[&str],
 ) -> Vec<f32> {
     let dir = scratch(test);
     let model_path = dir.join(format!("m{n}.relay"));
@@ -226,6 +227,7 @@ fn run_in_posits(
         .arg(&inputs_path)
         .arg("-o")
         .arg(&out_path)
+        .args(options)
         .output()
         .expect("byoc runs");
     assert!(
@@ -250,13 +252,26 @@ fn check_exact(
     inputs: &[(&str, Vec<usize>, Vec<f32>)],
     want: impl Fn(u32, &[Vec<u64>]) -> Vec<u64>,
 ) {
-    for n in [8, 16] {
+    check_exact_in(test, model, inputs, &[8, 16], &[], want);
+}
+
+/// [`check_exact`] over the posit widths `widths`, with the extra `byoc run` arguments
+/// `options`.
+fn check_exact_in(
+    test: &str,
+    model: &str,
+    inputs: &[(&str, Vec<usize>, Vec<f32>)],
+    widths: &[u32],
+    options: &[&str],
+    want: impl Fn(u32, &[Vec<u64>]) -> Vec<u64>,
+) {
+    for &n in widths {
         let posits: Vec<Vec<u64>> = inputs
             .iter()
             .map(|(_, _, v)| v.iter().map(|&x| round(n, f64::from(x))).collect())
             .collect();
         let expected = want(n, &posits);
-        let got = run_in_posits(test, model, inputs, n);
+        let got = run_in_posits(test, model, inputs, n, options);
         assert_eq!(got.len(), expected.len(), "{test} (posit{n}): output size");
         for (i, (&g, &p)) in got.iter().zip(&expected).enumerate() {
             let w = value(n, p) as f32;
@@ -416,10 +431,42 @@ fn softmax_dense_and_bias_add_in_posits_are_correctly_rounded() {
     );
 }
 
-/// Reference NCHW convolution: per output, Σ over (input channel, kernel row, kernel column)
-/// of x·w, padding taps skipped (they add an exact zero).
+/// Σ x[i]·y[i] as the host sums without the quire: each product rounded, then added one at a
+/// time from zero.
+fn sequential_dot(n: u32, x: &[u64], y: &[u64]) -> u64 {
+    sum(
+        n,
+        x.iter()
+            .zip(y)
+            .map(|(&a, &b)| reference::binary(n, '*', a, b)),
+    )
+}
+
+/// Σ x[i]·y[i] in exact rational arithmetic, rounded once (what the quire gives).
+fn exact_dot(n: u32, x: &[u64], y: &[u64]) -> u64 {
+    let mut total = Dyadic::zero();
+    for (&a, &b) in x.iter().zip(y) {
+        let (Some(a), Some(b)) = (reference::decode(n, a), reference::decode(n, b)) else {
+            return reference::nar(n);
+        };
+        total = total.add(&a.mul(&b));
+    }
+    reference::round_exact(n, &total)
+}
+
+/// Σ x[i] in exact rational arithmetic, rounded once.
+fn exact_sum(n: u32, x: &[u64]) -> u64 {
+    exact_dot(n, x, &vec![round(n, 1.0); x.len()])
+}
+
+/// A dot product of posit patterns: [`sequential_dot`] or [`exact_dot`].
+type Dot = fn(u32, &[u64], &[u64]) -> u64;
+
+/// Reference NCHW convolution: per output, `dot` of the taps of x and w in the order (input
+/// channel, kernel row, kernel column), padding taps skipped (they add an exact zero).
 #[allow(clippy::too_many_arguments, reason = "the convolution's geometry")]
 fn conv_ref(
+    dot: Dot,
     n: u32,
     x: &[u64],
     [_, h, wd]: [usize; 3],
@@ -437,7 +484,7 @@ fn conv_ref(
         let g = oc / (o / groups);
         for oy in 0..out_h {
             for ox in 0..out_w {
-                let mut terms = Vec::new();
+                let (mut xs, mut ws) = (Vec::new(), Vec::new());
                 for ic in 0..i {
                     for ky in 0..kh {
                         for kx in 0..kw {
@@ -446,13 +493,12 @@ fn conv_ref(
                             if iy < 0 || ix < 0 || iy >= h as isize || ix >= wd as isize {
                                 continue;
                             }
-                            let xv = x[((g * i + ic) * h + iy as usize) * wd + ix as usize];
-                            let wv = w[((oc * i + ic) * kh + ky) * kw + kx];
-                            terms.push(reference::binary(n, '*', xv, wv));
+                            xs.push(x[((g * i + ic) * h + iy as usize) * wd + ix as usize]);
+                            ws.push(w[((oc * i + ic) * kh + ky) * kw + kx]);
                         }
                     }
                 }
-                out.push(sum(n, terms));
+                out.push(dot(n, &xs, &ws));
             }
         }
     }
@@ -470,17 +516,19 @@ type ConvCase = (
     usize,
 );
 
-#[test]
-fn conv2d_in_posits_is_correctly_rounded() {
-    loaded();
-    let cases: [ConvCase; 5] = [
-        ("conv2d", [3, 5, 5], [4, 3, 3, 3], 1, 1, 1, 1),
-        ("depthwise", [4, 5, 5], [4, 1, 3, 3], 4, 1, 1, 1),
-        ("grouped", [4, 5, 5], [4, 2, 3, 3], 2, 1, 1, 1),
-        ("dilated", [2, 7, 7], [3, 2, 3, 3], 1, 1, 1, 2),
-        ("strided", [2, 6, 6], [2, 2, 3, 3], 1, 0, 2, 1),
-    ];
-    for (i, (name, d, w, groups, pad, stride, dilation)) in cases.into_iter().enumerate() {
+/// The convolutions of the tests: plain, depthwise, grouped, dilated, strided.
+const CONV_CASES: [ConvCase; 5] = [
+    ("conv2d", [3, 5, 5], [4, 3, 3, 3], 1, 1, 1, 1),
+    ("depthwise", [4, 5, 5], [4, 1, 3, 3], 4, 1, 1, 1),
+    ("grouped", [4, 5, 5], [4, 2, 3, 3], 2, 1, 1, 1),
+    ("dilated", [2, 7, 7], [3, 2, 3, 3], 1, 1, 1, 2),
+    ("strided", [2, 6, 6], [2, 2, 3, 3], 1, 0, 2, 1),
+];
+
+/// Checks every convolution of [`CONV_CASES`] in the posit widths `widths` with the extra
+/// `byoc run` arguments `options` against the reference convolution summing with `dot`.
+fn check_convolutions(widths: &[u32], options: &[&str], dot: Dot) {
+    for (i, (name, d, w, groups, pad, stride, dilation)) in CONV_CASES.into_iter().enumerate() {
         let model = format!(
             "def @main(%x: Tensor[(1, {}, {}, {}), float32], %w: Tensor[({}, {}, {}, {}), float32]) {{\n  \
              nn.conv2d(%x, %w, groups={groups}, padding=[{pad}, {pad}, {pad}, {pad}], strides=[{stride}, {stride}], dilation=[{dilation}, {dilation}])\n}}",
@@ -488,16 +536,58 @@ fn conv2d_in_posits_is_correctly_rounded() {
         );
         let xs = values(10 + i as u64, d.iter().product(), -1.0, 1.0);
         let ws = values(20 + i as u64, w.iter().product(), -1.0, 1.0);
-        check_exact(
-            name,
+        let test = format!("{name}{}", if options.is_empty() { "" } else { "_quire" });
+        check_exact_in(
+            &test,
             &model,
             &[
                 ("x", [vec![1], d.to_vec()].concat(), xs),
                 ("w", w.to_vec(), ws),
             ],
-            |n, p| conv_ref(n, &p[0], d, &p[1], w, groups, pad, stride, dilation),
+            widths,
+            options,
+            |n, p| conv_ref(dot, n, &p[0], d, &p[1], w, groups, pad, stride, dilation),
         );
     }
+}
+
+#[test]
+fn conv2d_in_posits_is_correctly_rounded() {
+    loaded();
+    check_convolutions(&[8, 16], &[], sequential_dot);
+}
+
+/// Applies `f(taps, window size)` to every `k × k` window (stride `s`, padding `pad`) of the
+/// two 5 × 5 channels of `p`, the taps inside the input in row-major order.
+fn pool_windows(
+    p: &[u64],
+    k: usize,
+    s: usize,
+    pad: usize,
+    f: &dyn Fn(Vec<u64>, usize) -> u64,
+) -> Vec<u64> {
+    let out = (5 + 2 * pad - k) / s + 1;
+    let mut y = Vec::new();
+    for c in 0..2 {
+        for oy in 0..out {
+            for ox in 0..out {
+                let mut taps = Vec::new();
+                for ky in 0..k {
+                    for kx in 0..k {
+                        let (iy, ix) = (
+                            (oy * s + ky) as isize - pad as isize,
+                            (ox * s + kx) as isize - pad as isize,
+                        );
+                        if (0..5).contains(&iy) && (0..5).contains(&ix) {
+                            taps.push(p[(c * 5 + iy as usize) * 5 + ix as usize]);
+                        }
+                    }
+                }
+                y.push(f(taps, k * k));
+            }
+        }
+    }
+    y
 }
 
 #[test]
@@ -505,37 +595,13 @@ fn pooling_in_posits_is_correctly_rounded() {
     loaded();
     let xs = values(30, 50, -3.0, 3.0);
     let x = [("x", vec![1, 2, 5, 5], xs)];
-    let window = |p: &[u64], k: usize, s: usize, pad: usize, f: &dyn Fn(Vec<u64>, usize) -> u64| {
-        let out = (5 + 2 * pad - k) / s + 1;
-        let mut y = Vec::new();
-        for c in 0..2 {
-            for oy in 0..out {
-                for ox in 0..out {
-                    let mut taps = Vec::new();
-                    for ky in 0..k {
-                        for kx in 0..k {
-                            let (iy, ix) = (
-                                (oy * s + ky) as isize - pad as isize,
-                                (ox * s + kx) as isize - pad as isize,
-                            );
-                            if (0..5).contains(&iy) && (0..5).contains(&ix) {
-                                taps.push(p[(c * 5 + iy as usize) * 5 + ix as usize]);
-                            }
-                        }
-                    }
-                    y.push(f(taps, k * k));
-                }
-            }
-        }
-        y
-    };
     check_exact(
         "max_pool2d",
         "def @main(%x: Tensor[(1, 2, 5, 5), float32]) { nn.max_pool2d(%x, pool_size=[2, 2], strides=[2, 2], padding=[1, 1, 1, 1]) }",
         &x,
         |n, p| {
             let lowest = (1u64 << (n - 1)) + 1;
-            window(&p[0], 2, 2, 1, &|taps, _| taps.into_iter().fold(lowest, |m, v| max(n, m, v)))
+            pool_windows(&p[0], 2, 2, 1, &|taps, _| taps.into_iter().fold(lowest, |m, v| max(n, m, v)))
         },
     );
     for (include, flag) in [(false, "False"), (true, "True")] {
@@ -544,7 +610,7 @@ fn pooling_in_posits_is_correctly_rounded() {
             &format!("def @main(%x: Tensor[(1, 2, 5, 5), float32]) {{ nn.avg_pool2d(%x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1], count_include_pad={flag}) }}"),
             &x,
             |n, p| {
-                window(&p[0], 3, 2, 1, &|taps, full| {
+                pool_windows(&p[0], 3, 2, 1, &|taps, full| {
                     let count = if include { full } else { taps.len() };
                     reference::binary(n, '/', sum(n, taps), round(n, count as f64))
                 })
@@ -561,6 +627,188 @@ fn pooling_in_posits_is_correctly_rounded() {
                 .collect()
         },
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sums in the quire: with `--plugin-option posit.quire=true` the products of conv2d (every
+// variant), dense, batch_matmul and the taps of average pooling are summed exactly and each
+// output is rounded once, checked against the exact rational sum of the reference.
+
+/// The `byoc run` arguments that turn the quire on.
+const QUIRE: [&str; 2] = ["--plugin-option", "posit.quire=true"];
+
+#[test]
+fn conv2d_in_the_quire_rounds_each_output_once() {
+    loaded();
+    check_convolutions(&[8, 16, 32], &QUIRE, exact_dot);
+}
+
+#[test]
+fn dense_batch_matmul_and_pooling_in_the_quire_round_each_output_once() {
+    loaded();
+    let (d, w) = (values(40, 24, -2.0, 2.0), values(41, 36, -1.0, 1.0));
+    check_exact_in(
+        "dense_quire",
+        "def @main(%x: Tensor[(2, 12), float32], %w: Tensor[(3, 12), float32]) { nn.dense(%x, %w) }",
+        &[("x", vec![2, 12], d), ("w", vec![3, 12], w)],
+        &[8, 16, 32],
+        &QUIRE,
+        |n, p| {
+            (0..6)
+                .map(|o| {
+                    let (i, j) = (o / 3, o % 3);
+                    exact_dot(n, &p[0][i * 12..][..12], &p[1][j * 12..][..12])
+                })
+                .collect()
+        },
+    );
+    let (a, b) = (values(42, 24, -2.0, 2.0), values(43, 40, -1.0, 1.0));
+    check_exact_in(
+        "batch_matmul_quire",
+        "def @main(%x: Tensor[(2, 3, 4), float32], %y: Tensor[(2, 5, 4), float32]) { nn.batch_matmul(%x, %y) }",
+        &[("x", vec![2, 3, 4], a), ("y", vec![2, 5, 4], b)],
+        &[8, 16, 32],
+        &QUIRE,
+        |n, p| {
+            (0..30)
+                .map(|o| {
+                    let (batch, i, j) = (o / 15, o / 5 % 3, o % 5);
+                    exact_dot(n, &p[0][(batch * 3 + i) * 4..][..4], &p[1][(batch * 5 + j) * 4..][..4])
+                })
+                .collect()
+        },
+    );
+    let x = [("x", vec![1, 2, 5, 5], values(44, 50, -3.0, 3.0))];
+    check_exact_in(
+        "avg_pool2d_quire",
+        "def @main(%x: Tensor[(1, 2, 5, 5), float32]) { nn.avg_pool2d(%x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1], count_include_pad=True) }",
+        &x,
+        &[8, 16, 32],
+        &QUIRE,
+        |n, p| {
+            pool_windows(&p[0], 3, 2, 1, &|taps, full| {
+                reference::binary(n, '/', exact_sum(n, &taps), round(n, full as f64))
+            })
+        },
+    );
+    check_exact_in(
+        "global_avg_pool2d_quire",
+        "def @main(%x: Tensor[(1, 2, 5, 5), float32]) { nn.global_avg_pool2d(%x) }",
+        &x,
+        &[8, 16, 32],
+        &QUIRE,
+        |n, p| {
+            p[0].chunks(25)
+                .map(|c| reference::binary(n, '/', exact_sum(n, c), round(n, 25.0)))
+                .collect()
+        },
+    );
+}
+
+/// Where sequential rounding loses: `1 + s` rounds back to 1 in every width (s = 2^-40), so
+/// `1 + s + s + s + s - 1` is 0 summed one term at a time, and `4s` (rounded once) in the quire.
+#[test]
+fn the_quire_keeps_what_sequential_sums_round_away() {
+    loaded();
+    let s = (-40f32).exp2();
+    let dense =
+        "def @main(%x: Tensor[(1, 6), float32], %w: Tensor[(1, 6), float32]) { nn.dense(%x, %w) }";
+    let inputs = [
+        ("x", vec![1, 6], vec![1.0, s, s, s, s, -1.0]),
+        ("w", vec![1, 6], vec![1.0; 6]),
+    ];
+    let pool = "def @main(%x: Tensor[(1, 1, 2, 2), float32]) { nn.global_avg_pool2d(%x) }";
+    let taps = [("x", vec![1, 1, 2, 2], vec![1.0, s, s, -1.0])];
+    for n in [8, 16, 32] {
+        let p: Vec<u64> = inputs[0]
+            .2
+            .iter()
+            .map(|&v| round(n, f64::from(v)))
+            .collect();
+        let ones = vec![round(n, 1.0); 6];
+        let (sequential, exact) = (sequential_dot(n, &p, &ones), exact_dot(n, &p, &ones));
+        assert_eq!(sequential, 0, "posit{n}: the small terms are rounded away");
+        assert!(value(n, exact) > 0.0, "posit{n}: the quire keeps them");
+        let plain = run_in_posits("lossy_dense", dense, &inputs, n, &[]);
+        let quire = run_in_posits("lossy_dense_quire", dense, &inputs, n, &QUIRE);
+        assert_eq!(plain, [0.0], "posit{n}: sequential dense");
+        assert_eq!(
+            quire,
+            [value(n, exact) as f32],
+            "posit{n}: dense in the quire"
+        );
+
+        let p: Vec<u64> = taps[0].2.iter().map(|&v| round(n, f64::from(v))).collect();
+        let four = round(n, 4.0);
+        let exact = reference::binary(n, '/', exact_sum(n, &p), four);
+        assert_eq!(
+            reference::binary(n, '/', sum(n, p.iter().copied()), four),
+            0
+        );
+        let plain = run_in_posits("lossy_pool", pool, &taps, n, &[]);
+        let quire = run_in_posits("lossy_pool_quire", pool, &taps, n, &QUIRE);
+        assert_eq!(plain, [0.0], "posit{n}: sequential average");
+        assert_eq!(
+            quire,
+            [value(n, exact) as f32],
+            "posit{n}: average in the quire"
+        );
+        assert!(quire[0] > 0.0);
+    }
+}
+
+/// `posit.quire` is a flag, and only for models that compute in posits.
+#[test]
+fn the_quire_option_is_refused_where_it_cannot_apply() {
+    loaded();
+    let dir = scratch("quire_refused");
+    let model = dir.join("float.relay");
+    std::fs::write(
+        &model,
+        "def @main(%x: Tensor[(1, 4), float32], %w: Tensor[(2, 4), float32]) { nn.dense(%x, %w) }",
+    )
+    .unwrap();
+    let model = model.to_str().unwrap();
+    let (code, _, err) = byoc_with_posit(&[
+        "run",
+        model,
+        "--random-inputs",
+        "1",
+        "--plugin-option",
+        "posit.quire=true",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(
+            "--plugin-option posit.quire=true: the model computes in no custom[posites2] type"
+        ) && err.contains("--dtype custom[posites2]8|16|32"),
+        "{err}"
+    );
+    let (code, _, err) = byoc_with_posit(&[
+        "run",
+        model,
+        "--random-inputs",
+        "1",
+        "--dtype",
+        "custom[posites2]16",
+        "--plugin-option",
+        "posit.quire=yes",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("option 'posit.quire=yes': expected true or false"),
+        "{err}"
+    );
+    // Off, the option is accepted for any model.
+    let (code, _, err) = byoc_with_posit(&[
+        "run",
+        model,
+        "--random-inputs",
+        "1",
+        "--plugin-option",
+        "posit.quire=false",
+    ]);
+    assert_eq!(code, 0, "{err}");
 }
 
 #[test]
@@ -773,7 +1021,7 @@ fn tvm_posit_test_set_within_tvm_tolerances() {
                 &want,
                 tolerance,
             );
-            let got = run_in_posits(&format!("tvm{c}"), &case.model, &inputs, n);
+            let got = run_in_posits(&format!("tvm{c}"), &case.model, &inputs, n, &[]);
             assert_allclose(
                 &format!("{} (posit{n}, byoc run)", case.name),
                 &got,
@@ -943,7 +1191,9 @@ fn bad_datatype_input_gives_clear_errors() {
 
 /// SqueezeNet (ONNX's light model with seeded random weights) in posit32 and posit16 against
 /// float32 on the model's input: posit32 within 1e-5 of the output's peak, posit16 within
-/// 5e-2 (about 3e-2 measured), both with the same top-1 class.
+/// 5e-2 (about 3e-2 measured), both with the same top-1 class; posit16 with the quire
+/// (`byoc run --plugin-option posit.quire=true`) within the same bound and with the same top-1
+/// class (both errors are printed).
 #[test]
 #[ignore = "needs the ONNX light models: ./scripts/fetch_onnx_light.sh"]
 fn squeezenet_in_posit32_and_posit16_tracks_float32() {
@@ -968,6 +1218,7 @@ fn squeezenet_in_posit32_and_posit16_tracks_float32() {
     };
     let want = run(&module);
     let peak = want.iter().fold(0f64, |m, v| m.max(v.abs()));
+    let mut sequential16 = None;
     for (bits, bound) in [(32, 1e-5), (16, 5e-2)] {
         let dtype: DType = format!("custom[posites2]{bits}").parse().unwrap();
         let got = run(&convert_to_datatype(&module, dtype).unwrap());
@@ -979,7 +1230,43 @@ fn squeezenet_in_posit32_and_posit16_tracks_float32() {
             accuracy.max_abs
         );
         assert_eq!(accuracy.top1_agree, 1, "posit{bits}: top-1 class");
+        if bits == 16 {
+            sequential16 = Some(accuracy);
+        }
     }
+    // The quire through the CLI: the option is process-wide, and the other tests of this
+    // binary run posit sums in process.
+    let out_path = scratch("squeezenet_quire").join("out.npz");
+    let (code, _, err) = byoc_with_posit(&[
+        "run",
+        dir.join("random.onnx").to_str().unwrap(),
+        "--inputs",
+        dir.join("random_input.npz").to_str().unwrap(),
+        "--dtype",
+        "custom[posites2]16",
+        "--plugin-option",
+        "posit.quire=true",
+        "-o",
+        out_path.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let got = read_npz(&out_path).unwrap()["output_0"].to_f64_vec();
+    let mut quire = Accuracy::default();
+    quire.add(&want, &got, want.len());
+    let sequential = sequential16.expect("posit16 ran");
+    eprintln!(
+        "posit16: sequential max {:.3e} mean {:.3e}; quire max {:.3e} mean {:.3e}; peak {peak:.3}",
+        sequential.max_abs,
+        sequential.mean_abs(),
+        quire.max_abs,
+        quire.mean_abs()
+    );
+    assert!(
+        quire.max_abs <= 5e-2 * peak,
+        "posit16 quire: max |err| {}",
+        quire.max_abs
+    );
+    assert_eq!(quire.top1_agree, 1, "posit16 quire: top-1 class");
 }
 
 #[test]
@@ -1083,6 +1370,7 @@ fn register_myfloat(
         code: 131,
         widths: vec![32],
         lowerings: Vec::new(),
+        dot_product_option: None,
     };
     let [from, to] = d.float_casts(32);
     let op = |op: &str| LoweringKey::Op {

@@ -2,15 +2,19 @@
 //! plugins are loaded, the module is prepared (constants folded, batch norm and dropout
 //! rewritten for inference, dead code dropped) and ChangeDatatype turns every `float32` value
 //! into the datatype, keeping `@main`'s interface in `float32` with casts at the boundary.
+//! [`apply_datatype_options`] hands the datatype plugins' options (`posit.quire=true`) to the
+//! host's registry and refuses them for a module that computes in none of their datatypes.
 
 use std::path::{Path, PathBuf};
 
+use byoc_core::ir::Type;
 use byoc_core::ir::{DType, DTypeError, Module};
 use byoc_core::passes::{
     ChangeDatatype, DeadCodeElimination, FoldConstant, PassContext, PassError, PassManager,
     SimplifyInference,
 };
-use byoc_core::plugin::RegistryError;
+use byoc_core::plugin::{DotProductSetting, RegistryError};
+use byoc_core::sdk::{CompileOptions, OptionsError};
 use thiserror::Error;
 
 use crate::plugins::discover_plugins;
@@ -38,6 +42,19 @@ pub enum DatatypeError {
     /// A pass failed.
     #[error(transparent)]
     Pass(#[from] PassError),
+    /// A datatype option with a value of the wrong type.
+    #[error("--plugin-option: {0}")]
+    Option(#[from] OptionsError),
+    /// A datatype option for a datatype the module does not compute in.
+    #[error("--plugin-option {key}=true: the model computes in no custom[{datatype}] type, so there is nothing for it to change (run the model with --dtype custom[{datatype}]{widths})")]
+    NotApplicable {
+        /// The option.
+        key: String,
+        /// The datatype it belongs to.
+        datatype: String,
+        /// Its widths as `8|16|32`.
+        widths: String,
+    },
 }
 
 /// Loads the plugins of the standard search (`--plugin-path` entries first) so that the
@@ -76,4 +93,39 @@ pub fn convert_to_datatype(module: &Module, dtype: DType) -> Result<Module, Data
         .pass(ChangeDatatype::keeping_interface(DType::Float32, dtype))
         .run(&mut converted, &mut PassContext::default())?;
     Ok(converted)
+}
+
+/// Hands `options` to the registered datatypes ([`byoc_core::plugin::apply_datatype_options`]):
+/// each dot-product flag turned on (`posit.quire=true`) must concern a datatype that `module`
+/// computes in, or it is refused as a likely mistake. Returns the datatypes whose sums now use
+/// their exact dot product.
+pub fn apply_datatype_options(
+    module: &Module,
+    options: &CompileOptions,
+) -> Result<Vec<DotProductSetting>, DatatypeError> {
+    let on = byoc_core::plugin::apply_datatype_options(options)?;
+    if let Some(unused) = on.iter().find(|s| !computes_in(module, s.code)) {
+        let err = DatatypeError::NotApplicable {
+            key: unused.key.clone(),
+            datatype: unused.datatype.clone(),
+            widths: unused.widths.clone(),
+        };
+        // Nothing stays switched on for a refused run.
+        byoc_core::plugin::apply_datatype_options(&CompileOptions::new())?;
+        return Err(err);
+    }
+    Ok(on)
+}
+
+/// True when a value of `module` (a parameter, a constant or a result of a call) has a type of
+/// the custom datatype `code`.
+fn computes_in(module: &Module, code: u8) -> bool {
+    let has = |ty: &Type| {
+        ty.flatten_tensors()
+            .iter()
+            .any(|t| matches!(t.dtype, DType::Custom { code: c, .. } if c == code))
+    };
+    module
+        .functions()
+        .any(|(_, f)| f.ids().any(|id| f.ty(id).is_some_and(has)))
 }

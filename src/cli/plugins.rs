@@ -37,8 +37,11 @@ pub fn plugins(args: &PluginsArgs) -> Result<()> {
             println!("  pattern: {} = {}", pat.name, pat.pattern);
         }
         for dt in &d.datatypes {
+            let dot = dt.dot_product_option.as_ref().map_or(String::new(), |o| {
+                format!(", exact dot products with {}.{o}=true", p.name())
+            });
             println!(
-                "  datatype: custom[{}]{} (code {}, {} library functions)",
+                "  datatype: custom[{}]{} (code {}, {} library functions{dot})",
                 dt.name,
                 dt.widths_text(),
                 dt.code,

@@ -13,7 +13,7 @@ use clap::Args;
 use super::host_codegen::{print_fallbacks, Compiled, HostCodegenArgs};
 use super::targets::{load_model_for, partition_and_compile, TargetArgs};
 use super::trust::TrustArgs;
-use crate::datatype::{load_datatype_plugins, names_custom_dtype};
+use crate::datatype::{apply_datatype_options, load_datatype_plugins, names_custom_dtype};
 use crate::inputs::{output_map, resolve_inputs};
 use crate::plugins::{discover_plugins, find_plugin};
 
@@ -91,6 +91,8 @@ fn load_artifact(
             &args.compile_options_for(&plugins)?,
         )
         .with_context(|| format!("{name}: cannot load"))?;
+    apply_datatype_options(&artifact.module, &args.compile_options()?)
+        .with_context(|| name.to_string())?;
     Ok((artifact.module, externals))
 }
 

@@ -13,7 +13,8 @@ use clap::Args;
 
 use super::{quantize_module, CheckFailed, QuantizeOptions};
 use crate::datatype::{
-    convert_to_datatype, load_datatype_plugins, names_custom_dtype, parse_custom_dtype,
+    apply_datatype_options, convert_to_datatype, load_datatype_plugins, names_custom_dtype,
+    parse_custom_dtype,
 };
 use crate::model::{load_model, parse_input_shapes};
 use crate::pipeline::{partition, PartitionOptions};
@@ -85,21 +86,37 @@ impl TargetArgs {
     }
 
     /// The `--plugin-option` values, each of which must belong to one of `plugins` (the
-    /// plugins in use) or be `threads` ([`check_scopes`]).
+    /// plugins in use), to a plugin that brings a datatype, or be `threads` ([`check_scopes`]).
     pub fn compile_options_for(&self, plugins: &[&str]) -> Result<CompileOptions> {
         let options = self.compile_options()?;
-        check_scopes(&options, plugins).context("--plugin-option")?;
+        let datatype_plugins = byoc_core::plugin::datatype_plugins();
+        let mut claimed = plugins.to_vec();
+        claimed.extend(datatype_plugins.iter().map(String::as_str));
+        check_scopes(&options, &claimed).context("--plugin-option")?;
         Ok(options)
     }
 
-    /// `module` converted to the `--dtype` datatype, or unchanged without `--dtype`.
+    /// `module` converted to the `--dtype` datatype (unchanged without `--dtype`), with the
+    /// datatype plugins' options (`posit.quire=true`) applied to the host's datatypes; such an
+    /// option is refused when the module computes in none of its plugin's datatypes.
     pub fn in_datatype(&self, module: &Module, model: &str) -> Result<Module> {
-        let Some(dtype) = &self.dtype else {
-            return Ok(module.clone());
+        let converted = match &self.dtype {
+            Some(dtype) => {
+                let dtype = parse_custom_dtype(dtype, &self.plugin_paths)?;
+                convert_to_datatype(module, dtype)
+                    .with_context(|| format!("{model}: cannot convert to {dtype}"))?
+            }
+            None => {
+                // A datatype option for a float model is refused by the plugin that reads it.
+                if !self.plugin_options.is_empty() {
+                    load_datatype_plugins(&self.plugin_paths)?;
+                }
+                module.clone()
+            }
         };
-        let dtype = parse_custom_dtype(dtype, &self.plugin_paths)?;
-        convert_to_datatype(module, dtype)
-            .with_context(|| format!("{model}: cannot convert to {dtype}"))
+        apply_datatype_options(&converted, &self.compile_options()?)
+            .with_context(|| model.to_string())?;
+        Ok(converted)
     }
 
     /// The `--plugin-option` values.

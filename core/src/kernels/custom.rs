@@ -10,6 +10,10 @@
 //! - sums (conv2d, dense, pooling, softmax) start from zero and add one term at a time in
 //!   TVM's reduction order (conv2d: input channel, kernel row, kernel column), each `+` and
 //!   `×` rounded by the library; padding taps contribute nothing;
+//! - with the datatype's dot-product option on ([`crate::plugin::apply_datatype_options`]),
+//!   the sums of conv2d, dense, batch_matmul and average pooling are instead one call of its
+//!   exact dot product per output, rounded once (pooling sums its taps as products with one);
+//!   softmax's sum stays sequential;
 //! - max pooling and softmax's maximum start from the registered min value;
 //! - average pooling divides the sum by the tap count converted to the datatype;
 //! - softmax is `exp(x - max) / Σ exp(x - max)` along the axis.
@@ -23,7 +27,7 @@ use super::norm::AxisView;
 use super::pool::{Pool2dGeom, PoolKind};
 use crate::ir::{DType, TensorType};
 use crate::op::{HostKernel, KernelError, KernelSpec};
-use crate::plugin::{read_bits, write_bits, BinaryCall, DatatypeCalls};
+use crate::plugin::{read_bits, write_bits, BinaryCall, CastCall, DatatypeCalls, DotProductCall};
 
 /// The library calls of the custom dtype of tensor `t`, as a kernel error of `op` when the
 /// datatype is not registered.
@@ -204,15 +208,82 @@ fn sum(add: BinaryCall, zero: u64, terms: impl Iterator<Item = u64>) -> u64 {
     terms.fold(zero, |acc, t| add.call(acc, t))
 }
 
-/// The `Add`, `Mul` and zero of a sum of products over the first input's datatype.
-fn sum_of_products(spec: &KernelSpec<'_>) -> Result<(BinaryCall, BinaryCall, u64), KernelError> {
-    let c = calls(spec.op, &spec.inputs[0])?;
-    let err = missing(spec.op);
-    Ok((
-        c.binary("Add").map_err(&err)?,
-        c.binary("Mul").map_err(&err)?,
-        c.from_f32(0.0).map_err(&err)?,
-    ))
+/// How a kernel sums the terms of one output.
+#[derive(Clone, Copy, Debug)]
+enum Summation {
+    /// `acc = Add(acc, term)` from zero, every addition rounded (TVM's lowering).
+    Sequential {
+        /// The datatype's `Add`.
+        add: BinaryCall,
+        /// Zero's bit pattern.
+        zero: u64,
+    },
+    /// The exact dot product, rounded once.
+    Exact {
+        /// The datatype's `DotProduct`.
+        dot: DotProductCall,
+        /// One's bit pattern (a plain sum is the dot product with ones).
+        one: u64,
+    },
+}
+
+impl Summation {
+    /// The summation of `spec`'s first input's datatype: exact when its dot-product option is
+    /// on, sequential otherwise.
+    fn of(spec: &KernelSpec<'_>) -> Result<Summation, KernelError> {
+        let c = calls(spec.op, &spec.inputs[0])?;
+        let err = missing(spec.op);
+        Ok(match c.dot_product() {
+            Some(dot) => Summation::Exact {
+                dot,
+                one: c.from_f32(1.0).map_err(&err)?,
+            },
+            None => Summation::Sequential {
+                add: c.binary("Add").map_err(&err)?,
+                zero: c.from_f32(0.0).map_err(&err)?,
+            },
+        })
+    }
+
+    /// `Σ terms`.
+    fn terms(self, terms: &[u64]) -> u64 {
+        match self {
+            Summation::Sequential { add, zero } => sum(add, zero, terms.iter().copied()),
+            Summation::Exact { dot, one } => dot.call(terms, &vec![one; terms.len()]),
+        }
+    }
+}
+
+/// A sum of products: `Σ Mul(a[i], b[i])` in the kernel's [`Summation`].
+#[derive(Clone, Copy, Debug)]
+struct ProductSum {
+    summation: Summation,
+    mul: BinaryCall,
+}
+
+impl ProductSum {
+    /// The sum of products of `spec`'s first input's datatype.
+    fn of(spec: &KernelSpec<'_>) -> Result<ProductSum, KernelError> {
+        let mul = calls(spec.op, &spec.inputs[0])?
+            .binary("Mul")
+            .map_err(missing(spec.op))?;
+        Ok(ProductSum {
+            summation: Summation::of(spec)?,
+            mul,
+        })
+    }
+
+    /// `Σ a[i]·b[i]` over the common length.
+    fn call(self, a: &[u64], b: &[u64]) -> u64 {
+        match self.summation {
+            Summation::Sequential { add, zero } => sum(
+                add,
+                zero,
+                a.iter().zip(b).map(|(&x, &y)| self.mul.call(x, y)),
+            ),
+            Summation::Exact { dot, .. } => dot.call(a, b),
+        }
+    }
 }
 
 /// `nn.softmax` along the view's axis.
@@ -265,7 +336,7 @@ pub(crate) fn matmul(
     spec: &KernelSpec<'_>,
     shape: Matmul,
 ) -> Result<Box<dyn HostKernel>, KernelError> {
-    let (add, mul, zero) = sum_of_products(spec)?;
+    let products = ProductSum::of(spec)?;
     let Matmul {
         batch: [_, batch_a, batch_b],
         mnk: [m, n, k],
@@ -276,16 +347,14 @@ pub(crate) fn matmul(
         for_chunks(out, n, threads, |row, y| {
             let (bi, i) = (row / m.max(1), row % m.max(1));
             let (a0, b0) = ((bi % batch_a.max(1)) * m * k, (bi % batch_b.max(1)) * k * n);
+            let a_row: Vec<u64> = (0..k)
+                .map(|p| a[a0 + if ta { p * m + i } else { i * k + p }])
+                .collect();
+            let mut b_column = Vec::with_capacity(k);
             for (j, y) in y.iter_mut().enumerate() {
-                *y = sum(
-                    add,
-                    zero,
-                    (0..k).map(|p| {
-                        let av = a[a0 + if ta { p * m + i } else { i * k + p }];
-                        let bv = b[b0 + if tb { j * k + p } else { p * n + j }];
-                        mul.call(av, bv)
-                    }),
-                );
+                b_column.clear();
+                b_column.extend((0..k).map(|p| b[b0 + if tb { j * k + p } else { p * n + j }]));
+                *y = products.call(&a_row, &b_column);
             }
         });
     }))
@@ -328,7 +397,7 @@ pub(crate) fn conv2d(
     g: Conv2dGeom,
     w_strides: [usize; 4],
 ) -> Result<Box<dyn HostKernel>, KernelError> {
-    let (add, mul, zero) = sum_of_products(spec)?;
+    let products = ProductSum::of(spec)?;
     let plane = g.out_h * g.out_w;
     Ok(bits_kernel(spec, move |ins, out, threads| {
         let (x, w) = (&ins[0], &ins[1]);
@@ -340,6 +409,7 @@ pub(crate) fn conv2d(
             (plane, false)
         };
         for_chunks(out, chunk, threads, |index, ys| {
+            let (mut xs, mut ws) = (Vec::new(), Vec::new());
             for (e, y) in ys.iter_mut().enumerate() {
                 let (b, oc, oy, ox) = if per_image {
                     (
@@ -357,7 +427,8 @@ pub(crate) fn conv2d(
                     )
                 };
                 let group = oc / out_per_group.max(1);
-                let mut acc = zero;
+                xs.clear();
+                ws.clear();
                 for ic in 0..in_per_group {
                     for ky in 0..g.kernel[0] {
                         let Some(iy) = tap(oy, ky, g.strides[0], g.dilation[0], g.pad[0], g.in_h)
@@ -382,14 +453,30 @@ pub(crate) fn conv2d(
                                 + ic * w_strides[1]
                                 + ky * w_strides[2]
                                 + kx * w_strides[3];
-                            acc = add.call(acc, mul.call(x[xi], w[wi]));
+                            xs.push(x[xi]);
+                            ws.push(w[wi]);
                         }
                     }
                 }
-                *y = acc;
+                *y = products.call(&xs, &ws);
             }
         });
     }))
+}
+
+/// The reduction of a pooling window.
+#[derive(Clone, Copy, Debug)]
+enum Reduce {
+    /// `Max` folded from the min value.
+    Max(BinaryCall, u64),
+    /// The sum of the taps divided (`Div`) by their count (cast from float32), padding taps
+    /// counted or not.
+    Mean {
+        sum: Summation,
+        div: BinaryCall,
+        count_to_custom: CastCall,
+        count_include_pad: bool,
+    },
 }
 
 /// `nn.max_pool2d`, `nn.avg_pool2d` and their global forms.
@@ -400,21 +487,16 @@ pub(crate) fn pool2d(
 ) -> Result<Box<dyn HostKernel>, KernelError> {
     let c = calls(spec.op, &spec.inputs[0])?;
     let err = missing(spec.op);
-    let reduce = c
-        .binary(if kind == PoolKind::Max { "Max" } else { "Add" })
-        .map_err(&err)?;
-    let start = if kind == PoolKind::Max {
-        c.min_value().map_err(&err)?
-    } else {
-        c.from_f32(0.0).map_err(&err)?
-    };
-    // Average pooling divides by the tap count, a small integer exact in float32.
-    let divide = match kind {
-        PoolKind::Max => None,
-        PoolKind::Avg { .. } => Some((
-            c.binary("Div").map_err(&err)?,
-            c.cast(DType::Float32, true).map_err(&err)?,
-        )),
+    // Max pooling folds `Max` from the min value; average pooling sums the taps and divides
+    // by their count, a small integer exact in float32.
+    let reduce = match kind {
+        PoolKind::Max => Reduce::Max(c.binary("Max").map_err(&err)?, c.min_value().map_err(&err)?),
+        PoolKind::Avg { count_include_pad } => Reduce::Mean {
+            sum: Summation::of(spec)?,
+            div: c.binary("Div").map_err(&err)?,
+            count_to_custom: c.cast(DType::Float32, true).map_err(&err)?,
+            count_include_pad,
+        },
     };
     Ok(bits_kernel(spec, move |ins, out, threads| {
         let x = &ins[0];
@@ -422,11 +504,11 @@ pub(crate) fn pool2d(
         let shape_out = [g.channels, g.out_h, g.out_w];
         let image = g.channels * g.out_h * g.out_w;
         for_chunks(out, image, threads, |b, ys| {
+            let mut taps = Vec::new();
             for c in 0..g.channels {
                 for oy in 0..g.out_h {
                     for ox in 0..g.out_w {
-                        let mut acc = start;
-                        let mut valid = 0usize;
+                        taps.clear();
                         let mut padded = 0usize;
                         for ky in 0..g.kernel[0] {
                             let pos_y = oy * g.strides[0] + ky * g.dilation[0];
@@ -439,19 +521,31 @@ pub(crate) fn pool2d(
                                 }
                                 let ix = tap(ox, kx, g.strides[1], g.dilation[1], g.pad[1], g.in_w);
                                 if let (Some(iy), Some(ix)) = (iy, ix) {
-                                    valid += 1;
-                                    let v = x[at(g.channels_last, shape_in, b, c, iy, ix)];
-                                    acc = reduce.call(acc, v);
+                                    taps.push(x[at(g.channels_last, shape_in, b, c, iy, ix)]);
                                 }
                             }
                         }
                         let y = &mut ys[at(g.channels_last, shape_out, 0, c, oy, ox)];
-                        *y = match (kind, divide) {
-                            (PoolKind::Avg { count_include_pad }, Some((div, to_custom))) => {
-                                let count = if count_include_pad { padded } else { valid };
-                                div.call(acc, to_custom.from_native(count as f64))
+                        *y = match reduce {
+                            Reduce::Max(max, lowest) => {
+                                taps.iter().fold(lowest, |m, &v| max.call(m, v))
                             }
-                            _ => acc,
+                            Reduce::Mean {
+                                sum,
+                                div,
+                                count_to_custom,
+                                count_include_pad,
+                            } => {
+                                let count = if count_include_pad {
+                                    padded
+                                } else {
+                                    taps.len()
+                                };
+                                div.call(
+                                    sum.terms(&taps),
+                                    count_to_custom.from_native(count as f64),
+                                )
+                            }
                         };
                     }
                 }

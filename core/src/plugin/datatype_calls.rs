@@ -3,7 +3,8 @@
 //!
 //! [`DatatypeCalls::new`] takes a custom dtype (`custom[posites2]16`) and looks up its
 //! registered library; each accessor resolves one lowering key to a small callable record
-//! ([`BinaryCall`], [`UnaryCall`], [`CompareCall`], [`CastCall`]) or names the missing key.
+//! ([`BinaryCall`], [`UnaryCall`], [`CompareCall`], [`CastCall`], [`DotProductCall`]) or names
+//! the missing key.
 //! Values of the datatype travel as their bit patterns widened to `u64` (the low `bits` bits);
 //! the record calls the function with the C signature its key implies (see
 //! [`crate::sdk::LoweringKey`]): `uint8_t`, `uint16_t`, `uint32_t` or `uint64_t` for the
@@ -20,6 +21,7 @@ use std::sync::Arc;
 
 use thiserror::Error;
 
+use super::datatype_options::uses_dot_product;
 use super::datatypes::{datatype_library, DatatypeLibrary};
 use crate::ir::{DType, TensorType};
 use crate::sdk::LoweringKey;
@@ -82,6 +84,14 @@ pub struct UnaryCall {
 /// A comparison `(uN, uN) -> uint8_t`.
 #[derive(Clone, Copy, Debug)]
 pub struct CompareCall {
+    address: usize,
+    bits: u16,
+}
+
+/// The exact dot product `(const uN *a, const uN *b, size_t len) -> uN`: `Σ a[i]·b[i]` rounded
+/// once.
+#[derive(Clone, Copy, Debug)]
+pub struct DotProductCall {
     address: usize,
     bits: u16,
 }
@@ -169,6 +179,28 @@ impl CompareCall {
             let f: extern "C" fn(U, U) -> u8 = unsafe { std::mem::transmute(self.address) };
             f(a as U, b as U) != 0
         })
+    }
+}
+
+impl DotProductCall {
+    /// `Σ a[i]·b[i]` over the common length of two slices of bit patterns, rounded once.
+    pub fn call(self, a: &[u64], b: &[u64]) -> u64 {
+        let len = a.len().min(b.len());
+        call_with_storage!(self.bits, |U| {
+            let a: Vec<U> = a[..len].iter().map(|&x| x as U).collect();
+            let b: Vec<U> = b[..len].iter().map(|&x| x as U).collect();
+            // SAFETY: a `DotProduct` lowering of this width has the signature
+            // (const uN *, const uN *, size_t) -> uN and reads `len` elements of each array,
+            // both of which hold `len` elements here.
+            let f: unsafe extern "C" fn(*const U, *const U, usize) -> U =
+                unsafe { std::mem::transmute(self.address) };
+            u64::from(unsafe { f(a.as_ptr(), b.as_ptr(), len) })
+        })
+    }
+
+    /// The function's address, for compiled code that calls it directly.
+    pub fn address(self) -> usize {
+        self.address
     }
 }
 
@@ -327,6 +359,21 @@ impl DatatypeCalls {
     /// The bit pattern of a `float32` value (every registered width has this cast).
     pub fn from_f32(&self, x: f32) -> Result<u64, DatatypeCallError> {
         Ok(self.cast(DType::Float32, true)?.from_native(f64::from(x)))
+    }
+
+    /// The exact dot product of this width, when the table has one and the datatype's
+    /// dot-product option is on ([`super::apply_datatype_options`]); `None` means sums of
+    /// products add one rounded product at a time.
+    pub fn dot_product(&self) -> Option<DotProductCall> {
+        if !uses_dot_product(self.library.datatype.code) {
+            return None;
+        }
+        self.library
+            .function(&LoweringKey::DotProduct { bits: self.bits })
+            .map(|f| DotProductCall {
+                address: f.address,
+                bits: self.bits,
+            })
     }
 
     /// The registered min value (the start of a max reduction).

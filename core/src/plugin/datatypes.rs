@@ -118,6 +118,14 @@ pub fn register_datatypes(
     Ok(())
 }
 
+/// Every registered datatype library, in the order of registration.
+pub fn datatype_libraries() -> Vec<Arc<DatatypeLibrary>> {
+    libraries()
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+}
+
 /// The library of a registered datatype code.
 pub fn datatype_library(code: u8) -> Option<Arc<DatatypeLibrary>> {
     let table = libraries().read().unwrap_or_else(|e| e.into_inner());
@@ -136,6 +144,7 @@ mod tests {
             code,
             widths: vec![16],
             lowerings: Vec::new(),
+            dot_product_option: None,
         };
         for (i, key) in d.float_casts(16).into_iter().enumerate() {
             d.lowerings.push(DatatypeLowering {

@@ -7,6 +7,7 @@
 
 mod codegen;
 mod datatype_calls;
+mod datatype_options;
 mod datatypes;
 mod error;
 mod loaded;
@@ -17,11 +18,14 @@ mod registry;
 pub use codegen::{compile_externals, emit_sources, external_functions, PartitionSource, Runtimes};
 pub use datatype_calls::{
     convert_tensor, read_bits, write_bits, BinaryCall, CastCall, CompareCall, DatatypeCallError,
-    DatatypeCalls, UnaryCall,
+    DatatypeCalls, DotProductCall, UnaryCall,
+};
+pub use datatype_options::{
+    apply_datatype_options, datatype_plugins, uses_dot_product, DotProductSetting,
 };
 pub use datatypes::{
-    datatype_library, register_datatypes, DatatypeLibrary, DatatypeRegistrationError,
-    LibraryFunction,
+    datatype_libraries, datatype_library, register_datatypes, DatatypeLibrary,
+    DatatypeRegistrationError, LibraryFunction,
 };
 pub use error::{CodegenError, LoadError, RegistryError};
 pub use loaded::{LoadedModule, LoadedPlugin};

@@ -19,6 +19,11 @@
 //! - `Cast`: the source type to the destination type, where `float` is `float`/`double` for
 //!   32/64 bits and `int`/`uint` are the C integer types of their bits.
 //! - `MinValue`: `() -> uN`, the lowest value (the start of a max reduction).
+//! - `DotProduct` (optional): `(const uN *a, const uN *b, size_t len) -> uN`, the exact
+//!   `Σ a[i]·b[i]` rounded once (a posit quire, a Kulisch accumulator). The host sums products
+//!   with it only when the plugin option the declaration names
+//!   ([`CustomDatatype::dot_product_option`]) is `true`; otherwise it adds rounded products one
+//!   at a time, as TVM's lowering does.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -71,6 +76,11 @@ pub enum LoweringKey {
         /// The width.
         bits: u16,
     },
+    /// The exact dot product of a width, rounded once.
+    DotProduct {
+        /// The width.
+        bits: u16,
+    },
 }
 
 impl LoweringKey {
@@ -79,7 +89,8 @@ impl LoweringKey {
         match self {
             LoweringKey::Op { bits, .. }
             | LoweringKey::Intrinsic { bits, .. }
-            | LoweringKey::MinValue { bits } => vec![*bits],
+            | LoweringKey::MinValue { bits }
+            | LoweringKey::DotProduct { bits } => vec![*bits],
             LoweringKey::Cast {
                 src,
                 dst,
@@ -113,6 +124,7 @@ impl fmt::Display for LoweringKey {
                 dst_bits,
             } => write!(f, "Cast.{dst}.{src} ({src_bits}, {dst_bits})"),
             LoweringKey::MinValue { bits } => write!(f, "min ({bits} bits)"),
+            LoweringKey::DotProduct { bits } => write!(f, "DotProduct ({bits} bits)"),
         }
     }
 }
@@ -140,6 +152,11 @@ pub struct CustomDatatype {
     /// The lowering table.
     #[serde(default)]
     pub lowerings: Vec<DatatypeLowering>,
+    /// The plugin flag (`quire` for the key `<plugin>.quire`) that makes the host sum products
+    /// with the [`LoweringKey::DotProduct`] functions; required exactly when the table has
+    /// them. Unset or `false`, sums add one rounded product at a time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dot_product_option: Option<String>,
 }
 
 /// What is wrong with a datatype declaration.
@@ -189,6 +206,14 @@ pub enum DatatypeError {
         name: String,
         /// The key, as TVM names it.
         key: String,
+    },
+    /// `DotProduct` lowerings without the option that enables them, or the option without them.
+    #[error("datatype '{name}': {problem}")]
+    DotProduct {
+        /// The datatype.
+        name: String,
+        /// What is wrong.
+        problem: String,
     },
     /// A width without the float casts every use of a datatype needs (model inputs come in and
     /// outputs go out as float32).
@@ -314,6 +339,7 @@ impl CustomDatatype {
                 });
             }
         }
+        self.validate_dot_product()?;
         for &bits in &self.widths {
             for missing in self.float_casts(bits) {
                 if !seen.contains(&missing) {
@@ -326,6 +352,31 @@ impl CustomDatatype {
             }
         }
         Ok(())
+    }
+
+    /// A `DotProduct` lowering comes with the plugin option that enables it, and the reverse.
+    fn validate_dot_product(&self) -> Result<(), DatatypeError> {
+        let has_lowering = self
+            .lowerings
+            .iter()
+            .any(|l| matches!(l.key, LoweringKey::DotProduct { .. }));
+        let problem = match (&self.dot_product_option, has_lowering) {
+            (None, true) => {
+                "DotProduct lowerings need dot_product_option, the plugin flag that enables them"
+                    .to_string()
+            }
+            (Some(option), false) => format!(
+                "dot_product_option '{option}' is set, but the table has no DotProduct lowering"
+            ),
+            (Some(option), true) if !is_identifier(option) => format!(
+                "dot_product_option '{option}' is not an option name (letters, digits and '_')"
+            ),
+            _ => return Ok(()),
+        };
+        Err(DatatypeError::DotProduct {
+            name: self.name.clone(),
+            problem,
+        })
     }
 
     /// The function of a key, if the table has one.
@@ -360,6 +411,7 @@ mod tests {
             code: 131,
             widths: vec![32],
             lowerings: Vec::new(),
+            dot_product_option: None,
         };
         for key in d.float_casts(32) {
             d.lowerings.push(lowering(key, "Custom32Cast"));
@@ -462,5 +514,30 @@ mod tests {
             &|d| d.lowerings[2].function.clear(),
             "function name is empty",
         );
+        let dot = |d: &mut CustomDatatype| {
+            d.lowerings.push(lowering(
+                LoweringKey::DotProduct { bits: 32 },
+                "Custom32Dot",
+            ))
+        };
+        check(&dot, "DotProduct lowerings need dot_product_option");
+        check(
+            &|d| d.dot_product_option = Some("exact".into()),
+            "dot_product_option 'exact' is set, but the table has no DotProduct lowering",
+        );
+        check(
+            &|d| {
+                dot(d);
+                d.dot_product_option = Some("exact-dot".into())
+            },
+            "'exact-dot' is not an option name",
+        );
+        let mut d = myfloat();
+        dot(&mut d);
+        d.dot_product_option = Some("exact".into());
+        d.validate().unwrap();
+        let json = serde_json::to_string(&d).unwrap();
+        assert!(json.contains(r#""kind":"dot_product""#), "{json}");
+        assert_eq!(serde_json::from_str::<CustomDatatype>(&json).unwrap(), d);
     }
 }

@@ -505,6 +505,7 @@ mod tests {
                     },
                     function: "posit16_add".into(),
                 }],
+                dot_product_option: None,
             })
             .with_optimize()
             .with_prepare("simplify-inference")

@@ -1,9 +1,10 @@
 //! The byoc plugin: it offloads no ops and brings one datatype, `posites2` (code 132, TVM's
 //! test code), in 8, 16 and 32 bits, with the lowering table that maps every op, intrinsic and
-//! cast to the C functions of [`crate::cabi`].
+//! cast to the C functions of [`crate::cabi`], and the quire's exact dot product
+//! (`PositNes2QuireDot`) as the `DotProduct` lowering, enabled by the flag `posit.quire`.
 
 use byoc_core::sdk::{
-    CompileOptions, CompiledModule, CustomDatatype, DatatypeLowering, LoweringKey,
+    CompileOptions, CompiledModule, CustomDatatype, DatatypeLowering, LoweringKey, OptionSchema,
     PartitionedFunction, Plugin, PluginError, TargetDescription,
 };
 
@@ -13,6 +14,19 @@ pub const DATATYPE_NAME: &str = "posites2";
 pub const DATATYPE_CODE: u8 = 132;
 /// The widths.
 pub const WIDTHS: [u16; 3] = [8, 16, 32];
+/// The plugin's name, the scope of its options.
+pub const PLUGIN_NAME: &str = "posit";
+/// The flag (`posit.quire=true`) that makes the host sum products in the quire.
+pub const QUIRE_OPTION: &str = "quire";
+
+/// The options: `posit.quire`, off by default (TVM's sequential posit sums).
+pub fn options_schema() -> OptionSchema {
+    OptionSchema::new(PLUGIN_NAME).flag(
+        QUIRE_OPTION,
+        false,
+        "sum the products of conv2d, dense, batch_matmul and average pooling in the quire, rounding each output once",
+    )
+}
 
 /// Binary ops and comparisons with the suffix of their function (`Posit16es2Add`).
 const BINARY: [&str; 12] = [
@@ -85,12 +99,14 @@ pub fn posites2() -> CustomDatatype {
             );
         }
         add(LoweringKey::MinValue { bits }, format!("MinPosit{bits}es2"));
+        add(LoweringKey::DotProduct { bits }, format!("{posit}QuireDot"));
     }
     CustomDatatype {
         name: DATATYPE_NAME.to_string(),
         code: DATATYPE_CODE,
         widths: WIDTHS.to_vec(),
         lowerings,
+        dot_product_option: Some(QUIRE_OPTION.to_string()),
     }
 }
 
@@ -108,7 +124,7 @@ impl PositPlugin {
 
 impl Plugin for PositPlugin {
     fn name(&self) -> &str {
-        "posit"
+        PLUGIN_NAME
     }
 
     fn version(&self) -> &str {
@@ -116,7 +132,11 @@ impl Plugin for PositPlugin {
     }
 
     fn describe(&self) -> TargetDescription {
-        TargetDescription::new("posit").with_datatype(posites2())
+        TargetDescription::new(PLUGIN_NAME).with_datatype(posites2())
+    }
+
+    fn options(&self) -> OptionSchema {
+        options_schema()
     }
 
     fn compile(
@@ -144,12 +164,22 @@ mod tests {
     fn the_declaration_is_valid() {
         let d = posites2();
         d.validate().unwrap();
-        // 12 ops, FloatImm, 5 intrinsics, 6 casts and the min value per width.
-        assert_eq!(d.lowerings.len(), 3 * 25);
+        // 12 ops, FloatImm, 5 intrinsics, 6 casts, the min value and the dot product per width.
+        assert_eq!(d.lowerings.len(), 3 * 26);
         let sqrt = LoweringKey::Intrinsic {
             name: "tir.sqrt".into(),
             bits: 16,
         };
         assert_eq!(d.function(&sqrt), Some("Posit16es2Sqrt"));
+        let dot = LoweringKey::DotProduct { bits: 8 };
+        assert_eq!(d.function(&dot), Some("Posit8es2QuireDot"));
+        let options = options_schema()
+            .parse(&CompileOptions::new().with("posit.quire", "true"))
+            .unwrap();
+        assert!(options.flag(QUIRE_OPTION));
+        assert!(!options_schema()
+            .parse(&CompileOptions::new())
+            .unwrap()
+            .flag(QUIRE_OPTION));
     }
 }

@@ -1,0 +1,5 @@
+//! The `bad-datatype` test plugin with the [`Malformation::MissingSymbol`] declaration.
+
+use byoc_testplugin_bad_datatype::{BadDatatype, Malformation};
+
+byoc_core::export_plugin!(BadDatatype, BadDatatype(Malformation::MissingSymbol));
