@@ -12,7 +12,7 @@ use byoc::core::onnx::proto::{
     attribute_type, AttributeProto, Dimension, GraphProto, ModelProto, NodeProto,
     OperatorSetIdProto, TensorProto, TensorShapeProto, TypeProto, TypeProtoTensor, ValueInfoProto,
 };
-use common::{byoc, root, stderr};
+use common::{byoc, byoc_command, root, stderr};
 use prost::Message as _;
 
 fn tmp(name: &str) -> PathBuf {
@@ -841,6 +841,367 @@ fn conv2d_transpose_with_huge_strides_is_refused() {
         &model,
         "nn.conv2d_transpose: result Tensor[(1, 1, 3000003, 3000003), float32] needs 36000072000036 bytes",
     );
+}
+
+// The executor's buffers: a run whose buffers together exceed the budget is refused when it
+// is planned, and memory the system refuses at run time is an error, not an abort.
+
+#[test]
+fn run_buffers_over_the_budget_are_refused_with_the_tensor_and_site() {
+    // %0 and %1 are alive together and the result needs its own buffer: three buffers of
+    // 400000 bytes, each within a budget of 1000000 bytes, 1200000 together.
+    let model = write(
+        "run_budget.relay",
+        "def @main(%x: Tensor[(1, 100000), float32]) {\n  %0 = nn.relu(%x);\n  %1 = exp(%x);\n  add(%0, %1)\n}\n",
+    );
+    let path = model.to_str().expect("utf-8");
+    let out = byoc(&[
+        "run",
+        path,
+        "--random-inputs",
+        "1",
+        "--max-memory",
+        "1000000",
+    ]);
+    assert_refused_once(
+        &out,
+        &model,
+        "@main:%3: the run buffer of Tensor[(1, 100000), float32] (400000 bytes (390.6 KiB)) brings the memory of one run to 1200000 bytes (1.1 MiB), over the memory budget of 1000000 bytes (976.6 KiB) (see --max-memory)",
+    );
+    let fits = byoc(&[
+        "run",
+        path,
+        "--random-inputs",
+        "1",
+        "--max-memory",
+        "1300000",
+    ]);
+    assert_eq!(fits.status.code(), Some(0), "{}", stderr(&fits));
+}
+
+#[test]
+fn memory_the_system_refuses_at_run_time_is_an_error_not_an_abort() {
+    // 256 PiB: within a budget of 1 EiB, beyond any address space, so the allocation fails
+    // without touching memory.
+    let model = write(
+        "huge_run_pad.relay",
+        "def @main(%x: Tensor[(1, 1, 1, 1), float32]) {\n  nn.pad(%x, 0f, pad_width=[[8192, 8191], [8192, 8191], [8192, 8191], [8192, 8191]])\n}\n",
+    );
+    let out = byoc(&[
+        "run",
+        model.to_str().expect("utf-8"),
+        "--random-inputs",
+        "1",
+        "--max-memory",
+        "1048576T",
+    ]);
+    assert_refused_once(
+        &out,
+        &model,
+        "Tensor[(16384, 16384, 16384, 16384), float32] needs 288230376151711744 bytes (256.0 PiB), which the system cannot allocate now (memory budget 1152921504606846976 bytes",
+    );
+}
+
+// Dimensions, axes and strides at the ends of their integer range are refused or handled, never
+// wrapped or saturated.
+
+#[test]
+fn extreme_dims_and_axes_in_relay_text_are_refused() {
+    let cases = [
+        (
+            "negative_dim.relay",
+            "def @main(%x: Tensor[(-1, 2), float32]) { nn.relu(%x) }\n",
+            "1:23: expected a dimension (a non-negative integer) but found '-1'",
+        ),
+        (
+            "huge_dim.relay",
+            "def @main(%x: Tensor[(0, 9223372036854775808), float32]) { nn.relu(%x) }\n",
+            "(0, 9223372036854775808)",
+        ),
+        (
+            "min_axis.relay",
+            "def @main(%x: Tensor[(2, 3), float32]) { nn.softmax(%x, axis=-9223372036854775808) }\n",
+            "axis -9223372036854775808 is out of range for a rank-2 input",
+        ),
+        (
+            "max_axis.relay",
+            "def @main(%x: Tensor[(2, 3), float32]) { expand_dims(%x, axis=9223372036854775807) }\n",
+            "axis 9223372036854775807 is out of range",
+        ),
+        (
+            "max_pad.relay",
+            "def @main(%x: Tensor[(2, 3), float32]) { nn.pad(%x, 0f, pad_width=[[0, 0], [9223372036854775807, 9223372036854775807]]) }\n",
+            "padding axis 1 of size 3 by [9223372036854775807, 9223372036854775807] overflows 64 bits",
+        ),
+    ];
+    for (name, text, problem) in cases {
+        let model = write(name, text);
+        let out = byoc(&["inspect", model.to_str().expect("utf-8")]);
+        assert_bad_input(&out, &[name, problem]);
+    }
+}
+
+#[test]
+fn strided_slice_strides_at_the_integer_limits_slice_like_numpy() {
+    // numpy: np.arange(6.)[1:6:2**63-1] == [1.], np.arange(6.)[4:-7:-2**63] == [4.]
+    let cases = [
+        ("9223372036854775807", 1, 6, 1.0f32),
+        ("-9223372036854775808", 4, -7, 4.0),
+    ];
+    for (stride, begin, end, want) in cases {
+        let model = write(
+            "slice_limits.relay",
+            &format!(
+                "def @main(%x: Tensor[(6), float32]) {{ strided_slice(%x, begin=[{begin}], end=[{end}], strides=[{stride}]) }}\n"
+            ),
+        );
+        let inputs = tmp("slice_limits_in.npz");
+        let x = byoc::core::Tensor::from_vec([6], vec![0.0f32, 1.0, 2.0, 3.0, 4.0, 5.0])
+            .expect("tensor");
+        byoc::core::io::write_npz(
+            &inputs,
+            &std::collections::BTreeMap::from([("x".to_string(), x)]),
+        )
+        .expect("npz");
+        let output = tmp("slice_limits_out.npz");
+        let out = byoc(&[
+            "run",
+            model.to_str().expect("utf-8"),
+            "--inputs",
+            inputs.to_str().expect("utf-8"),
+            "-o",
+            output.to_str().expect("utf-8"),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{stride}: {}", stderr(&out));
+        let got = byoc::core::io::read_npz(&output).expect("outputs");
+        let y = got.values().next().expect("one output");
+        assert_eq!(y.shape(), [1], "{stride}");
+        assert_eq!(y.as_slice::<f32>().expect("float32"), [want], "{stride}");
+    }
+}
+
+/// `node` with an INT attribute `name` = `value` added.
+fn with_int(mut node: NodeProto, name: &str, value: i64) -> NodeProto {
+    node.attribute.push(AttributeProto {
+        name: name.into(),
+        r#type: attribute_type::INT,
+        i: value,
+        ..AttributeProto::default()
+    });
+    node
+}
+
+#[test]
+fn onnx_attributes_at_the_i64_limits_are_refused_naming_node_and_attribute() {
+    const MAX: i64 = i64::MAX;
+    const MIN: i64 = i64::MIN;
+    let weight = || onnx_tensor("w", &[1, 1, 1, 1], vec![1.0], vec![]);
+    // A dilated window of about 2^126 pixels: its SAME padding does not fit an i64.
+    let mut same = onnx_node(
+        "Conv",
+        &["x", "w"],
+        &[("kernel_shape", vec![MAX, MAX]), ("dilations", vec![MAX, MAX])],
+    );
+    same.attribute.push(AttributeProto {
+        name: "auto_pad".into(),
+        r#type: attribute_type::STRING,
+        s: b"SAME_UPPER".to_vec(),
+        ..AttributeProto::default()
+    });
+    let cases = [
+        (
+            onnx_model(
+                "flatten_min_axis.onnx",
+                with_int(onnx_node("Flatten", &["x"], &[]), "axis", MIN),
+                &[2, 3],
+                vec![],
+            ),
+            "node 'n0' (Flatten): axis -9223372036854775808 is out of range for rank 2 (allowed: -2..=2)",
+        ),
+        (
+            onnx_model(
+                "gather_max_axis.onnx",
+                with_int(onnx_node("Gather", &["x", "i"], &[]), "axis", MAX),
+                &[2, 3],
+                vec![onnx_tensor("i", &[1], vec![], vec![0])],
+            ),
+            "node 'n0' (Gather): axis 9223372036854775807 is out of range for a tensor of rank 2",
+        ),
+        (
+            onnx_model("conv_same_max_window.onnx", same, &[1, 1, 4, 4], vec![weight()]),
+            "node 'n0' (Conv): the padding auto_pad asks for (42535295865117307919086767873688862721) does not fit a 64-bit integer",
+        ),
+        (
+            onnx_model(
+                "conv_max_pads.onnx",
+                onnx_node("Conv", &["x", "w"], &[("pads", vec![MAX, MAX, MAX, MAX])]),
+                &[1, 1, 4, 4],
+                vec![weight()],
+            ),
+            "node 'n0' (Conv)",
+        ),
+        (
+            onnx_model(
+                "conv_min_dilations.onnx",
+                onnx_node("Conv", &["x", "w"], &[("dilations", vec![MIN, MIN])]),
+                &[1, 1, 4, 4],
+                vec![weight()],
+            ),
+            "strides [1, 1] and dilations [-9223372036854775808, -9223372036854775808] must be positive",
+        ),
+        (
+            onnx_model(
+                "reshape_huge.onnx",
+                onnx_node("Reshape", &["x", "s"], &[]),
+                &[2, 3],
+                vec![onnx_tensor("s", &[3], vec![], vec![MAX, MAX, -1])],
+            ),
+            "node 'n0' (Reshape): target shape [9223372036854775807, 9223372036854775807, -1]: the element count overflows 64 bits",
+        ),
+    ];
+    for (model, problem) in &cases {
+        let out = byoc(&["inspect", model.to_str().expect("utf-8")]);
+        let name = model.file_name().and_then(|n| n.to_str()).expect("utf-8");
+        assert_bad_input(&out, &[name, problem]);
+    }
+}
+
+/// The ONNX model at `path`, edited by `edit`, written to `name`.
+fn edited_onnx(path: &Path, name: &str, edit: impl FnOnce(&mut GraphProto)) -> PathBuf {
+    let bytes = std::fs::read(path).expect("read the model");
+    let mut model = ModelProto::decode(bytes.as_slice()).expect("a model");
+    edit(model.graph.as_mut().expect("a graph"));
+    let p = tmp(name);
+    std::fs::write(&p, model.encode_to_vec()).expect("write temp file");
+    p
+}
+
+// Issue #15's found list, ONNX part, through the binary: each is refused with exit code 2 and
+// a message naming the file and the problem (the importer's own tests pin the messages).
+#[test]
+fn invalid_onnx_from_the_found_list_exits_2_naming_the_file() {
+    let relu = onnx_model(
+        "found_relu.onnx",
+        onnx_node("Relu", &["x"], &[]),
+        &[1, 4],
+        vec![],
+    );
+    let resize = |name: &str, scale: f32| {
+        onnx_model(
+            name,
+            onnx_node("Resize", &["x", "", "scales"], &[]),
+            &[1, 1, 2, 2],
+            vec![onnx_tensor(
+                "scales",
+                &[4],
+                vec![1.0, 1.0, scale, 2.0],
+                vec![],
+            )],
+        )
+    };
+    let mut split = onnx_node("Split", &["x", "split"], &[]);
+    split.output = vec!["y".into(), "z".into()];
+    let split = edited_onnx(
+        &onnx_model(
+            "found_split_base.onnx",
+            with_int(split, "axis", 1),
+            &[1, 4],
+            vec![onnx_tensor("split", &[2], vec![], vec![3, 3])],
+        ),
+        "found_split.onnx",
+        |g| {
+            let mut z = g.output[0].clone();
+            z.name = "z".into();
+            g.output.push(z);
+        },
+    );
+    let cases = [
+        (
+            edited_onnx(&relu, "found_huge_input.onnx", |g| {
+                let tensor = g.input[0]
+                    .r#type
+                    .as_mut()
+                    .unwrap()
+                    .tensor_type
+                    .as_mut()
+                    .unwrap();
+                tensor.shape.as_mut().unwrap().dim[0].dim_value = Some(i64::MAX);
+            }),
+            "'x': graph input Tensor[(9223372036854775807, 4), float32] is too large",
+        ),
+        (
+            resize("found_resize_1e30.onnx", 1e30),
+            "give an output dim of",
+        ),
+        (
+            resize("found_resize_nan.onnx", f32::NAN),
+            "every scale must be finite and positive",
+        ),
+        (
+            resize("found_resize_inf.onnx", f32::INFINITY),
+            "every scale must be finite and positive",
+        ),
+        (
+            split,
+            "input 1 (split) [3, 3] does not add up to dim 1 of [1, 4]",
+        ),
+        (
+            edited_onnx(&relu, "found_twice.onnx", |g| {
+                let again = g.input[0].clone();
+                g.input.push(again);
+            }),
+            "graph input 'x' is declared twice",
+        ),
+        (
+            edited_onnx(&relu, "found_initializer.onnx", |g| {
+                g.initializer
+                    .push(onnx_tensor("x", &[4, 1], vec![1.0; 4], vec![]));
+            }),
+            "initializer 'x' has shape [4, 1] but graph input 'x' declares [1, 4]",
+        ),
+        (
+            edited_onnx(&relu, "found_no_outputs.onnx", |g| g.output.clear()),
+            "the graph has no outputs",
+        ),
+    ];
+    for (model, problem) in &cases {
+        let path = model.to_str().expect("utf-8");
+        let out = byoc(&["run", path, "--random-inputs", "1"]);
+        let name = model.file_name().and_then(|n| n.to_str()).expect("utf-8");
+        assert_bad_input(&out, &[name, problem]);
+    }
+}
+
+#[test]
+fn building_a_model_with_a_huge_partition_output_allocates_nothing_for_it() {
+    // A 4 TB partition output within a 64 TiB budget: the host program stubs it with a
+    // `zeros` call, so build is quick and the artifact small.
+    let spec = write(
+        "found_spec.json",
+        r#"{"target": "acc", "ops": ["nn.relu"]}"#,
+    );
+    let model = write(
+        "found_huge_partition.relay",
+        "def @main(%x: Tensor[(1000000, 1000000), float32]) { nn.relu(%x) }\n",
+    );
+    let artifact = tmp("found_huge_partition.byoc");
+    let config = tmp("found_config");
+    let out = byoc_command(&[
+        "build",
+        model.to_str().expect("utf-8"),
+        "--target-spec",
+        spec.to_str().expect("utf-8"),
+        "--max-memory",
+        "64T",
+        "-o",
+        artifact.to_str().expect("utf-8"),
+    ])
+    .env("BYOC_CONFIG_DIR", &config)
+    .output()
+    .expect("byoc starts");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let size = std::fs::metadata(&artifact).expect("artifact").len();
+    assert!(size < 64 * 1024, "artifact of {size} bytes");
 }
 
 #[test]

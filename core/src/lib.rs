@@ -16,6 +16,7 @@ pub mod analysis;
 #[cfg(feature = "host")]
 pub mod artifact;
 pub mod byoc;
+pub mod dims;
 #[cfg(feature = "executor")]
 pub mod exec;
 #[cfg(feature = "host")]

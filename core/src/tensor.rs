@@ -80,10 +80,16 @@ fn alloc_error(ty: &TensorType, reason: String) -> TensorError {
 
 /// The element count of `ty`, checked for overflow.
 fn checked_len(ty: &TensorType) -> Result<usize, TensorError> {
-    ty.shape
-        .iter()
-        .try_fold(1usize, |n, &d| n.checked_mul(d))
+    crate::dims::product(&ty.shape)
         .ok_or_else(|| alloc_error(ty, "its element count overflows 64 bits".to_string()))
+}
+
+/// The byte size of `ty`, checked for overflow: the one check every constructor from bytes
+/// makes, so a shape read from a file can never wrap to a small size.
+fn checked_bytes(ty: &TensorType) -> Result<usize, TensorError> {
+    checked_len(ty)?
+        .checked_mul(ty.dtype.size_bytes())
+        .ok_or_else(|| alloc_error(ty, "its size overflows 64 bits".to_string()))
 }
 
 /// An empty vector with room for `n` values (scratch space for a tensor of `ty`), or an
@@ -116,10 +122,22 @@ impl AlignedBuf {
     }
 
     /// A zero-filled buffer of `len` bytes; `None` when the memory cannot be allocated.
+    /// The memory comes zeroed from the allocator (as with [`AlignedBuf::zeroed`]), so pages a
+    /// kernel never touches are never written.
     pub fn try_zeroed(len: usize) -> Option<Self> {
-        let mut words = Vec::new();
-        words.try_reserve_exact(len.div_ceil(8)).ok()?;
-        words.resize(len.div_ceil(8), 0);
+        let n = len.div_ceil(8);
+        if n == 0 {
+            return Some(AlignedBuf::default());
+        }
+        let layout = std::alloc::Layout::array::<u64>(n).ok()?;
+        // SAFETY: the layout has a non-zero size (n > 0).
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<u64>();
+        if ptr.is_null() {
+            return None;
+        }
+        // SAFETY: `ptr` comes from the global allocator with the layout of `n` u64s (what a
+        // `Vec<u64>` of capacity `n` uses), and all `n` are initialized (all-zero bits).
+        let words = unsafe { Vec::from_raw_parts(ptr, n, n) };
         Some(AlignedBuf { words, len })
     }
 
@@ -186,9 +204,7 @@ impl Tensor {
     /// A zero-filled tensor, or an error instead of an abort when its size overflows or the
     /// memory cannot be allocated: for tensors whose size comes from input.
     pub fn try_zeros(ty: TensorType) -> Result<Self, TensorError> {
-        let bytes = checked_len(&ty)?
-            .checked_mul(ty.dtype.size_bytes())
-            .ok_or_else(|| alloc_error(&ty, "its size overflows 64 bits".to_string()))?;
+        let bytes = checked_bytes(&ty)?;
         let data = AlignedBuf::try_zeroed(bytes)
             .ok_or_else(|| alloc_error(&ty, format!("{bytes} bytes are not available")))?;
         Ok(Tensor { ty, data })
@@ -225,9 +241,10 @@ impl Tensor {
 
     /// A tensor from raw bytes in the dtype's native (little-endian) representation.
     pub fn from_bytes(ty: TensorType, bytes: &[u8]) -> Result<Self, TensorError> {
-        if bytes.len() != ty.size_bytes() {
+        let expected = checked_bytes(&ty)?;
+        if bytes.len() != expected {
             return Err(TensorError::ByteCount {
-                expected: ty.size_bytes(),
+                expected,
                 got: bytes.len(),
                 ty,
             });
@@ -240,9 +257,10 @@ impl Tensor {
 
     /// A tensor that takes ownership of `data` (no copy); its length must be `ty.size_bytes()`.
     pub fn from_buf(ty: TensorType, data: AlignedBuf) -> Result<Self, TensorError> {
-        if data.len() != ty.size_bytes() {
+        let expected = checked_bytes(&ty)?;
+        if data.len() != expected {
             return Err(TensorError::ByteCount {
-                expected: ty.size_bytes(),
+                expected,
                 got: data.len(),
                 ty,
             });
@@ -494,6 +512,16 @@ impl<'a> TensorMut<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_from_bytes_are_checked_not_wrapped() {
+        // (2^62 + 1) * 4 elements wrap to 4 in 64 bits: 16 bytes of float32.
+        let ty = TensorType::new(vec![(1 << 62) + 1, 4], DType::Float32);
+        let err = Tensor::from_bytes(ty.clone(), &[0; 16]).unwrap_err();
+        assert!(err.to_string().contains("overflows 64 bits"), "{err}");
+        let err = Tensor::from_buf(ty, AlignedBuf::zeroed(16)).unwrap_err();
+        assert!(err.to_string().contains("overflows 64 bits"), "{err}");
+    }
 
     #[test]
     fn sizes_from_input_fail_instead_of_aborting() {

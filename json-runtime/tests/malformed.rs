@@ -115,6 +115,11 @@ fn bad_shape_and_dtype_strings() {
         &[("[[[2, 2]]]", "[[[2, -1]]]")],
         "node 0 ('x'): shape 0 [2, -1] has an invalid dimension",
     );
+    // Each dimension fits, their product does not: refused, not wrapped.
+    expect(
+        &[("[[[2, 2]]]", "[[[4294967295, 4294967295, 4294967295]]]")],
+        "node 0 ('x'): output 0: Tensor[(4294967295, 4294967295, 4294967295), float32] is too large: its size overflows 64 bits",
+    );
     expect(
         &[("[[\"float32\"]]", "[[\"float33\"]]")],
         "node 0 ('x'): dtype 0 'float33' is not a dtype: unknown dtype 'float33'",

@@ -551,6 +551,41 @@ def @main(%x: Tensor[(2, 2), float32]) {
         assert_eq!(want[0].as_slice::<f32>().unwrap(), &[0.5, 3.0, 8.0, 4.5]);
     }
 
+    /// `bytes` with its manifest edited by `edit` and both checksums recomputed (what anyone
+    /// can do; the signature, not checked here, is what catches it).
+    fn with_manifest(bytes: &[u8], edit: impl FnOnce(&mut serde_json::Value)) -> Vec<u8> {
+        let len = usize::try_from(u64::from_le_bytes(bytes[12..20].try_into().unwrap())).unwrap();
+        let mut manifest: serde_json::Value =
+            serde_json::from_slice(&bytes[HEADER_LEN..HEADER_LEN + len]).unwrap();
+        edit(&mut manifest);
+        let manifest = serde_json::to_vec(&manifest).unwrap();
+        let payload = &bytes[HEADER_LEN + len..];
+        let mut out = bytes[..12].to_vec();
+        out.extend_from_slice(&(manifest.len() as u64).to_le_bytes());
+        out.extend_from_slice(&sha256(&manifest));
+        out.extend_from_slice(&manifest);
+        out.extend_from_slice(payload);
+        out
+    }
+
+    #[test]
+    fn sizes_in_the_manifest_are_checked_not_wrapped() {
+        let (_, bytes) = build();
+        // The first parameter is a (2, 2) float32 constant of 16 bytes: a shape whose element
+        // count wraps to 4 would match its section if sizes were not checked.
+        let wrapping = with_manifest(&bytes, |m| {
+            m["params"][0]["shape"] = serde_json::json!([(1u64 << 62) + 1, 4]);
+        });
+        let err = Artifact::from_bytes(&wrapping).unwrap_err().to_string();
+        assert!(err.contains("params[0]"), "{err}");
+        assert!(err.contains("overflows 64 bits"), "{err}");
+        let huge_section = with_manifest(&bytes, |m| {
+            m["params"][0]["section"]["len"] = serde_json::json!(u64::MAX);
+        });
+        let err = Artifact::from_bytes(&huge_section).unwrap_err().to_string();
+        assert!(err.contains("params[0]"), "{err}");
+    }
+
     #[test]
     fn damaged_artifacts_are_refused() {
         let (_, bytes) = build();
@@ -582,6 +617,12 @@ def @main(%x: Tensor[(2, 2), float32]) {
                 supported: FORMAT_VERSION
             }
         );
+        let mut huge_manifest = bytes.clone();
+        huge_manifest[12..20].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(matches!(
+            Artifact::from_bytes(&huge_manifest).unwrap_err(),
+            ArtifactError::Truncated { .. }
+        ));
         let a = Artifact::from_bytes(&bytes).unwrap();
         let err = a
             .load_externals(|_| Err("not found"), &CompileOptions::new())

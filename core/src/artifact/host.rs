@@ -14,7 +14,8 @@ use crate::tensor::Tensor;
 fn zeros(b: &mut FunctionBuilder, ty: &Type) -> Result<crate::ir::ExprId, String> {
     match ty {
         Type::Tensor(t) => {
-            let shape: Vec<i64> = t.shape.iter().map(|&d| d as i64).collect();
+            let shape = crate::dims::dims_i64(&t.shape)
+                .ok_or_else(|| format!("{t} has a dimension over 2^63-1"))?;
             let attrs = Attrs::new()
                 .with("shape", shape)
                 .with("dtype", t.dtype.to_string());

@@ -3,6 +3,7 @@
 use thiserror::Error;
 
 use crate::ir::{IrError, TensorType};
+use crate::memory::SizeError;
 use crate::op::KernelError;
 use crate::passes::TypeInferError;
 use crate::sdk::PluginError;
@@ -108,6 +109,15 @@ pub enum ExecError {
         name: String,
         /// The input names, comma-separated.
         known: String,
+    },
+    /// A run buffer does not fit the memory budget, or the system refused its memory.
+    #[error("{site}: {error}")]
+    Memory {
+        /// The call site that writes the tensor the buffer is sized for.
+        site: String,
+        /// The tensor, its size and the budget (its message; not an error source, so chains
+        /// print it once).
+        error: SizeError,
     },
     /// The worker thread pool could not be started.
     #[error("cannot start {threads} worker thread(s): {message}")]

@@ -16,8 +16,9 @@ use super::error::ExecError;
 use super::external::ExternalModules;
 use super::plan::{lower, InputInfo, Kernel, Plan};
 use super::profile::{CallTime, Profile};
-use super::storage::{plan_storage, Loc, MemoryReport, OutputSource, StoragePlan};
+use super::storage::{plan_storage, BufferSize, Loc, MemoryReport, OutputSource, StoragePlan};
 use crate::ir::{Module, Type};
+use crate::memory::{try_buffer, RunTally, SizeError};
 use crate::passes::infer_types;
 use crate::tensor::{AlignedBuf, Tensor, TensorMut, TensorRef};
 
@@ -87,6 +88,12 @@ impl Executor {
             lower(&typed, externals)?
         };
         let storage = plan_storage(&plan);
+        let mut tally = RunTally::new();
+        for size in storage.slot_sizes.iter().chain(&storage.output_sizes) {
+            tally
+                .add(&plan.values[size.value].ty, size.bytes)
+                .map_err(|error| memory_error(&plan, size, error))?;
+        }
         let threads = match options.threads {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
             n => n,
@@ -218,17 +225,13 @@ impl Executor {
     /// Runs the plan on checked inputs, inside the thread pool.
     fn execute(&self, inputs: &[TensorRef<'_>]) -> Result<Vec<Tensor>, ExecError> {
         let start = Instant::now();
-        let mut bufs = self.take_arena();
+        let mut bufs = self.take_arena()?;
         let n_slots = bufs.len();
-        bufs.extend(
-            self.storage
-                .output_sizes
-                .iter()
-                .map(|&n| AlignedBuf::zeroed(n)),
-        );
         let mut calls = Vec::new();
-        let result = self.run_instructions(inputs, &mut bufs, &mut calls);
-        let outputs = result.map(|()| self.collect_outputs(inputs, &mut bufs));
+        let result = self
+            .allocate(&self.storage.output_sizes, &mut bufs)
+            .and_then(|()| self.run_instructions(inputs, &mut bufs, &mut calls));
+        let outputs = result.and_then(|()| self.collect_outputs(inputs, &mut bufs));
         bufs.truncate(n_slots);
         let mut idle = lock(&self.arenas);
         if idle.len() < ARENA_POOL_SIZE {
@@ -241,14 +244,25 @@ impl Executor {
         outputs
     }
 
-    fn take_arena(&self) -> Vec<AlignedBuf> {
-        lock(&self.arenas).pop().unwrap_or_else(|| {
-            self.storage
-                .slot_sizes
-                .iter()
-                .map(|&n| AlignedBuf::zeroed(n))
-                .collect()
-        })
+    /// An idle scratch arena, or a new one.
+    fn take_arena(&self) -> Result<Vec<AlignedBuf>, ExecError> {
+        if let Some(arena) = lock(&self.arenas).pop() {
+            return Ok(arena);
+        }
+        let mut arena = Vec::new();
+        self.allocate(&self.storage.slot_sizes, &mut arena)?;
+        Ok(arena)
+    }
+
+    /// Appends a zero-filled buffer of each size to `bufs`; memory the system refuses is an
+    /// error naming the tensor and its call site.
+    fn allocate(&self, sizes: &[BufferSize], bufs: &mut Vec<AlignedBuf>) -> Result<(), ExecError> {
+        for size in sizes {
+            let buf = try_buffer(&self.plan.values[size.value].ty, size.bytes)
+                .map_err(|error| memory_error(&self.plan, size, error))?;
+            bufs.push(buf);
+        }
+        Ok(())
     }
 
     fn run_instructions(
@@ -349,16 +363,32 @@ impl Executor {
     }
 
     /// The caller's outputs: copies first (they may read a buffer that is then moved out).
-    fn collect_outputs(&self, inputs: &[TensorRef<'_>], bufs: &mut [AlignedBuf]) -> Vec<Tensor> {
+    fn collect_outputs(
+        &self,
+        inputs: &[TensorRef<'_>],
+        bufs: &mut [AlignedBuf],
+    ) -> Result<Vec<Tensor>, ExecError> {
         let mut outs: Vec<Option<Tensor>> = self
             .storage
             .outputs
             .iter()
-            .map(|o| match *o {
-                OutputSource::Copy(v) => Some(self.tensor_ref(v, inputs, bufs).to_tensor()),
-                OutputSource::Take(_) => None,
+            .enumerate()
+            .map(|(i, o)| match *o {
+                OutputSource::Copy(v) => {
+                    let r = self.tensor_ref(v, inputs, bufs);
+                    let mut buf =
+                        try_buffer(r.ty, r.bytes.len()).map_err(|error| ExecError::Memory {
+                            site: format!("copy of {}", self.output_names[i]),
+                            error,
+                        })?;
+                    buf.as_bytes_mut().copy_from_slice(r.bytes);
+                    let t = Tensor::from_buf(r.ty.clone(), buf)
+                        .expect("the copy is sized to its value");
+                    Ok(Some(t))
+                }
+                OutputSource::Take(_) => Ok(None),
             })
-            .collect();
+            .collect::<Result<_, ExecError>>()?;
         let n_slots = self.storage.slot_sizes.len();
         for ((slot, o), &v) in outs
             .iter_mut()
@@ -372,9 +402,18 @@ impl Executor {
                 *slot = Some(t);
             }
         }
-        outs.into_iter()
+        Ok(outs
+            .into_iter()
             .map(|t| t.expect("every output is copied or taken"))
-            .collect()
+            .collect())
+    }
+}
+
+/// A memory error at the call site that writes the tensor `size` is for.
+fn memory_error(plan: &Plan, size: &BufferSize, error: SizeError) -> ExecError {
+    ExecError::Memory {
+        site: plan.instrs[size.instr].site.clone(),
+        error,
     }
 }
 

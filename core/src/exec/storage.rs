@@ -48,14 +48,26 @@ pub struct MemoryReport {
     pub arena_slots: usize,
 }
 
+/// A run buffer's size and what it is sized for: the largest value it holds and the
+/// instruction that writes that value (for errors that name a tensor and a call site).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BufferSize {
+    /// Size in bytes.
+    pub bytes: usize,
+    /// The value the buffer is sized for.
+    pub value: ValueId,
+    /// The instruction that writes that value.
+    pub instr: usize,
+}
+
 /// The storage assignment of a plan.
 pub(crate) struct StoragePlan {
     /// Location of every value (views resolved to their root's location).
     pub locs: Vec<Loc>,
-    /// Size in bytes of each arena slot.
-    pub slot_sizes: Vec<usize>,
-    /// Size in bytes of each returned buffer (run buffer `slot_sizes.len() + k`).
-    pub output_sizes: Vec<usize>,
+    /// Each arena slot.
+    pub slot_sizes: Vec<BufferSize>,
+    /// Each returned buffer (run buffer `slot_sizes.len() + k`).
+    pub output_sizes: Vec<BufferSize>,
     /// How each output of `@main` is delivered.
     pub outputs: Vec<OutputSource>,
     /// The memory report.
@@ -74,14 +86,14 @@ pub(crate) fn plan_storage(plan: &Plan) -> StoragePlan {
     let n = plan.values.len();
     // Returned roots: the first output leaf of each produced root takes its buffer.
     let mut returned: Vec<Option<usize>> = vec![None; n];
-    let mut output_sizes = Vec::new();
+    let mut n_returned = 0;
     let mut outputs = Vec::with_capacity(plan.outputs.len());
     for &v in &plan.outputs {
         let r = plan.root(v);
         if matches!(plan.values[r].source, Source::Produced) && returned[r].is_none() {
-            returned[r] = Some(output_sizes.len());
-            outputs.push(OutputSource::Take(output_sizes.len()));
-            output_sizes.push(plan.values[r].ty.size_bytes());
+            returned[r] = Some(n_returned);
+            outputs.push(OutputSource::Take(n_returned));
+            n_returned += 1;
         } else {
             outputs.push(OutputSource::Copy(v));
         }
@@ -105,15 +117,23 @@ pub(crate) fn plan_storage(plan: &Plan) -> StoragePlan {
     }
 
     let mut places: Vec<Option<Place>> = vec![None; n];
-    let mut slot_sizes: Vec<usize> = Vec::new();
+    let mut slot_sizes: Vec<BufferSize> = Vec::new();
+    let mut output_sizes: Vec<Option<BufferSize>> = vec![None; n_returned];
     let mut free: Vec<usize> = Vec::new();
-    let mut naive_bytes = 0;
+    let mut naive_bytes: usize = 0;
     for (i, instr) in plan.instrs.iter().enumerate() {
         for &o in &instr.outputs {
-            let size = plan.values[o].ty.size_bytes();
-            naive_bytes += size;
+            let size = BufferSize {
+                bytes: plan.values[o].ty.size_bytes(),
+                value: o,
+                instr: i,
+            };
+            naive_bytes = naive_bytes.saturating_add(size.bytes);
             places[o] = Some(match returned[o] {
-                Some(k) => Place::Returned(k),
+                Some(k) => {
+                    output_sizes[k] = Some(size);
+                    Place::Returned(k)
+                }
                 None => Place::Slot(take_slot(&mut slot_sizes, &mut free, size)),
             });
         }
@@ -139,10 +159,19 @@ pub(crate) fn plan_storage(plan: &Plan) -> StoragePlan {
             }
         })
         .collect();
-    let arena_bytes = slot_sizes.iter().sum();
+    let output_sizes: Vec<BufferSize> = output_sizes
+        .into_iter()
+        .map(|s| s.expect("every returned root is written by an instruction"))
+        .collect();
+    let total = |sizes: &[BufferSize]| {
+        sizes
+            .iter()
+            .fold(0usize, |acc, s| acc.saturating_add(s.bytes))
+    };
+    let arena_bytes = total(&slot_sizes);
     let report = MemoryReport {
         naive_bytes,
-        planned_bytes: arena_bytes + output_sizes.iter().sum::<usize>(),
+        planned_bytes: arena_bytes.saturating_add(total(&output_sizes)),
         arena_bytes,
         arena_slots: n_slots,
     };
@@ -155,18 +184,25 @@ pub(crate) fn plan_storage(plan: &Plan) -> StoragePlan {
     }
 }
 
-/// Best-fit slot choice (see the module docs); returns the slot, removed from `free`.
-fn take_slot(slot_sizes: &mut Vec<usize>, free: &mut Vec<usize>, size: usize) -> usize {
+/// Best-fit slot choice (see the module docs); returns the slot, removed from `free`. A slot
+/// that grows is then sized for the new value.
+fn take_slot(slot_sizes: &mut Vec<BufferSize>, free: &mut Vec<usize>, size: BufferSize) -> usize {
     let fitting = free
         .iter()
         .enumerate()
-        .filter(|(_, &s)| slot_sizes[s] >= size)
-        .min_by_key(|(_, &s)| slot_sizes[s]);
-    let pick = fitting.or_else(|| free.iter().enumerate().max_by_key(|(_, &s)| slot_sizes[s]));
+        .filter(|(_, &s)| slot_sizes[s].bytes >= size.bytes)
+        .min_by_key(|(_, &s)| slot_sizes[s].bytes);
+    let pick = fitting.or_else(|| {
+        free.iter()
+            .enumerate()
+            .max_by_key(|(_, &s)| slot_sizes[s].bytes)
+    });
     match pick.map(|(i, _)| i) {
         Some(i) => {
             let s = free.swap_remove(i);
-            slot_sizes[s] = slot_sizes[s].max(size);
+            if size.bytes > slot_sizes[s].bytes {
+                slot_sizes[s] = size;
+            }
             s
         }
         None => {

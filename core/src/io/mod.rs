@@ -8,6 +8,7 @@
 //! writing. Every failure is an [`IoError`] naming the file and, in an archive, the entry.
 
 mod npy;
+mod npy_header;
 mod npz;
 
 use std::fmt;

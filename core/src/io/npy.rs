@@ -100,7 +100,9 @@ fn numpy_type_str(dtype: DType) -> Result<TypeStr, IoErrorKind> {
 /// Reads one `.npy` array (header and data) from `r`, which must hold nothing after it. With
 /// `custom`, an unsigned array of that custom dtype's width is read as its bit patterns.
 pub(super) fn read_array(r: &mut impl Read, custom: Option<DType>) -> Result<Tensor, IoErrorKind> {
-    let header = NpyHeader::from_reader(&mut *r).map_err(|e| IoErrorKind::Header(e.to_string()))?;
+    let checked = super::npy_header::read_checked_header(r)?;
+    let header = NpyHeader::from_reader(checked.as_slice())
+        .map_err(|e| IoErrorKind::Header(e.to_string()))?;
     let (dtype, swap) = match header.dtype() {
         NpyDType::Plain(ts) => byoc_dtype(&ts, custom)?,
         other => {
@@ -121,29 +123,47 @@ pub(super) fn read_array(r: &mut impl Read, custom: Option<DType>) -> Result<Ten
     // Checked against the memory budget before anything is allocated; the read stops one
     // byte past the size, so a lying header or a decompression bomb cannot make it grow.
     let expected = crate::memory::check_tensor(&ty).map_err(IoErrorKind::Size)?;
-    let mut bytes = Vec::new();
-    bytes.try_reserve_exact(expected).map_err(|_| too_large())?;
-    r.take(expected as u64 + 1).read_to_end(&mut bytes)?;
-    if bytes.len() != expected {
+    let mut data = crate::memory::try_buffer(&ty, expected).map_err(IoErrorKind::Size)?;
+    let got = read_up_to(r, data.as_bytes_mut())?;
+    let trailing = read_up_to(r, &mut [0u8])?;
+    if got != expected || trailing != 0 {
         return Err(IoErrorKind::DataSize {
             ty,
             expected,
-            got: bytes.len(),
+            got: got + trailing,
         });
     }
     let size = dtype.size_bytes();
     if swap {
-        bytes.chunks_exact_mut(size).for_each(<[u8]>::reverse);
+        data.as_bytes_mut()
+            .chunks_exact_mut(size)
+            .for_each(<[u8]>::reverse);
     }
     if header.order() == Order::Fortran && ty.rank() > 1 {
-        bytes = fortran_to_c(&bytes, &ty.shape, size);
+        let mut c_order = crate::memory::try_buffer(&ty, expected).map_err(IoErrorKind::Size)?;
+        fortran_to_c(data.as_bytes(), &ty.shape, size, c_order.as_bytes_mut());
+        data = c_order;
     }
     if dtype == DType::Bool {
-        if let Some((index, &value)) = bytes.iter().enumerate().find(|(_, &b)| b > 1) {
+        if let Some((index, &value)) = data.as_bytes().iter().enumerate().find(|(_, &b)| b > 1) {
             return Err(IoErrorKind::BadBool { index, value });
         }
     }
-    Ok(Tensor::from_bytes(ty, &bytes).expect("the byte count was checked against the type"))
+    Ok(Tensor::from_buf(ty, data).expect("the byte count was checked against the type"))
+}
+
+/// Reads into `buf` until it is full or `r` ends; returns the bytes read.
+fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match r.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
 }
 
 /// Writes `tensor` as one `.npy` array (little-endian, C order) to `w`.
@@ -161,18 +181,16 @@ pub(super) fn write_array(w: &mut impl Write, tensor: &Tensor) -> Result<(), IoE
 }
 
 /// Reorders the elements of a Fortran-order (first axis fastest) array of `shape` into
-/// row-major order.
-fn fortran_to_c(src: &[u8], shape: &[usize], size: usize) -> Vec<u8> {
+/// row-major order in `dst` (as long as `src`).
+fn fortran_to_c(src: &[u8], shape: &[usize], size: usize, dst: &mut [u8]) {
     let mut strides = vec![1usize; shape.len()];
     for k in 1..shape.len() {
         strides[k] = strides[k - 1] * shape[k - 1];
     }
-    let n: usize = shape.iter().product();
-    let mut out = Vec::with_capacity(src.len());
     let mut index = vec![0usize; shape.len()];
     let mut offset = 0usize;
-    for _ in 0..n {
-        out.extend_from_slice(&src[offset * size..(offset + 1) * size]);
+    for out in dst.chunks_exact_mut(size) {
+        out.copy_from_slice(&src[offset * size..(offset + 1) * size]);
         for k in (0..shape.len()).rev() {
             index[k] += 1;
             offset += strides[k];
@@ -183,18 +201,60 @@ fn fortran_to_c(src: &[u8], shape: &[usize], size: usize) -> Vec<u8> {
             index[k] = 0;
         }
     }
-    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A version 1.0 `.npy` file with this header dictionary and `data`.
+    fn npy(dict: &str, data: &[u8]) -> Vec<u8> {
+        let mut header = dict.to_string();
+        while !(10 + header.len() + 1).is_multiple_of(64) {
+            header.push(' ');
+        }
+        header.push('\n');
+        let mut out = b"\x93NUMPY\x01\x00".to_vec();
+        out.extend_from_slice(&u16::try_from(header.len()).unwrap().to_le_bytes());
+        out.extend_from_slice(header.as_bytes());
+        out.extend_from_slice(data);
+        out
+    }
+
+    #[test]
+    fn huge_header_shapes_are_refused_before_allocating() {
+        let read = |shape: &str| {
+            let dict = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}");
+            read_array(&mut std::io::Cursor::new(npy(&dict, &[0; 8])), None)
+                .unwrap_err()
+                .to_string()
+        };
+        // Caught in the header, before npyz multiplies the dimensions.
+        let err = read("(4611686018427387904, 4)");
+        assert_eq!(err, "shape [4611686018427387904, 4] is too large");
+        let err = read("(0, 18446744073709551615, 2)");
+        assert_eq!(err, "shape [0, 18446744073709551615, 2] is too large");
+        // Caught by the memory module: no elements, but a dimension no attribute can hold.
+        let err = read("(0, 9223372036854775808)");
+        assert!(err.contains("has a dimension over 2^63-1"), "{err}");
+        // Within 64 bits, but not within the address space.
+        let err = read("(4611686018427387903, 2)");
+        assert!(err.contains("overflows 64 bits"), "{err}");
+        // A header that promises more data than the file holds.
+        let err = read("(3,)");
+        assert!(
+            err.contains("needs 12 bytes of data but the array holds 8"),
+            "{err}"
+        );
+    }
+
     #[test]
     fn fortran_order_is_transposed() {
         // A 2x3 array [[0, 1, 2], [3, 4, 5]] stored column-major: 0 3 1 4 2 5.
         let src: Vec<u8> = vec![0, 3, 1, 4, 2, 5];
-        assert_eq!(fortran_to_c(&src, &[2, 3], 1), vec![0, 1, 2, 3, 4, 5]);
+        let mut dst = [0u8; 6];
+        fortran_to_c(&src, &[2, 3], 1, &mut dst);
+        assert_eq!(dst, [0, 1, 2, 3, 4, 5]);
     }
 
     #[test]

@@ -283,21 +283,24 @@ impl<'a> NodeCtx<'a> {
         }
     }
 
+    /// A dimension as an attribute integer; an error when it does not fit an `i64`.
+    pub fn dim_i64(&self, d: usize) -> Result<i64, OnnxError> {
+        crate::dims::dim_i64(d).ok_or_else(|| self.err(format!("dimension {d} is over 2^63-1")))
+    }
+
+    /// A shape as attribute integers (see [`NodeCtx::dim_i64`]).
+    pub fn dims_i64(&self, shape: &[usize]) -> Result<Vec<i64>, OnnxError> {
+        shape.iter().map(|&d| self.dim_i64(d)).collect()
+    }
+
     /// Normalizes a possibly negative `axis` into `0..rank`.
     pub fn axis(&self, axis: i64, rank: usize) -> Result<usize, OnnxError> {
-        normalize_axis(axis, rank).ok_or_else(|| {
+        crate::dims::axis(axis, rank).ok_or_else(|| {
             self.err(format!(
                 "axis {axis} is out of range for a tensor of rank {rank}"
             ))
         })
     }
-}
-
-/// Normalizes a possibly negative `axis` into `0..rank`.
-pub(crate) fn normalize_axis(axis: i64, rank: usize) -> Option<usize> {
-    let r = i64::try_from(rank).ok()?;
-    let a = if axis < 0 { axis + r } else { axis };
-    (0..r).contains(&a).then_some(a as usize)
 }
 
 /// The elements of an integer tensor as `i64`.

@@ -368,7 +368,7 @@ fn input_type(
             )
         })?;
     let dtype = dtype_of(tt.elem_type).map_err(bad)?;
-    let value_of = |d: &super::proto::Dimension| d.dim_value.filter(|&v| v >= 0);
+    let value_of = |d: &super::proto::Dimension| d.dim_value.and_then(crate::dims::dim);
     if let Some(shape) = fixed {
         if let Some(decl) = &tt.shape {
             let flag_error = |reason: String| OnnxError::InputShape {
@@ -384,7 +384,7 @@ fn input_type(
             }
             for (i, (d, &s)) in decl.dim.iter().zip(shape).enumerate() {
                 if let Some(v) = value_of(d) {
-                    if v as usize != s {
+                    if v != s {
                         return Err(flag_error(format!(
                             "dim {i} is fixed to {v} in the model, but {s} was given"
                         )));
@@ -403,7 +403,7 @@ fn input_type(
     let mut shape = Vec::with_capacity(decl.dim.len());
     for (i, d) in decl.dim.iter().enumerate() {
         match value_of(d) {
-            Some(v) => shape.push(v as usize),
+            Some(v) => shape.push(v),
             None => {
                 let example: Vec<String> = decl
                     .dim

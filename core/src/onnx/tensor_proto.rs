@@ -66,10 +66,8 @@ pub(crate) fn tensor_from_proto(
         .iter()
         .map(|&d| usize::try_from(d).map_err(|_| bad(format!("negative dimension {d}"))))
         .collect::<Result<Vec<_>, _>>()?;
-    let count = shape
-        .iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(|| bad(format!("shape {shape:?} is too large")))?;
+    let count =
+        crate::dims::product(&shape).ok_or_else(|| bad(format!("shape {shape:?} is too large")))?;
     let ty = TensorType::new(shape, dtype);
     if t.data_location == 1 {
         let bytes = read_external(t, base_dir)?;
@@ -93,18 +91,35 @@ pub(crate) fn tensor_from_proto(
             Tensor::from_vec(ty.shape.clone(), values).map_err(|e| bad(e.to_string()))
         }};
     }
+    // ONNX stores the narrow types widened to int32 (half floats as their bit pattern, 0 to
+    // 65535); a value outside the type's range is malformed, not truncated.
+    macro_rules! narrow {
+        ($to:ty, $from_bits:expr) => {{
+            if t.int32_data.len() != count {
+                return Err(mismatch(t.int32_data.len()));
+            }
+            let values = t
+                .int32_data
+                .iter()
+                .map(|&v| {
+                    <$to>::try_from(v).map($from_bits).map_err(|_| {
+                        bad(format!("int32_data value {v} is out of range for {dtype}"))
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Tensor::from_vec(ty.shape.clone(), values).map_err(|e| bad(e.to_string()))
+        }};
+    }
     match dtype {
         DType::Float32 => typed!(t.float_data, |&v| v),
         DType::Float64 => typed!(t.double_data, |&v| v),
         DType::Int64 => typed!(t.int64_data, |&v| v),
         DType::Int32 => typed!(t.int32_data, |&v| v),
-        // ONNX stores the narrow types widened to int32; `as` keeps the low bits, which is
-        // their two's-complement (or IEEE half / bfloat16 bit) pattern.
-        DType::Int16 => typed!(t.int32_data, |&v| v as i16),
-        DType::Int8 => typed!(t.int32_data, |&v| v as i8),
-        DType::UInt8 => typed!(t.int32_data, |&v| v as u8),
-        DType::Float16 => typed!(t.int32_data, |&v| f16::from_bits(v as u16)),
-        DType::BFloat16 => typed!(t.int32_data, |&v| bf16::from_bits(v as u16)),
+        DType::Int16 => narrow!(i16, |v| v),
+        DType::Int8 => narrow!(i8, |v| v),
+        DType::UInt8 => narrow!(u8, |v| v),
+        DType::Float16 => narrow!(u16, f16::from_bits),
+        DType::BFloat16 => narrow!(u16, bf16::from_bits),
         DType::Bool => {
             if t.int32_data.len() != count {
                 return Err(mismatch(t.int32_data.len()));
@@ -180,5 +195,45 @@ fn read_external(t: &TensorProto, base_dir: Option<&Path>) -> Result<Vec<u8>, On
             "offset {offset} and length {length:?} exceed the file's {} bytes",
             bytes.len()
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn narrow(data_type: i32, values: Vec<i32>) -> Result<Tensor, OnnxError> {
+        let t = TensorProto {
+            name: "t".into(),
+            dims: vec![i64::try_from(values.len()).unwrap()],
+            data_type,
+            int32_data: values,
+            ..TensorProto::default()
+        };
+        tensor_from_proto(&t, None)
+    }
+
+    #[test]
+    fn narrow_values_widened_to_int32_are_range_checked() {
+        // ONNX data types: 3 int8, 2 uint8, 10 float16.
+        let t = narrow(3, vec![-128, 127]).unwrap();
+        assert_eq!(t.as_slice::<i8>().unwrap(), [-128, 127]);
+        let t = narrow(10, vec![0x3c00]).unwrap();
+        assert_eq!(t.as_slice::<f16>().unwrap(), [f16::ONE]);
+        let err = narrow(3, vec![1, 300]).unwrap_err().to_string();
+        assert!(
+            err.contains("int32_data value 300 is out of range for int8"),
+            "{err}"
+        );
+        let err = narrow(2, vec![-1]).unwrap_err().to_string();
+        assert!(
+            err.contains("int32_data value -1 is out of range for uint8"),
+            "{err}"
+        );
+        let err = narrow(10, vec![70000]).unwrap_err().to_string();
+        assert!(
+            err.contains("int32_data value 70000 is out of range for float16"),
+            "{err}"
+        );
     }
 }

@@ -56,15 +56,14 @@ fn weight_dims(ctx: &TypeCtx<'_>, letters: &str) -> Result<([usize; 4], [usize; 
 /// Checks the optional `channels` and `kernel_size` attributes against the weight.
 fn check_declared(ctx: &TypeCtx<'_>, out_c: usize, kernel: [usize; 2]) -> Result<(), TypeError> {
     if let Some(c) = ctx.opt_int("channels")? {
-        if c != out_c as i64 {
+        if usize::try_from(c) != Ok(out_c) {
             return Err(ctx.err(format!(
                 "channels={c} but the weight gives {out_c} output channels"
             )));
         }
     }
     if let Some(ks) = ctx.opt_ints("kernel_size")? {
-        let want: Vec<i64> = kernel.iter().map(|&k| k as i64).collect();
-        if ks != want {
+        if !ks.iter().map(|&k| usize::try_from(k)).eq(kernel.map(Ok)) {
             return Err(ctx.err(format!(
                 "kernel_size={ks:?} but the weight has a {}x{} kernel",
                 kernel[0], kernel[1]
@@ -75,10 +74,10 @@ fn check_declared(ctx: &TypeCtx<'_>, out_c: usize, kernel: [usize; 2]) -> Result
 }
 
 fn groups(ctx: &TypeCtx<'_>) -> Result<usize, TypeError> {
-    match ctx.int("groups")? {
-        g if g >= 1 => Ok(g as usize),
-        g => Err(ctx.err(format!("groups must be at least 1, got {g}"))),
-    }
+    let g = ctx.int("groups")?;
+    crate::dims::dim(g)
+        .filter(|&g| g >= 1)
+        .ok_or_else(|| ctx.err(format!("groups must be at least 1, got {g}")))
 }
 
 fn conv2d_setup(ctx: &TypeCtx<'_>) -> Result<ConvSetup, TypeError> {

@@ -58,7 +58,7 @@ fn dense_setup(ctx: &TypeCtx<'_>) -> Result<MatmulSetup, TypeError> {
         )));
     }
     if let Some(u) = ctx.opt_int("units")? {
-        if u != units as i64 {
+        if usize::try_from(u) != Ok(units) {
             return Err(ctx.err(format!("units={u} but weight has {units} rows")));
         }
     }

@@ -251,14 +251,11 @@ pub(super) fn check_operand_dtypes(
 
 /// `axis` (possibly negative) normalized for a rank-`rank` input.
 pub(super) fn norm_axis(ctx: &TypeCtx<'_>, axis: i64, rank: usize) -> Result<usize, TypeError> {
-    let r = rank as i64;
-    if axis < -r || axis >= r {
-        return Err(ctx.err(format!(
+    crate::dims::axis(axis, rank).ok_or_else(|| {
+        ctx.err(format!(
             "axis {axis} is out of range for a rank-{rank} input"
-        )));
-    }
-    let axis = if axis < 0 { axis + r } else { axis };
-    Ok(axis as usize)
+        ))
+    })
 }
 
 /// Runs `f` on a type context rebuilt from a kernel spec's inputs, so kernel builders share

@@ -56,7 +56,9 @@ fn setup(ctx: &TypeCtx<'_>) -> Result<PadSetup, TypeError> {
     let mut widths = Vec::with_capacity(rank);
     for (d, row) in rows.iter().enumerate() {
         let (b, a) = match row.as_int_list().as_deref() {
-            Some(&[b, a]) if b >= 0 && a >= 0 => (b as usize, a as usize),
+            Some(&[b, a]) => crate::dims::dim(b)
+                .zip(crate::dims::dim(a))
+                .ok_or_else(bad)?,
             _ => return Err(bad()),
         };
         let size = data.shape[d];
@@ -73,12 +75,21 @@ fn setup(ctx: &TypeCtx<'_>) -> Result<PadSetup, TypeError> {
         }
         widths.push((b, a));
     }
-    let shape: Vec<usize> = data
+    let shape = data
         .shape
         .iter()
         .zip(&widths)
-        .map(|(s, (b, a))| s + b + a)
-        .collect();
+        .enumerate()
+        .map(|(d, (s, (b, a)))| {
+            s.checked_add(*b)
+                .and_then(|n| n.checked_add(*a))
+                .ok_or_else(|| {
+                    ctx.err(format!(
+                        "padding axis {d} of size {s} by [{b}, {a}] overflows 64 bits"
+                    ))
+                })
+        })
+        .collect::<Result<Vec<usize>, _>>()?;
     Ok(PadSetup {
         mode,
         widths,

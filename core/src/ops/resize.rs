@@ -38,7 +38,7 @@ fn setup(ctx: &TypeCtx<'_>) -> Result<ResizeSetup, TypeError> {
         )));
     }
     let size = match ctx.ints("size")?[..] {
-        [oh, ow] if oh > 0 && ow > 0 => [oh as usize, ow as usize],
+        [oh, ow] if oh > 0 && ow > 0 => [oh, ow].map(|d| crate::dims::dim(d).unwrap_or(0)),
         ref s => {
             return Err(ctx.err(format!(
                 "size must be [height, width] with positive values, got {s:?}"

@@ -76,7 +76,8 @@ fn slice_geometry(ctx: &TypeCtx<'_>, t: &TensorType) -> Result<SliceGeometry, Ty
         shape: t.shape.clone(),
     };
     for (k, &axis) in axes.iter().enumerate() {
-        let dim = t.shape[axis] as i64;
+        let dim = crate::dims::dim_i64(t.shape[axis])
+            .ok_or_else(|| ctx.err(format!("axis {axis} of {t} is over 2^63-1")))?;
         let stride = if mode == "size" {
             1
         } else {
@@ -97,21 +98,31 @@ fn slice_geometry(ctx: &TypeCtx<'_>, t: &TensorType) -> Result<SliceGeometry, Ty
         } else {
             canon(end[k])
         };
-        let len = if stride > 0 {
-            if e > b {
-                (e - b + stride - 1) / stride
-            } else {
-                0
-            }
-        } else if b > e {
-            (b - e + (-stride) - 1) / (-stride)
+        // In i128, so no stride (i64::MIN included) overflows; `b` and `e` are in `-1..=dim`.
+        let (span, step) = if stride > 0 {
+            (i128::from(e) - i128::from(b), i128::from(stride))
+        } else {
+            (i128::from(b) - i128::from(e), -i128::from(stride))
+        };
+        let len = if span > 0 {
+            (span + step - 1) / step
         } else {
             0
         };
-        g.shape[axis] = len as usize;
-        // An empty slice never reads its begin, which may then be out of range.
-        g.begin[axis] = if len > 0 { b as usize } else { 0 };
-        g.step[axis] = stride as isize;
+        // `len` is at most `dim`, so it converts.
+        g.shape[axis] = usize::try_from(len).expect("a slice is no longer than its axis");
+        // An empty slice never reads its begin, which may then be out of range; a slice of
+        // one element never steps, so its stride (which may be huge) is never multiplied.
+        g.begin[axis] = if len > 0 {
+            crate::dims::dim(b).unwrap_or(0)
+        } else {
+            0
+        };
+        g.step[axis] = if len > 1 {
+            isize::try_from(stride).expect("a stride shorter than its axis fits isize")
+        } else {
+            0
+        };
     }
     Ok(g)
 }

@@ -10,16 +10,12 @@ pub(super) fn normalize_axis(
     axis: i64,
     rank: usize,
 ) -> Result<usize, TypeError> {
-    let r = rank as i64;
-    if axis < -r || axis >= r {
-        return Err(ctx.err(format!(
-            "axis {axis} is out of range for a tensor of rank {rank} (expected {} to {})",
-            -r,
-            r - 1
-        )));
-    }
-    let axis = if axis < 0 { axis + r } else { axis };
-    Ok(axis as usize)
+    crate::dims::axis(axis, rank).ok_or_else(|| {
+        ctx.err(format!(
+            "axis {axis} is out of range for a tensor of rank {rank} (expected -{rank} to {})",
+            rank as i128 - 1
+        ))
+    })
 }
 
 /// Resolves a list of axes; rejects duplicates. The result keeps the given order.

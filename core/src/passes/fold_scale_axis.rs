@@ -277,8 +277,7 @@ fn free_axis(call: &Call, op: &str, c: &Tensor, out: &TensorType) -> Option<usiz
     let rank = out.rank();
     if op == "nn.bias_add" {
         let a = call.attrs.get("axis").and_then(|v| v.as_int()).unwrap_or(1);
-        let a = if a < 0 { a + rank as i64 } else { a };
-        return usize::try_from(a).ok().filter(|&a| a < rank);
+        return crate::dims::axis(a, rank);
     }
     let offset = rank.checked_sub(c.shape().len())?;
     let mut wide = c
@@ -297,8 +296,7 @@ fn free_axis(call: &Call, op: &str, c: &Tensor, out: &TensorType) -> Option<usiz
 /// Whether a bias_add's `axis` attribute names `axis` of a rank-`rank` tensor.
 fn bias_axis_is(call: &Call, rank: usize, axis: usize) -> bool {
     let a = call.attrs.get("axis").and_then(|v| v.as_int()).unwrap_or(1);
-    let a = if a < 0 { a + rank as i64 } else { a };
-    usize::try_from(a).is_ok_and(|a| a == axis)
+    crate::dims::axis(a, rank) == Some(axis)
 }
 
 /// The constant's value per channel when it has `out`'s dtype and broadcasts along `axis` of

@@ -110,19 +110,15 @@ struct NormAttrs {
 impl NormAttrs {
     fn read(call: &Call, data: &TensorType) -> Result<Self, IrError> {
         let attr = |name: &str| call.attrs.get(name);
-        let rank = data.rank() as i64;
+        let rank = data.rank();
         let axis = attr("axis").and_then(|v| v.as_int()).unwrap_or(1);
-        let axis = if axis < 0 { axis + rank } else { axis };
         let op = call.op().map_or("", |op| op.name()).to_string();
-        let axis = usize::try_from(axis)
-            .ok()
-            .filter(|&a| a < data.rank())
-            .ok_or_else(|| IrError::AttrType {
-                op: op.clone(),
-                attr: "axis".to_string(),
-                expected: format!("an axis of a rank-{rank} tensor"),
-                got: axis.to_string(),
-            })?;
+        let axis = crate::dims::axis(axis, rank).ok_or_else(|| IrError::AttrType {
+            op: op.clone(),
+            attr: "axis".to_string(),
+            expected: format!("an axis of a rank-{rank} tensor"),
+            got: axis.to_string(),
+        })?;
         Ok(NormAttrs {
             axis,
             epsilon: attr("epsilon").and_then(|v| v.as_f64()).unwrap_or(1e-5),

@@ -175,22 +175,17 @@ impl<'a> Reader<'a> {
                     .map_err(|_| bad("a dimension does not fit in memory".to_string()))
             })
             .collect::<Result<Vec<usize>, _>>()?;
-        let expected = shape
-            .iter()
-            .try_fold(dtype.size_bytes(), |n, &d| n.checked_mul(d))
-            .ok_or_else(|| {
-                bad(format!(
-                    "shape {shape:?} of {dtype} overflows the address space"
-                ))
-            })?;
+        let ty = TensorType::new(shape, dtype);
+        let expected = crate::memory::tensor_bytes(&ty).map_err(|e| bad(e.to_string()))?;
+        let shape = &ty.shape;
         let data_len = self.u64(&part("data length"))?;
-        if data_len != expected as u64 {
+        if usize::try_from(data_len) != Ok(expected) {
             return Err(bad(format!(
                 "{data_len} data bytes for shape {shape:?} of {dtype}, which needs {expected}"
             )));
         }
         let data = self.take(data_len, &part("data"))?;
-        Tensor::from_bytes(TensorType::new(shape, dtype), data)
+        Tensor::from_bytes(ty, data)
             .map(Arc::new)
             .map_err(|e| bad(e.to_string()))
     }

@@ -744,15 +744,16 @@ struct AttrList {
     spans: HashMap<String, Span>,
 }
 
-/// A tensor type whose byte size fits in `usize`.
+/// A tensor type whose byte size fits in `isize` and whose dimensions fit `i64`
+/// ([`crate::memory::tensor_bytes`]).
 fn checked_type(shape: Vec<usize>, dtype: DType, span: Span) -> PResult<TensorType> {
-    let size = shape
-        .iter()
-        .try_fold(dtype.size_bytes(), |acc, &d| acc.checked_mul(d))
-        .filter(|&s| isize::try_from(s).is_ok());
-    match size {
-        Some(_) => Ok(TensorType::new(shape, dtype)),
-        None => Err(ParseError::new(span, K::ShapeOverflow(shape_text(&shape)))),
+    let ty = TensorType::new(shape, dtype);
+    match crate::memory::tensor_bytes(&ty) {
+        Ok(size) if isize::try_from(size).is_ok() => Ok(ty),
+        _ => Err(ParseError::new(
+            span,
+            K::ShapeOverflow(shape_text(&ty.shape)),
+        )),
     }
 }
 

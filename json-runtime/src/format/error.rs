@@ -67,6 +67,18 @@ pub enum FormatError {
         /// The shape as written.
         shape: Vec<i64>,
     },
+    /// An output's size overflows or is over the memory budget.
+    #[error("node {node} ('{name}'): output {index}: {source}")]
+    Size {
+        /// The node id.
+        node: usize,
+        /// The node name.
+        name: String,
+        /// The output index.
+        index: usize,
+        /// The tensor, its size and the budget.
+        source: byoc_core::memory::SizeError,
+    },
     /// `shape` and `dtype` have different lengths, or a declared count disagrees.
     #[error("node {node} ('{name}'): {what} is {got} but {expected_from} gives {expected}")]
     CountMismatch {

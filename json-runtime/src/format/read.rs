@@ -383,7 +383,14 @@ fn convert_node(id: usize, raw: RawNode) -> Result<JsonNode, FormatError> {
                 index,
                 shape: shape.clone(),
             })?;
-        outputs.push(TensorType::new(dims, dt));
+        let ty = TensorType::new(dims, dt);
+        byoc_core::memory::check_tensor(&ty).map_err(|source| FormatError::Size {
+            node: id,
+            name: name.clone(),
+            index,
+            source,
+        })?;
+        outputs.push(ty);
     }
     Ok(JsonNode {
         kind,

@@ -75,6 +75,14 @@ pub enum RuntimeError {
         /// What is wrong.
         problem: String,
     },
+    /// The scratch arena of a run could not be allocated.
+    #[error("{symbol}: the scratch arena of this run ({bytes} bytes) cannot be allocated")]
+    Memory {
+        /// The graph symbol.
+        symbol: String,
+        /// The bytes of the arena slot that failed.
+        bytes: usize,
+    },
     /// The provider could not build a node's kernel.
     #[error("{symbol}: node {node} ('{name}'): building the kernel failed: {source}")]
     Build {

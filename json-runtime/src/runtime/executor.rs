@@ -107,7 +107,10 @@ impl<P: KernelProvider> JsonRuntime<P> {
     /// Bytes of intermediate storage one run uses (the arena; buffers are shared by entries
     /// whose lifetimes do not overlap).
     pub fn arena_bytes(&self) -> usize {
-        self.plan.arena_sizes.iter().sum()
+        self.plan
+            .arena_sizes
+            .iter()
+            .fold(0usize, |acc, &b| acc.saturating_add(b))
     }
 
     /// True once `init` succeeded.
@@ -305,13 +308,11 @@ impl<P: KernelProvider> JsonRuntime<P> {
                     .clone()
             },
         )?;
-        let mut arena = lock(&self.arenas).pop().unwrap_or_else(|| {
-            self.plan
-                .arena_sizes
-                .iter()
-                .map(|&size| AlignedBuf::zeroed(size))
-                .collect()
-        });
+        let idle = lock(&self.arenas).pop();
+        let mut arena = match idle {
+            Some(arena) => arena,
+            None => self.new_arena()?,
+        };
         let mut out_bufs: Vec<Option<&mut [u8]>> =
             outputs.iter_mut().map(|o| Some(&mut *o.bytes)).collect();
         for (i, kernel) in engine.kernels.iter().enumerate() {
@@ -325,6 +326,20 @@ impl<P: KernelProvider> JsonRuntime<P> {
             pool.push(arena);
         }
         Ok(())
+    }
+
+    /// A zero-filled arena; memory the system refuses is an error, never an abort.
+    fn new_arena(&self) -> Result<Vec<AlignedBuf>, RuntimeError> {
+        self.plan
+            .arena_sizes
+            .iter()
+            .map(|&bytes| {
+                AlignedBuf::try_zeroed(bytes).ok_or_else(|| RuntimeError::Memory {
+                    symbol: self.symbol.clone(),
+                    bytes,
+                })
+            })
+            .collect()
     }
 
     /// The bytes of a slot that is not currently taken.

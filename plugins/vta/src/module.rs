@@ -101,6 +101,17 @@ fn err(e: impl std::fmt::Display) -> PluginError {
     PluginError::new(e.to_string())
 }
 
+/// `n` zeros for `what`, or an error when the memory cannot be allocated (the sizes come from
+/// the compiled program, which an artifact carries).
+fn zeroed<T: Clone + Default>(n: usize, what: &str) -> Result<Vec<T>, PluginError> {
+    byoc_core::memory::try_vec_of(n, T::default()).ok_or_else(|| {
+        err(format!(
+            "vta: {what} ({n} values of {} bytes) cannot be allocated",
+            size_of::<T>()
+        ))
+    })
+}
+
 fn numel(shape: &[usize]) -> usize {
     shape.iter().product()
 }
@@ -374,7 +385,7 @@ impl VtaModule {
     ) -> Result<(Tensor, Profile), PluginError> {
         let p = &l.program;
         let b = self.config.block();
-        let mut dram = vec![0u8; p.dram.total];
+        let mut dram = zeroed(p.dram.total, "the simulated DRAM")?;
         dram[p.dram.uop..p.dram.uop + p.uop_bytes.len()].copy_from_slice(&p.uop_bytes);
         let g = &l.spec.geometry;
         let packer = Packer {
@@ -410,11 +421,11 @@ impl VtaModule {
             .map_err(|e| err(format!("vta simulator: {e}")))?;
         let shape = l.spec.out_shape.clone();
         let out = if l.spec.int32_out {
-            let mut out = vec![0i32; numel(&shape)];
+            let mut out = zeroed(numel(&shape), "the layer output")?;
             packer.output_int32(&dram[p.dram.out..], &mut out);
             Tensor::from_vec(shape, out)
         } else {
-            let mut out = vec![0i8; numel(&shape)];
+            let mut out = zeroed(numel(&shape), "the layer output")?;
             packer.output(&dram[p.dram.out..], &mut out);
             Tensor::from_vec(shape, out)
         };

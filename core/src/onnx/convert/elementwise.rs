@@ -93,7 +93,7 @@ pub(super) fn prelu(ctx: &mut NodeCtx<'_>) -> Out {
         let alpha = ctx.call(
             "reshape",
             &[slope],
-            Attrs::new().with("newshape", vec![xs[1] as i64]),
+            Attrs::new().with("newshape", vec![ctx.dim_i64(xs[1])?]),
         )?;
         return one(ctx.call("nn.prelu", &[x, alpha], Attrs::new().with("axis", 1i64))?);
     }

@@ -13,7 +13,7 @@ fn transpose(ctx: &mut NodeCtx<'_>, x: ExprId, axes: &[i64]) -> Result<ExprId, O
 }
 
 fn reshape(ctx: &mut NodeCtx<'_>, x: ExprId, shape: &[usize]) -> Result<ExprId, OnnxError> {
-    let newshape: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+    let newshape = ctx.dims_i64(shape)?;
     ctx.call("reshape", &[x], Attrs::new().with("newshape", newshape))
 }
 
@@ -55,7 +55,7 @@ pub(super) fn gemm(ctx: &mut NodeCtx<'_>) -> Out {
     let mut y = ctx.call(
         "nn.dense",
         &[a, b],
-        Attrs::new().with("units", units as i64),
+        Attrs::new().with("units", ctx.dim_i64(units)?),
     )?;
     if let Some(c) = ctx.opt_input(2) {
         if beta != 0.0 {
@@ -116,7 +116,8 @@ pub(super) fn matmul_values(
             reshape(ctx, b, &[k, n])?
         };
         let bt = transpose(ctx, b2, &[1, 0])?;
-        let y = ctx.call("nn.dense", &[a2, bt], attrs.with("units", n as i64))?;
+        let units = ctx.dim_i64(n)?;
+        let y = ctx.call("nn.dense", &[a2, bt], attrs.with("units", units))?;
         let mut batch = batch_a.to_vec();
         if batch_b.len() > batch.len() {
             batch = batch_b.to_vec();

@@ -78,18 +78,19 @@ pub(super) fn window(
         "SAME_UPPER" | "SAME_LOWER" => {
             let mut pads = vec![0; 4];
             for i in 0..2 {
-                let size = input[i] as i64;
-                let out = (size + strides[i] - 1) / strides[i];
-                let extent = (kernel[i] - 1) * dilations[i] + 1;
-                let total = ((out - 1) * strides[i] + extent - size).max(0);
-                let small = total / 2;
-                let (begin, end) = if auto_pad == "SAME_UPPER" {
-                    (small, total - small)
-                } else {
-                    (total - small, small)
-                };
-                pads[i] = begin;
-                pads[i + 2] = end;
+                // In i128: no product or sum of these i64 values overflows it.
+                let size = input[i] as i128;
+                let (stride, k, dilation) = (
+                    i128::from(strides[i]),
+                    i128::from(kernel[i]),
+                    i128::from(dilations[i]),
+                );
+                let out = (size + stride - 1) / stride;
+                let extent = (k - 1) * dilation + 1;
+                let total = ((out - 1) * stride + extent - size).max(0);
+                let (begin, end) = split_padding(&auto_pad, total);
+                pads[i] = pad_i64(ctx, begin)?;
+                pads[i + 2] = pad_i64(ctx, end)?;
             }
             pads
         }
@@ -106,13 +107,34 @@ pub(super) fn window(
     })
 }
 
+/// A total padding split between begin and end: the odd pixel goes to the end for
+/// `SAME_UPPER`, to the beginning otherwise.
+fn split_padding(auto_pad: &str, total: i128) -> (i128, i128) {
+    let half = total / 2;
+    if auto_pad == "SAME_UPPER" {
+        (half, total - half)
+    } else {
+        (total - half, half)
+    }
+}
+
+/// A padding computed in `i128` as an attribute integer; an error naming it when it does
+/// not fit an `i64`.
+fn pad_i64(ctx: &NodeCtx<'_>, pad: i128) -> Result<i64, OnnxError> {
+    i64::try_from(pad).map_err(|_| {
+        ctx.err(format!(
+            "the padding auto_pad asks for ({pad}) does not fit a 64-bit integer"
+        ))
+    })
+}
+
 /// The kernel's spatial size: the `kernel_shape` attribute or the weight's last two dims.
 pub(super) fn kernel_shape(ctx: &NodeCtx<'_>, weight: &[usize]) -> Result<Vec<i64>, OnnxError> {
     match ctx.attr_ints("kernel_shape")? {
         Some(k) if k.len() == 2 => Ok(k),
         Some(k) => Err(ctx.err(format!("kernel_shape {k:?} is not 2-D"))),
         None => match weight {
-            [_, _, h, w] => Ok(vec![*h as i64, *w as i64]),
+            [_, _, h, w] => Ok(vec![ctx.dim_i64(*h)?, ctx.dim_i64(*w)?]),
             _ => Err(ctx.err(format!("weight shape {weight:?} is not 4-D"))),
         },
     }
@@ -137,7 +159,7 @@ pub(super) fn conv(ctx: &mut NodeCtx<'_>) -> Out {
     let attrs = win
         .attrs("kernel_size", "dilation")
         .with("groups", groups)
-        .with("channels", wshape[0] as i64);
+        .with("channels", ctx.dim_i64(wshape[0])?);
     let y = ctx.call("nn.conv2d", &[x, w], attrs)?;
     one(bias(ctx, y, 2)?)
 }
@@ -154,12 +176,17 @@ pub(super) fn conv_transpose(ctx: &mut NodeCtx<'_>) -> Out {
     let dilations = ints_attr(ctx, "dilations", 2, 1)?;
     let output_padding = ints_attr(ctx, "output_padding", 2, 0)?;
     let auto_pad = ctx.str_or("auto_pad", "NOTSET")?;
-    let output_shape = match ctx.attr_ints("output_shape")? {
-        Some(s) => Some(s[s.len().saturating_sub(2)..].to_vec()),
+    let output_shape: Option<Vec<i128>> = match ctx.attr_ints("output_shape")? {
+        Some(s) => Some(
+            s[s.len().saturating_sub(2)..]
+                .iter()
+                .map(|&d| i128::from(d))
+                .collect(),
+        ),
         None if auto_pad.starts_with("SAME") => Some(
             (0..2)
-                .map(|i| input[i] as i64 * strides[i])
-                .collect::<Vec<_>>(),
+                .map(|i| input[i] as i128 * i128::from(strides[i]))
+                .collect(),
         ),
         None => None,
     };
@@ -168,19 +195,15 @@ pub(super) fn conv_transpose(ctx: &mut NodeCtx<'_>) -> Out {
         (Some(out), _) if out.len() == 2 => {
             let mut pads = vec![0; 4];
             for i in 0..2 {
-                let total = strides[i] * (input[i] as i64 - 1)
-                    + output_padding[i]
-                    + (kernel[i] - 1) * dilations[i]
+                // In i128: no product or sum of these i64 values overflows it.
+                let total = i128::from(strides[i]) * (input[i] as i128 - 1)
+                    + i128::from(output_padding[i])
+                    + (i128::from(kernel[i]) - 1) * i128::from(dilations[i])
                     + 1
                     - out[i];
-                let half = total / 2;
-                let (begin, end) = if auto_pad == "SAME_UPPER" {
-                    (half, total - half)
-                } else {
-                    (total - half, half)
-                };
-                pads[i] = begin;
-                pads[i + 2] = end;
+                let (begin, end) = split_padding(&auto_pad, total);
+                pads[i] = pad_i64(ctx, begin)?;
+                pads[i + 2] = pad_i64(ctx, end)?;
             }
             pads
         }
@@ -192,7 +215,10 @@ pub(super) fn conv_transpose(ctx: &mut NodeCtx<'_>) -> Out {
             "the requested output shape needs negative padding {pads:?}"
         )));
     }
-    let channels = wshape.get(1).copied().unwrap_or(0) as i64 * groups;
+    let channels = ctx
+        .dim_i64(wshape.get(1).copied().unwrap_or(0))?
+        .checked_mul(groups)
+        .ok_or_else(|| ctx.err(format!("group {groups} is too large")))?;
     let attrs = Attrs::new()
         .with("kernel_size", kernel)
         .with("strides", strides)
@@ -310,10 +336,10 @@ fn softmax_like(ctx: &mut NodeCtx<'_>, op: &str) -> Out {
     let flat = ctx.call(
         "reshape",
         &[x],
-        Attrs::new().with("newshape", vec![outer as i64, inner as i64]),
+        Attrs::new().with("newshape", ctx.dims_i64(&[outer, inner])?),
     )?;
     let y = ctx.call(op, &[flat], Attrs::new().with("axis", 1i64))?;
-    let back: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+    let back = ctx.dims_i64(&shape)?;
     one(ctx.call("reshape", &[y], Attrs::new().with("newshape", back))?)
 }
 

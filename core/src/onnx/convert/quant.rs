@@ -343,7 +343,7 @@ fn integer_conv(
     let attrs = win
         .attrs("kernel_size", "dilation")
         .with("groups", ctx.int_or("group", 1)?)
-        .with("channels", channels as i64)
+        .with("channels", ctx.dim_i64(channels)?)
         .with("out_dtype", "int32");
     let per_channel = wshape.iter().skip(1).product::<usize>().max(1);
     let narrow = ctx
@@ -635,9 +635,17 @@ fn qconv(ctx: &mut NodeCtx<'_>, bias_kind: Bias) -> Out {
                         .enumerate()
                         .map(|(o, &v)| {
                             let unit = xq.scale[0] * wq.scale[o % wq.scale.len()];
-                            (v / unit).round_ties_even() as i64
+                            let q = (v / unit).round_ties_even();
+                            crate::dims::f64_to_i64(f64::from(q))
+                                .filter(|&q| i32::try_from(q).is_ok())
+                                .ok_or_else(|| {
+                                    ctx.err(format!(
+                                        "{}: bias {v} of channel {o} is {q} in units of the input and weight scales ({unit}), outside int32",
+                                        input_name(ctx, 8)
+                                    ))
+                                })
                         })
-                        .collect()
+                        .collect::<Result<_, _>>()?
                 }
                 (_, d) => {
                     return Err(

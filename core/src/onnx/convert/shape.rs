@@ -17,16 +17,9 @@ type Out = Result<Vec<ExprId>, OnnxError>;
 /// The largest constant the importer materializes (`ConstantOfShape`, `Constant`).
 const MAX_CONSTANT_BYTES: usize = 1 << 32;
 
-fn dims_i64(shape: &[usize]) -> Vec<i64> {
-    shape.iter().map(|&d| d as i64).collect()
-}
-
 fn reshape_to(ctx: &mut NodeCtx<'_>, x: ExprId, shape: &[usize]) -> Result<ExprId, OnnxError> {
-    ctx.call(
-        "reshape",
-        &[x],
-        Attrs::new().with("newshape", dims_i64(shape)),
-    )
+    let newshape = ctx.dims_i64(shape)?;
+    ctx.call("reshape", &[x], Attrs::new().with("newshape", newshape))
 }
 
 /// Integers from an INTS attribute (before `input_opset`) or from constant input `i` (from it).
@@ -67,16 +60,16 @@ pub(super) fn flatten(ctx: &mut NodeCtx<'_>) -> Out {
     let shape = ctx.shape(x)?;
     let axis = ctx.int_or("axis", 1)?;
     // ONNX allows `-rank..=rank`; a negative axis counts from the end (`-1` keeps the last dim).
-    let rank = shape.len() as i64;
+    let rank = shape.len();
     let axis = match axis {
-        a if (0..=rank).contains(&a) => a as usize,
-        a if (-rank..0).contains(&a) => (a + rank) as usize,
-        a => {
-            return Err(ctx.err(format!(
-                "axis {a} is out of range for rank {rank} (allowed: -{rank}..={rank})"
-            )))
-        }
-    };
+        a if a >= 0 => crate::dims::dim(a).filter(|&a| a <= rank),
+        a => crate::dims::axis(a, rank),
+    }
+    .ok_or_else(|| {
+        ctx.err(format!(
+            "axis {axis} is out of range for rank {rank} (allowed: -{rank}..={rank})"
+        ))
+    })?;
     if axis == 1 && shape.len() >= 2 {
         return one(ctx.call("nn.batch_flatten", &[x], Attrs::new())?);
     }
@@ -107,19 +100,26 @@ pub(super) fn reshape(ctx: &mut NodeCtx<'_>) -> Out {
                     "shape {target:?} copies dim {i}, which the input {input:?} lacks"
                 ))
             })?,
-            d if d >= 0 => d as usize,
-            _ => return Err(ctx.err(format!("invalid target shape {target:?}"))),
+            d => crate::dims::dim(d)
+                .ok_or_else(|| ctx.err(format!("invalid target shape {target:?}")))?,
         });
     }
     let total: usize = input.iter().product();
+    let product = |dims: &[usize]| {
+        crate::dims::product(dims).ok_or_else(|| {
+            ctx.err(format!(
+                "target shape {target:?}: the element count overflows 64 bits"
+            ))
+        })
+    };
     if let Some(i) = infer {
-        let known: usize = out.iter().product();
+        let known = product(&out)?;
         if known == 0 || !total.is_multiple_of(known) {
             return Err(ctx.err(format!("cannot reshape {input:?} into {target:?}")));
         }
         out[i] = total / known;
     }
-    if out.iter().product::<usize>() != total {
+    if product(&out)? != total {
         return Err(ctx.err(format!(
             "cannot reshape {input:?} ({total} elements) into {out:?}"
         )));
@@ -304,7 +304,7 @@ pub(super) fn slice(ctx: &mut NodeCtx<'_>) -> Out {
     }
     let axes = axes_in(ctx, &axes, shape.len())?;
     let mut begin: Vec<i64> = vec![0; shape.len()];
-    let mut end: Vec<i64> = dims_i64(&shape);
+    let mut end: Vec<i64> = ctx.dims_i64(&shape)?;
     let mut strides: Vec<i64> = vec![1; shape.len()];
     for (k, &a) in axes.iter().enumerate() {
         if steps[k] <= 0 {
@@ -313,7 +313,7 @@ pub(super) fn slice(ctx: &mut NodeCtx<'_>) -> Out {
                 steps[k]
             )));
         }
-        let d = shape[a] as i64;
+        let d = end[a];
         let clamp = |v: i64| (if v < 0 { v.saturating_add(d) } else { v }).clamp(0, d);
         begin[a] = clamp(starts[k]);
         end[a] = clamp(ends[k]).max(begin[a]);
@@ -333,7 +333,7 @@ pub(super) fn gather(ctx: &mut NodeCtx<'_>) -> Out {
     let (x, mut idx) = (ctx.input(0)?, ctx.input(1)?);
     let shape = ctx.shape(x)?;
     let axis = ctx.axis(ctx.int_or("axis", 0)?, shape.len())?;
-    let dim = shape[axis] as i64;
+    let dim = ctx.dim_i64(shape[axis])?;
     let mode = if let Some(t) = ctx.constant_of(idx) {
         let values = crate::onnx::ctx::tensor_ints(&t)
             .ok_or_else(|| ctx.err(format!("indices must be integers, got {}", t.dtype())))?;
@@ -435,7 +435,7 @@ pub(super) fn expand(ctx: &mut NodeCtx<'_>) -> Out {
         "ones",
         &[],
         Attrs::new()
-            .with("shape", dims_i64(&out))
+            .with("shape", ctx.dims_i64(&out)?)
             .with("dtype", dtype),
     )?;
     one(ctx.call("multiply", &[x, ones], Attrs::new())?)
@@ -444,11 +444,19 @@ pub(super) fn expand(ctx: &mut NodeCtx<'_>) -> Out {
 /// `Shape(start, end)`: the static shape as an int64 constant.
 pub(super) fn shape(ctx: &mut NodeCtx<'_>) -> Out {
     let x = ctx.input(0)?;
-    let shape = dims_i64(&ctx.shape(x)?);
-    let r = shape.len() as i64;
-    let bound = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r) as usize;
+    let shape = ctx.dims_i64(&ctx.shape(x)?)?;
+    let r = shape.len();
+    // Python-style bounds, clamped to `0..=rank` (no overflow for any i64).
+    let bound = |v: i64| match crate::dims::dim(v) {
+        Some(v) => v.min(r),
+        None => usize::try_from(v.unsigned_abs()).map_or(0, |back| r.saturating_sub(back)),
+    };
     let start = bound(ctx.int_or("start", 0)?);
-    let end = bound(ctx.int_or("end", r)?).max(start);
+    let end = match ctx.attr_int("end")? {
+        Some(e) => bound(e),
+        None => r,
+    }
+    .max(start);
     let dims = shape[start..end].to_vec();
     let t = Tensor::from_vec([dims.len()], dims).map_err(|e| ctx.err(e.to_string()))?;
     one(ctx.constant(t))

@@ -212,10 +212,7 @@ impl Realizer<'_, '_> {
         let shape = match axis {
             Some(axis) => {
                 let rank = tensor_type(self.rb.src, old).map_or(0, |t| t.rank());
-                let axis = if axis < 0 { axis + rank as i64 } else { axis };
-                let axis = usize::try_from(axis)
-                    .ok()
-                    .filter(|&a| a < rank)
+                let axis = crate::dims::axis(axis, rank)
                     .ok_or(QuantizeError::BiasAxis { at: old, axis })?;
                 let mut shape = vec![t.ty().num_elements()];
                 shape.resize(rank - axis, 1);

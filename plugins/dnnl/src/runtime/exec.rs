@@ -38,9 +38,9 @@ unsafe impl Send for ExecState {}
 impl ExecState {
     /// A state for `plan`.
     pub fn new(engine: &Engine, plan: &Plan) -> Result<Self, DnnlError> {
-        let arena = PageBuf::zeroed(plan.arena_bytes);
+        let arena = PageBuf::try_zeroed(plan.arena_bytes, "allocating the arena")?;
         let arena_base = arena.ptr();
-        let scratchpad = PageBuf::zeroed(plan.scratchpad_bytes);
+        let scratchpad = PageBuf::try_zeroed(plan.scratchpad_bytes, "allocating the scratchpad")?;
         let sp_base = scratchpad.ptr();
         let scratchpad_memory =
             Memory::new(engine, &MemoryDesc::bytes(plan.scratchpad_bytes)?, sp_base)?;

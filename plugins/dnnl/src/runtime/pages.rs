@@ -15,6 +15,8 @@
 use std::alloc::{self, Layout};
 use std::ptr::NonNull;
 
+use crate::dnnl::{ffi, status_name, DnnlError};
+
 /// The huge page size (x86-64's 2 MiB) that large buffers are aligned to.
 pub(crate) const HUGE_PAGE: usize = 2 << 20;
 
@@ -33,29 +35,34 @@ unsafe impl Send for PageBuf {}
 unsafe impl Sync for PageBuf {}
 
 impl PageBuf {
-    /// A zero-filled buffer of `len` bytes (at least one byte is allocated).
-    ///
-    /// Aborts through [`alloc::handle_alloc_error`] when memory is exhausted, like `Vec`.
-    pub fn zeroed(len: usize) -> Self {
+    /// A zero-filled buffer of `len` bytes (at least one byte is allocated) for `what`; an
+    /// error instead of an abort when the memory cannot be allocated (the sizes come from the
+    /// partition's shapes).
+    pub fn try_zeroed(len: usize, what: &'static str) -> Result<Self, DnnlError> {
+        let out_of_memory = || DnnlError {
+            call: what,
+            status: status_name(ffi::dnnl_out_of_memory),
+        };
         let (size, align) = if len >= HUGE_PAGE {
-            (len.div_ceil(HUGE_PAGE) * HUGE_PAGE, HUGE_PAGE)
+            (
+                len.checked_next_multiple_of(HUGE_PAGE)
+                    .ok_or_else(out_of_memory)?,
+                HUGE_PAGE,
+            )
         } else {
             (len.max(1).div_ceil(LINE) * LINE, LINE)
         };
-        let layout = Layout::from_size_align(size, align)
-            .unwrap_or_else(|_| alloc::handle_alloc_error(Layout::new::<u8>()));
+        let layout = Layout::from_size_align(size, align).map_err(|_| out_of_memory())?;
         // SAFETY: the layout has a non-zero size.
         let raw = unsafe { alloc::alloc(layout) };
-        let Some(ptr) = NonNull::new(raw) else {
-            alloc::handle_alloc_error(layout)
-        };
+        let ptr = NonNull::new(raw).ok_or_else(out_of_memory)?;
         if align == HUGE_PAGE {
             advise_huge_pages(ptr, size);
         }
         // SAFETY: `size >= len` bytes at `ptr` were just allocated. The rounding beyond `len`
         // is never read, so it stays untouched (no memory behind it).
         unsafe { ptr.as_ptr().write_bytes(0, len) };
-        PageBuf { ptr, layout }
+        Ok(PageBuf { ptr, layout })
     }
 
     /// The start of the bytes (for oneDNN memory objects).
@@ -93,12 +100,22 @@ mod tests {
     #[test]
     fn buffers_are_zeroed_and_aligned_large_ones_to_huge_pages() {
         for len in [0, 1, 100, HUGE_PAGE - 1, HUGE_PAGE, 3 * HUGE_PAGE + 5] {
-            let b = PageBuf::zeroed(len);
+            let b = PageBuf::try_zeroed(len, "test").unwrap();
             let align = if len >= HUGE_PAGE { HUGE_PAGE } else { LINE };
             assert_eq!(b.ptr() as usize % align, 0, "{len}");
             // SAFETY: `len` bytes are allocated and initialised.
             let bytes = unsafe { std::slice::from_raw_parts(b.ptr(), len) };
             assert!(bytes.iter().all(|&x| x == 0));
         }
+    }
+
+    #[test]
+    fn memory_the_system_refuses_is_an_error() {
+        let e = PageBuf::try_zeroed(1 << 62, "the arena")
+            .err()
+            .expect("refused");
+        assert_eq!(e.call, "the arena");
+        assert_eq!(e.status, "dnnl_out_of_memory");
+        assert!(PageBuf::try_zeroed(usize::MAX - 5, "the arena").is_err());
     }
 }

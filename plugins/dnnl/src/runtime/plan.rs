@@ -300,8 +300,11 @@ impl<'e> Builder<'e> {
         src: &MemoryDesc,
         dst: &MemoryDesc,
     ) -> Result<PageBuf, DnnlError> {
-        let out = PageBuf::zeroed(dst.size());
-        let scratch = PageBuf::zeroed(pd.query(Query::Scratchpad).size());
+        let out = PageBuf::try_zeroed(dst.size(), "allocating packed weights")?;
+        let scratch = PageBuf::try_zeroed(
+            pd.query(Query::Scratchpad).size(),
+            "allocating a reorder scratchpad",
+        )?;
         let prim = Primitive::new(pd)?;
         let stream = Stream::new(self.engine)?;
         let m_src = Memory::new(self.engine, src, src_ptr)?;
