@@ -636,6 +636,13 @@ fn pooling_in_posits_is_correctly_rounded() {
 
 /// The `byoc run` arguments that turn the quire on.
 const QUIRE: [&str; 2] = ["--plugin-option", "posit.quire=true"];
+/// The same with the LLVM host codegen: sums of products stay on the interpreted kernels.
+const QUIRE_LLVM: [&str; 4] = [
+    "--plugin-option",
+    "posit.quire=true",
+    "--host-codegen",
+    "llvm",
+];
 
 #[test]
 fn conv2d_in_the_quire_rounds_each_output_once() {
@@ -737,6 +744,8 @@ fn the_quire_keeps_what_sequential_sums_round_away() {
             [value(n, exact) as f32],
             "posit{n}: dense in the quire"
         );
+        let compiled = run_in_posits("lossy_dense_quire_llvm", dense, &inputs, n, &QUIRE_LLVM);
+        assert_eq!(compiled, quire, "posit{n}: dense in the quire, --host-codegen llvm");
 
         let p: Vec<u64> = taps[0].2.iter().map(|&v| round(n, f64::from(v))).collect();
         let four = round(n, 4.0);
@@ -753,6 +762,8 @@ fn the_quire_keeps_what_sequential_sums_round_away() {
             [value(n, exact) as f32],
             "posit{n}: average in the quire"
         );
+        let compiled = run_in_posits("lossy_pool_quire_llvm", pool, &taps, n, &QUIRE_LLVM);
+        assert_eq!(compiled, quire, "posit{n}: average in the quire, --host-codegen llvm");
         assert!(quire[0] > 0.0);
     }
 }

@@ -343,7 +343,20 @@ impl Calls {
             .map_err(|e| unsupported(op, e.to_string()))
     }
 
+    /// Refuses sums of products when the datatype's exact dot product is on: the interpreted
+    /// kernels accumulate those in it and round once, which these loops do not.
+    fn sequential_sums(&self, op: &str) -> Result<(), Unsupported> {
+        match self.lib.dot_product() {
+            Some(_) => Err(unsupported(
+                op,
+                "the datatype's exact dot product is on; its sums run on the interpreted kernels",
+            )),
+            None => Ok(()),
+        }
+    }
+
     fn mac(&mut self, op: &str) -> Result<Mac, Unsupported> {
+        self.sequential_sums(op)?;
         Ok(Mac {
             add: self.op(op, "Add")?,
             mul: self.op(op, "Mul")?,
@@ -573,6 +586,7 @@ fn pool(
     let average = if max {
         None
     } else {
+        calls.sequential_sums(op)?;
         let include_pad = !global
             && attrs
                 .get("count_include_pad")
