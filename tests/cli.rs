@@ -1000,7 +1000,10 @@ fn onnx_attributes_at_the_i64_limits_are_refused_naming_node_and_attribute() {
     let mut same = onnx_node(
         "Conv",
         &["x", "w"],
-        &[("kernel_shape", vec![MAX, MAX]), ("dilations", vec![MAX, MAX])],
+        &[
+            ("kernel_shape", vec![MAX, MAX]),
+            ("dilations", vec![MAX, MAX]),
+        ],
     );
     same.attribute.push(AttributeProto {
         name: "auto_pad".into(),

@@ -745,7 +745,10 @@ fn the_quire_keeps_what_sequential_sums_round_away() {
             "posit{n}: dense in the quire"
         );
         let compiled = run_in_posits("lossy_dense_quire_llvm", dense, &inputs, n, &QUIRE_LLVM);
-        assert_eq!(compiled, quire, "posit{n}: dense in the quire, --host-codegen llvm");
+        assert_eq!(
+            compiled, quire,
+            "posit{n}: dense in the quire, --host-codegen llvm"
+        );
 
         let p: Vec<u64> = taps[0].2.iter().map(|&v| round(n, f64::from(v))).collect();
         let four = round(n, 4.0);
@@ -763,7 +766,10 @@ fn the_quire_keeps_what_sequential_sums_round_away() {
             "posit{n}: average in the quire"
         );
         let compiled = run_in_posits("lossy_pool_quire_llvm", pool, &taps, n, &QUIRE_LLVM);
-        assert_eq!(compiled, quire, "posit{n}: average in the quire, --host-codegen llvm");
+        assert_eq!(
+            compiled, quire,
+            "posit{n}: average in the quire, --host-codegen llvm"
+        );
         assert!(quire[0] > 0.0);
     }
 }
