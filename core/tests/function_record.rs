@@ -188,9 +188,17 @@ fn damaged_headers_are_refused_without_huge_allocations() {
     // A rank of u32::MAX.
     let err = record_error(&patch(at + 4 + 7, &u32::MAX.to_le_bytes()));
     assert!(err.to_string().contains("constant 0 dims needs"), "{err}");
-    // Dimensions whose product overflows.
+    // A dimension past i64.
     let mut dims = u64::MAX.to_le_bytes().to_vec();
     dims.extend_from_slice(&u64::MAX.to_le_bytes());
+    let err = record_error(&patch(at + 4 + 7 + 4, &dims));
+    assert!(
+        err.to_string().contains("has a dimension over 2^63-1"),
+        "{err}"
+    );
+    // Dimensions whose product overflows.
+    let mut dims = (1u64 << 40).to_le_bytes().to_vec();
+    dims.extend_from_slice(&(1u64 << 40).to_le_bytes());
     let err = record_error(&patch(at + 4 + 7 + 4, &dims));
     assert!(err.to_string().contains("overflows"), "{err}");
     // A data length that does not match the shape.
