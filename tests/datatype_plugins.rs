@@ -7,21 +7,14 @@
 
 mod common;
 mod plugin_build;
+mod posit_plugin;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::OnceLock;
 
 use common::{byoc, root, scratch, stderr};
-use plugin_build::build_next_to_byoc;
-
-/// The posit plugin, built next to `byoc`.
-fn posit_so() -> &'static Path {
-    static SO: OnceLock<PathBuf> = OnceLock::new();
-    SO.get_or_init(|| {
-        build_next_to_byoc(&root(), &["byoc-plugin-posit"]).join(library_name("byoc_plugin_posit"))
-    })
-}
+use posit_plugin::posit_so;
 
 /// `lib<name>.so` (the platform's spelling).
 fn library_name(name: &str) -> String {

@@ -5,6 +5,7 @@
 //! what is registered, and `byoc plugins` lists the datatype.
 
 mod plugin_build;
+mod posit_plugin;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -14,22 +15,7 @@ use byoc_core::ir::DType;
 use byoc_core::plugin::{datatype_library, load_plugin};
 use byoc_core::sdk::{LoweringKey, Plugin};
 use byoc_core::text::{parse_module, print_module};
-use plugin_build::build_next_to_byoc;
-
-fn posit_so() -> &'static Path {
-    static SO: OnceLock<PathBuf> = OnceLock::new();
-    SO.get_or_init(|| {
-        let dir = build_next_to_byoc(
-            Path::new(env!("CARGO_MANIFEST_DIR")),
-            &["byoc-plugin-posit"],
-        );
-        dir.join(format!(
-            "{}byoc_plugin_posit{}",
-            std::env::consts::DLL_PREFIX,
-            std::env::consts::DLL_SUFFIX
-        ))
-    })
-}
+use posit_plugin::posit_so;
 
 fn loaded() {
     static LOADED: OnceLock<()> = OnceLock::new();

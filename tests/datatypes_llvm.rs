@@ -7,6 +7,7 @@
 //! from the artifact and refuses clearly without the datatype's plugin.
 
 mod plugin_build;
+mod posit_plugin;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -24,24 +25,9 @@ use byoc_core::tensor::Tensor;
 use byoc_core::text::parse_module;
 use byoc_core::Module;
 use byoc_host_llvm::{compile_host, HostCodegenError};
-use plugin_build::build_next_to_byoc;
+use posit_plugin::posit_so;
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
-
-fn posit_so() -> &'static Path {
-    static SO: OnceLock<PathBuf> = OnceLock::new();
-    SO.get_or_init(|| {
-        let dir = build_next_to_byoc(
-            Path::new(env!("CARGO_MANIFEST_DIR")),
-            &["byoc-plugin-posit"],
-        );
-        dir.join(format!(
-            "{}byoc_plugin_posit{}",
-            std::env::consts::DLL_PREFIX,
-            std::env::consts::DLL_SUFFIX
-        ))
-    })
-}
 
 fn loaded() {
     static LOADED: OnceLock<()> = OnceLock::new();

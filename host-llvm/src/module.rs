@@ -225,6 +225,22 @@ impl HostModule {
     }
 }
 
+/// Refuses a call of host kernel `symbol` (which takes `expected` inputs and one output) with
+/// `inputs` inputs and `outputs` outputs.
+pub(crate) fn check_arity(
+    symbol: &str,
+    expected: usize,
+    inputs: usize,
+    outputs: usize,
+) -> Result<(), PluginError> {
+    if inputs != expected || outputs != 1 {
+        return Err(PluginError::new(format!(
+            "host kernel {symbol} takes {expected} input(s) and 1 output, got {inputs} and {outputs}"
+        )));
+    }
+    Ok(())
+}
+
 fn f32_view(t: &TensorRef<'_>, len: usize, what: &str) -> Result<*const f32, PluginError> {
     if t.ty.dtype != DType::Float32 || t.ty.num_elements() != len || t.bytes.len() != len * 4 {
         return Err(PluginError::new(format!(
@@ -242,15 +258,7 @@ impl CompiledModule for HostModule {
         outputs: &mut [TensorMut<'_>],
     ) -> Result<(), PluginError> {
         let h = &self.header;
-        if inputs.len() != h.input_lens.len() || outputs.len() != 1 {
-            return Err(PluginError::new(format!(
-                "host kernel {} takes {} input(s) and 1 output, got {} and {}",
-                h.symbol,
-                h.input_lens.len(),
-                inputs.len(),
-                outputs.len()
-            )));
-        }
+        check_arity(&h.symbol, h.input_lens.len(), inputs.len(), outputs.len())?;
         let out = &mut outputs[0];
         if out.ty.dtype != DType::Float32
             || out.ty.num_elements() != h.output_len

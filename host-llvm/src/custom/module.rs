@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use super::kernel::{CustomKernel, Elem, Operand};
 use crate::library::{self, Library};
+use crate::module::check_arity;
 
 /// The first bytes of a serialized module.
 pub const MAGIC: &[u8; 8] = b"BYOCHODT";
@@ -237,15 +238,7 @@ impl CompiledModule for CustomModule {
         outputs: &mut [TensorMut<'_>],
     ) -> Result<(), PluginError> {
         let h = &self.header;
-        if inputs.len() != h.inputs.len() || outputs.len() != 1 {
-            return Err(PluginError::new(format!(
-                "host kernel {} takes {} input(s) and 1 output, got {} and {}",
-                h.symbol,
-                h.inputs.len(),
-                inputs.len(),
-                outputs.len()
-            )));
-        }
+        check_arity(&h.symbol, h.inputs.len(), inputs.len(), outputs.len())?;
         let out = &mut outputs[0];
         checked(
             out.ty,
