@@ -8,6 +8,7 @@
 //! the shared library. Reading checks each part's bounds before using it; version 1 (no
 //! anchors) still reads.
 
+use std::ops::RangeInclusive;
 use std::sync::{Arc, Mutex};
 
 use byoc_core::ir::DType;
@@ -187,33 +188,11 @@ impl HostModule {
     /// Reads the bytes of [`CompiledModule::serialize`].
     pub fn from_bytes(bytes: &[u8], threads: usize) -> Result<HostModule, PluginError> {
         let bad = |what: &str| PluginError::new(format!("malformed host kernel module: {what}"));
-        if bytes.get(..8) != Some(&MAGIC[..]) {
-            return Err(bad("it does not start with the host module magic"));
-        }
-        let version = bytes
-            .get(8..12)
-            .and_then(|b| b.try_into().ok())
-            .map(u32::from_le_bytes)
-            .ok_or_else(|| bad("truncated version"))?;
-        if !(1..=VERSION).contains(&version) {
-            return Err(bad(&format!(
-                "format version {version} (this byoc reads {VERSION})"
-            )));
-        }
-        let header_len = bytes
-            .get(12..20)
-            .and_then(|b| b.try_into().ok())
-            .map(u64::from_le_bytes)
-            .and_then(|n| usize::try_from(n).ok())
-            .ok_or_else(|| bad("truncated header length"))?;
-        let header_end = 20usize
-            .checked_add(header_len)
-            .filter(|&e| e <= bytes.len())
-            .ok_or_else(|| bad("the header runs past the end"))?;
-        let header: Header = serde_json::from_slice(&bytes[20..header_end])
-            .map_err(|e| bad(&format!("header: {e}")))?;
-        let library = library::load(Arc::new(bytes[header_end..].to_vec()))
-            .map_err(|e| PluginError::new(e.0))?;
+        let (header, library) = read_sections(bytes, MAGIC, 1..=VERSION, "host kernel module")?;
+        let header: Header =
+            serde_json::from_slice(header).map_err(|e| bad(&format!("header: {e}")))?;
+        let library =
+            library::load(Arc::new(library.to_vec())).map_err(|e| PluginError::new(e.0))?;
         HostModule::new(
             library,
             &header.symbol,
@@ -223,6 +202,43 @@ impl HostModule {
             threads,
         )
     }
+}
+
+/// Splits serialized host-module bytes (`magic`, format version `u32`, header length `u64`,
+/// header, library) into the header and the library, checking the magic, that the version is
+/// one of `versions`, and each part's bounds; `what` names the module kind in errors.
+pub(crate) fn read_sections<'a>(
+    bytes: &'a [u8],
+    magic: &[u8; 8],
+    versions: RangeInclusive<u32>,
+    what: &str,
+) -> Result<(&'a [u8], &'a [u8]), PluginError> {
+    let bad = |why: &str| PluginError::new(format!("malformed {what}: {why}"));
+    if bytes.get(..8) != Some(&magic[..]) {
+        return Err(bad(&format!("it does not start with the {what} magic")));
+    }
+    let version = bytes
+        .get(8..12)
+        .and_then(|b| b.try_into().ok())
+        .map(u32::from_le_bytes)
+        .ok_or_else(|| bad("truncated version"))?;
+    if !versions.contains(&version) {
+        return Err(bad(&format!(
+            "format version {version} (this byoc reads {})",
+            versions.end()
+        )));
+    }
+    let header_len = bytes
+        .get(12..20)
+        .and_then(|b| b.try_into().ok())
+        .map(u64::from_le_bytes)
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| bad("truncated header length"))?;
+    let header_end = 20usize
+        .checked_add(header_len)
+        .filter(|&e| e <= bytes.len())
+        .ok_or_else(|| bad("the header runs past the end"))?;
+    Ok((&bytes[20..header_end], &bytes[header_end..]))
 }
 
 /// Refuses a call of host kernel `symbol` (which takes `expected` inputs and one output) with

@@ -28,38 +28,15 @@ pub const MAGIC: &[u8; 8] = b"BYOCHODT";
 /// The serialized format's version.
 const VERSION: u32 = 1;
 
-/// Splits serialized module bytes (magic, format version, header length, header, library)
-/// into the header and the library, checking each part's bounds.
+/// Splits serialized module bytes into the header and the library
+/// ([`crate::module::read_sections`]).
 fn read_sections(bytes: &[u8]) -> Result<(&[u8], &[u8]), PluginError> {
-    let bad = |why: &str| {
-        PluginError::new(format!(
-            "malformed custom-datatype host kernel module: {why}"
-        ))
-    };
-    if bytes.get(..8) != Some(&MAGIC[..]) {
-        return Err(bad("it does not start with the module magic"));
-    }
-    let found = bytes
-        .get(8..12)
-        .and_then(|b| b.try_into().ok())
-        .map(u32::from_le_bytes)
-        .ok_or_else(|| bad("truncated version"))?;
-    if found != VERSION {
-        return Err(bad(&format!(
-            "format version {found} (this byoc reads {VERSION})"
-        )));
-    }
-    let header_len = bytes
-        .get(12..20)
-        .and_then(|b| b.try_into().ok())
-        .map(u64::from_le_bytes)
-        .and_then(|n| usize::try_from(n).ok())
-        .ok_or_else(|| bad("truncated header length"))?;
-    let header_end = 20usize
-        .checked_add(header_len)
-        .filter(|&e| e <= bytes.len())
-        .ok_or_else(|| bad("the header runs past the end"))?;
-    Ok((&bytes[20..header_end], &bytes[header_end..]))
+    crate::module::read_sections(
+        bytes,
+        MAGIC,
+        VERSION..=VERSION,
+        "custom-datatype host kernel module",
+    )
 }
 
 /// Raw buffer pointers handed to the kernel from several threads.
