@@ -46,6 +46,9 @@ pub const dnnl_s8: dnnl_data_type_t = 5;
 pub const dnnl_u8: dnnl_data_type_t = 6;
 pub const dnnl_a: dnnl_format_tag_t = 2;
 pub const dnnl_format_tag_any: dnnl_format_tag_t = 1;
+// 4-D, channels (axis 1) in blocks of 16 / 8 (`nChw16c`, `nChw8c`).
+pub const dnnl_aBcd16b: dnnl_format_tag_t = 69;
+pub const dnnl_aBcd8b: dnnl_format_tag_t = 93;
 pub const dnnl_blocked: dnnl_format_kind_t = 2;
 pub const dnnl_cpu: dnnl_engine_kind_t = 1;
 pub const dnnl_scratchpad_mode_user: dnnl_scratchpad_mode_t = 1;

@@ -84,6 +84,17 @@ pub fn effective_cpu_isa() -> ffi::dnnl_cpu_isa_t {
     unsafe { ffi::dnnl_get_effective_cpu_isa() }
 }
 
+/// The channel block of oneDNN's channel-blocked activation layouts on this CPU: 16 floats
+/// (one 512-bit register) with AVX-512, 8 otherwise (`nChw16c`, `nChw8c`).
+pub fn channel_block() -> i64 {
+    let isa = effective_cpu_isa();
+    if isa & ffi::dnnl_cpu_isa_avx512_core == ffi::dnnl_cpu_isa_avx512_core {
+        16
+    } else {
+        8
+    }
+}
+
 /// The element types the runtime's tensors have in oneDNN.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DataType {
@@ -199,6 +210,28 @@ impl MemoryDesc {
     /// A tensor of `dims` and element type `dt` whose layout the primitive chooses.
     pub fn any_of(dims: &[i64], dt: DataType) -> Result<Self, DnnlError> {
         Self::tagged(dims, dt.raw(), ffi::dnnl_format_tag_any)
+    }
+
+    /// A 4-D f32 tensor of `dims` with its channels (axis 1) in blocks of `block` (16 or 8:
+    /// `aBcd16b`, `aBcd8b`).
+    pub fn channel_blocked(dims: &[i64], block: i64) -> Result<Self, DnnlError> {
+        let tag = match (dims.len(), block) {
+            (4, 16) => ffi::dnnl_aBcd16b,
+            (4, 8) => ffi::dnnl_aBcd8b,
+            _ => {
+                return Err(DnnlError {
+                    call: "dnnl_memory_desc_init_by_tag",
+                    status: "channel blocks are for 4-D tensors in blocks of 16 or 8",
+                })
+            }
+        };
+        Self::tagged(dims, ffi::dnnl_f32, tag)
+    }
+
+    /// Whether this is the f32 channel-blocked layout of its dims in blocks of `block`
+    /// ([`MemoryDesc::channel_blocked`]).
+    pub fn is_channel_blocked(&self, block: i64) -> bool {
+        MemoryDesc::channel_blocked(self.dims(), block).is_ok_and(|d| d == *self)
     }
 
     /// A 1-D byte buffer of `bytes` (a user scratchpad).

@@ -17,6 +17,7 @@
 mod attrs;
 mod exec;
 mod int8;
+mod layout;
 mod ops;
 mod pages;
 mod plan;
@@ -36,7 +37,7 @@ use byoc_core::TensorType;
 use byoc_json_runtime::{ConstantMap, FormatError, JsonGraph, NodeKind};
 use thiserror::Error;
 
-use crate::dnnl::{DataType, DnnlError, Engine, MemoryDesc};
+use crate::dnnl::{channel_block, DataType, DnnlError, Engine, MemoryDesc};
 use exec::{ExecState, StatePool};
 use plan::{Builder, Plan, ValueId, Work};
 
@@ -266,6 +267,7 @@ impl DnnlRuntime {
         for &h in &heads {
             last_reader[h] = usize::MAX;
         }
+        let in_place_parts = layout::in_place_parts(graph, &last_reader, channel_block());
         let mut inputs = Vec::new();
         let node_err = |node: usize, op: &str, source: OpError| RuntimeError::Node {
             symbol: symbol.clone(),
@@ -327,6 +329,7 @@ impl DnnlRuntime {
                         out_types: &node.outputs,
                         out_entries: &out_entries,
                         last_reader: &last_reader,
+                        in_place_parts: &in_place_parts,
                     };
                     let outs = ops::build(&mut b, &cx).map_err(|e| node_err(id, &node.name, e))?;
                     for (i, v) in outs.into_iter().enumerate() {

@@ -11,6 +11,7 @@ use byoc_json_runtime::NodeAttrs;
 
 use super::attrs::{pad_before, per_axis, Attrs};
 use super::int8;
+use super::layout;
 use super::plan::{Builder, ValueId};
 use super::{check_f32, dims_of, OpError};
 use crate::composite::{is_composite, Composite, CompositeKind, Eltwise, Root};
@@ -32,6 +33,9 @@ pub(crate) struct NodeCx<'a> {
     pub out_entries: &'a [usize],
     /// The last node reading each entry (`usize::MAX` for heads).
     pub last_reader: &'a [usize],
+    /// Whether each entry is a part of a concatenation that runs in place when the parts are
+    /// channel-blocked ([`layout::in_place_parts`]).
+    pub in_place_parts: &'a [bool],
 }
 
 impl NodeCx<'_> {
@@ -473,24 +477,41 @@ fn conv_with(
         None => MemoryDesc::zero(),
     };
     let (engine, attr, dt) = (b.engine, Attr::new(&f.post)?, b.operand_type);
-    let conv_pd = |wdims: &[i64]| -> Result<PrimitiveDesc, OpError> {
+    let conv_pd = |src: &MemoryDesc, dst: &MemoryDesc, wdims: &[i64]| {
         let op = OpDesc::convolution(
             deconv,
-            &MemoryDesc::any_of(x, dt)?,
+            src,
             &MemoryDesc::any_of(wdims, dt)?,
             &bias_desc,
-            &MemoryDesc::any(y)?,
+            dst,
             &window,
         )?;
-        Ok(PrimitiveDesc::new(engine, &op, &attr)?)
+        Ok::<_, OpError>(PrimitiveDesc::new(engine, &op, &attr)?)
     };
-    let mut pd = conv_pd(wdims)?;
+    let (any_x, any_y) = (MemoryDesc::any_of(x, dt)?, MemoryDesc::any(y)?);
+    // Float32 convolutions first try the layouts that spare a copy (`layout`), where oneDNN
+    // has an optimized kernel for them.
+    let preferred = if deconv || dt != DataType::F32 {
+        Vec::new()
+    } else {
+        let part = cx.in_place_parts[cx.out_entries[0]];
+        layout::conv_layouts(b, cx.args[0], x, y, part)
+    };
+    let chosen = preferred.iter().find_map(|(src, dst)| {
+        conv_pd(src, dst, wdims)
+            .ok()
+            .filter(|pd| !slow_impl(&pd.impl_name()))
+    });
+    let mut pd = match chosen {
+        Some(pd) => pd,
+        None => conv_pd(&any_x, &any_y, wdims)?,
+    };
     let mut weight = None;
     if !deconv && g > 1 && g <= MAX_UNGROUPED && slow_impl(&pd.impl_name()) {
         if let Some(dense) = b.graph_constant(cx.args[1]).map(|t| block_diagonal(t, g)) {
             let dense = dense?;
             let dims = [oc, icg * g, kh, kw];
-            let dense_pd = conv_pd(&dims)?;
+            let dense_pd = conv_pd(&any_x, &any_y, &dims)?;
             if !slow_impl(&dense_pd.impl_name()) {
                 pd = dense_pd;
                 weight = Some(b.constant(Arc::new(dense), MemoryDesc::plain(&dims)?));
