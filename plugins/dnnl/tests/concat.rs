@@ -96,10 +96,15 @@ fn squeezenet_fire_modules_concatenate_in_place() {
     let labels = steps(&squeezenet_fires(13), &[tensor(&[1, 64, 13, 13], 164)]);
     let text = labels.join("\n");
     assert!(!labels.iter().any(|l| l.starts_with("concat")), "{text}");
-    let convs: Vec<&String> = labels.iter().filter(|l| l.starts_with("convolution")).collect();
+    let convs: Vec<&String> = labels
+        .iter()
+        .filter(|l| l.starts_with("convolution"))
+        .collect();
     assert_eq!(convs.len(), 7, "{text}");
     assert!(
-        convs.iter().all(|l| !l.contains("[ref") && !l.contains("gemm")),
+        convs
+            .iter()
+            .all(|l| !l.contains("[ref") && !l.contains("gemm")),
         "{text}"
     );
     let reorders: Vec<&String> = labels.iter().filter(|l| l.starts_with("reorder")).collect();
