@@ -2,8 +2,9 @@
 //!
 //! [`DnnlRuntime::new`] parses the graph once, binds its constants and builds every primitive
 //! ([`ops`]): compute primitives (convolution, deconvolution, inner product, pooling, concat)
-//! get `format_tag::any` outputs and weights, so oneDNN picks its blocked layouts; weights
-//! are reordered once; activations stay blocked from primitive to primitive and are reordered
+//! get `format_tag::any` outputs and weights, so oneDNN picks its layouts (except where a
+//! convolution's layout lets a concatenation run in place, [`layout`]); weights are
+//! reordered once; activations stay blocked from primitive to primitive and are reordered
 //! only where a consumer wants another layout and at the partition's outputs ([`plan`]).
 //! Intermediates live in one arena laid out by liveness; every primitive uses a user
 //! scratchpad. [`DnnlRuntime::run`] takes `&self`: each run borrows an execution state from a
