@@ -130,6 +130,28 @@ fn parts_that_do_not_fill_whole_channel_blocks_are_copied() {
 }
 
 #[test]
+fn parts_of_other_ops_keep_every_step_on_optimized_kernels() {
+    // DenseNet's first block: a max pooling's result concatenated with a convolution's. Only
+    // convolutions take the channel-blocked layout, so here both parts keep oneDNN's choice
+    // (a concat step over mixed layouts would run on oneDNN's reference concat). A relu of
+    // the plain input next to a convolution's result: parts in different layouts are made
+    // plain for the concat step.
+    let w = konst(&[16, 64, 1, 1], 180);
+    let body = format!(
+        "{}  %p = nn.max_pool2d(%s, pool_size=[3, 3], padding=[1, 1, 1, 1]);\n\
+         {}  %c = concatenate((%p, %e3), axis=1);\n  \
+         %a = nn.relu(%x);\n  %c2 = concatenate((%a, %e1), axis=1);\n  \
+         (nn.conv2d(%c, {w}, channels=16, kernel_size=[1, 1]), %c2)",
+        conv_relu("s", "x", 8, 32, 1, 181),
+        conv_relu("e3", "s", 32, 32, 3, 182) + &conv_relu("e1", "x", 8, 32, 1, 183),
+    );
+    let text = partition("%x: Tensor[(1, 8, 9, 9), float32]", &body);
+    let labels = steps(&text, &[tensor(&[1, 8, 9, 9], 184)]);
+    let text = labels.join("\n");
+    assert!(!labels.iter().any(|l| l.contains("[ref")), "{text}");
+}
+
+#[test]
 fn a_fire_module_matches_the_host() {
     // 32-channel expansions fill whole channel blocks: written in place.
     let x = [tensor(&[1, 8, 9, 9], 130)];

@@ -24,12 +24,22 @@ use byoc_json_runtime::{JsonGraph, NodeKind};
 use super::attrs::Attrs;
 use super::dims_of;
 use super::plan::{Builder, ValueId};
+use crate::composite::{is_composite, CompositeKind, Root};
 use crate::dnnl::{channel_block, MemoryDesc};
+
+/// Whether a node is a float32 convolution, which [`conv_layouts`] applies to.
+fn is_conv(name: &str) -> bool {
+    name == "nn.conv2d"
+        || (is_composite(name)
+            && matches!(CompositeKind::parse(name), Ok(CompositeKind::Fused(c)) if c.root == Root::Conv2d))
+}
 
 /// For every graph entry: whether it is a part of a concatenation that runs in place when its
 /// parts are channel-blocked: a 4-D concatenation of one image along the channels, the only
-/// reader of each of its parts (each given once, read by no later node), every part's
-/// channels a whole number of `block`s.
+/// reader of each of its parts (each given once, read by no later node), every part the
+/// result of a convolution (which then takes the channel-blocked layout; a part of another
+/// op's layout would leave a concat step over mixed layouts, which oneDNN runs on its
+/// reference kernel) with channels a whole number of `block`s.
 pub(crate) fn in_place_parts(graph: &JsonGraph, last_reader: &[usize], block: i64) -> Vec<bool> {
     let mut parts = vec![false; graph.num_entries()];
     for (id, node) in graph.nodes.iter().enumerate() {
@@ -54,6 +64,10 @@ pub(crate) fn in_place_parts(graph: &JsonGraph, last_reader: &[usize], block: i6
             let x = dims_of(graph.entry_type(e));
             x.len() == 4
                 && x[1] % block == 0
+                && graph
+                    .nodes
+                    .get(e.node as usize)
+                    .is_some_and(|p| p.kind == NodeKind::Kernel && is_conv(&p.name))
                 && last_reader[entry] == id
                 && entries.iter().filter(|&&o| o == entry).count() == 1
         });

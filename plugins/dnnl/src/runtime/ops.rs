@@ -1119,10 +1119,22 @@ fn concatenate(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<ValueId, OpError>
             }
         }
     }
-    let pd = PrimitiveDesc::concat(b.engine, &MemoryDesc::any(&y)?, ax as usize, &srcs)?;
+    let mut parts = cx.args.to_vec();
+    let mut pd = PrimitiveDesc::concat(b.engine, &MemoryDesc::any(&y)?, ax as usize, &srcs)?;
+    if slow_impl(&pd.impl_name()) {
+        // Parts in different layouts: oneDNN's reference concat. Made plain, they are copied
+        // by its simple one.
+        let plain = srcs
+            .iter()
+            .map(|d| d.plain_like())
+            .collect::<Result<Vec<_>, _>>()?;
+        for (v, d) in parts.iter_mut().zip(&plain) {
+            *v = b.in_layout(*v, *d)?;
+        }
+        pd = PrimitiveDesc::concat(b.engine, &MemoryDesc::any(&y)?, ax as usize, &plain)?;
+    }
     let dst = b.temp(pd.query(Query::Dst(0)));
-    let mut args: Vec<(i32, ValueId)> = cx
-        .args
+    let mut args: Vec<(i32, ValueId)> = parts
         .iter()
         .enumerate()
         .map(|(i, &v)| (ffi::DNNL_ARG_MULTIPLE_SRC + i as i32, v))
