@@ -20,6 +20,8 @@ pub(crate) mod elementwise;
 pub(crate) mod gemm;
 #[cfg(feature = "executor")]
 pub(crate) mod gemm_int8;
+#[cfg(feature = "executor")]
+mod isa;
 pub(crate) mod nms;
 pub(crate) mod norm;
 #[cfg(feature = "executor")]
@@ -31,6 +33,8 @@ pub(crate) mod reduce;
 pub(crate) mod resize;
 #[cfg(feature = "executor")]
 mod scalar;
+#[cfg(feature = "executor")]
+pub(crate) mod simd;
 #[cfg(feature = "executor")]
 pub(crate) mod transform;
 

@@ -39,64 +39,55 @@ pub(crate) enum PoolKind {
     },
 }
 
-/// The valid taps of one window axis: input coordinates inside `[0, size)` and the count of taps
-/// inside `[-pad_before, size + pad_after)`.
+/// The taps of one window along one axis: those inside the input are the contiguous run
+/// `first, first + dilation, …` of `inside` coordinates; `padded` counts the taps inside the
+/// input plus its explicit padding.
 #[cfg(feature = "executor")]
-fn taps(
-    o: usize,
-    a: usize,
-    g: &Pool2dGeom,
-    size: usize,
-) -> (impl Iterator<Item = usize> + Clone, usize) {
-    let start = (o * g.strides[a]) as isize - g.pad[a] as isize;
-    let (dil, k) = (g.dilation[a] as isize, g.kernel[a]);
-    let hi = (size + g.pad[a + 2]) as isize;
-    let padded = (0..k).filter(|&t| start + t as isize * dil < hi).count();
-    let inside = (0..k).filter_map(move |t| {
-        let i = start + t as isize * dil;
-        (i >= 0 && i < size as isize).then_some(i as usize)
-    });
-    (inside, padded)
+#[derive(Clone, Copy)]
+struct Span {
+    first: usize,
+    inside: usize,
+    padded: usize,
 }
 
-/// Pools one output element; `get(iy, ix)` reads the input plane.
+/// The [`Span`] of every output coordinate along axis `a` (0 = H, 1 = W) of an input extent
+/// `size`: computed once per call, not per output element.
+#[cfg(feature = "executor")]
+fn spans(g: &Pool2dGeom, a: usize, out: usize, size: usize) -> Vec<Span> {
+    let (dil, k) = (g.dilation[a] as isize, g.kernel[a]);
+    let hi = (size + g.pad[a + 2]) as isize;
+    (0..out)
+        .map(|o| {
+            let start = (o * g.strides[a]) as isize - g.pad[a] as isize;
+            let at = |t: usize| start + t as isize * dil;
+            let padded = (0..k).filter(|&t| at(t) < hi).count();
+            let mut inside = (0..k).filter(|&t| at(t) >= 0 && at(t) < size as isize);
+            match inside.next() {
+                Some(t) => Span {
+                    first: at(t) as usize,
+                    inside: 1 + inside.count(),
+                    padded,
+                },
+                None => Span {
+                    first: 0,
+                    inside: 0,
+                    padded,
+                },
+            }
+        })
+        .collect()
+}
+
+/// The average of `sum` over a window of `taps` taps inside the input, `padded` with its
+/// padding: 0 when the divisor is 0.
 #[cfg(feature = "executor")]
 #[inline]
-fn window<T: Real>(
-    g: &Pool2dGeom,
-    kind: PoolKind,
-    oy: usize,
-    ox: usize,
-    get: impl Fn(usize, usize) -> T,
-) -> T {
-    let (ys, py) = taps(oy, 0, g, g.in_h);
-    let (xs, px) = taps(ox, 1, g, g.in_w);
-    match kind {
-        PoolKind::Max => {
-            let mut m = T::MIN;
-            for iy in ys {
-                for ix in xs.clone() {
-                    m = m.max(get(iy, ix));
-                }
-            }
-            m
-        }
-        PoolKind::Avg { count_include_pad } => {
-            let mut sum = T::ZERO;
-            let mut n = 0usize;
-            for iy in ys {
-                for ix in xs.clone() {
-                    sum = sum + get(iy, ix);
-                    n += 1;
-                }
-            }
-            let divisor = if count_include_pad { py * px } else { n };
-            if divisor == 0 {
-                T::ZERO
-            } else {
-                sum / T::from_f64(divisor as f64)
-            }
-        }
+fn average<T: Real>(sum: T, count_include_pad: bool, taps: usize, padded: usize) -> T {
+    let divisor = if count_include_pad { padded } else { taps };
+    if divisor == 0 {
+        T::ZERO
+    } else {
+        sum / T::from_f64(divisor as f64)
     }
 }
 
@@ -110,15 +101,44 @@ pub(crate) fn pool2d<T: Real>(
     threads: usize,
 ) {
     let (hw_in, c) = (g.in_h * g.in_w, g.channels);
+    let (ys, xs) = (spans(g, 0, g.out_h, g.in_h), spans(g, 1, g.out_w, g.in_w));
+    let [dy, dx] = g.dilation;
     if g.channels_last {
-        // One task per output row of one image: `out_w × C` contiguous outputs.
+        // One task per output row of one image: `out_w × C` contiguous outputs, each pixel's
+        // channels reduced together tap by tap (the same tap order per channel).
         let row_len = g.out_w * c;
         let row = |(r, out): (usize, &mut [T])| {
             let (n, oy) = (r / g.out_h, r % g.out_h);
             let img = &x[n * hw_in * c..(n + 1) * hw_in * c];
-            for (ox, px) in out.chunks_mut(c).enumerate() {
-                for (ch, v) in px.iter_mut().enumerate() {
-                    *v = window(g, kind, oy, ox, |iy, ix| img[(iy * g.in_w + ix) * c + ch]);
+            let sy = ys[oy];
+            for (sx, px) in xs.iter().zip(out.chunks_mut(c)) {
+                px.fill(match kind {
+                    PoolKind::Max => T::MIN,
+                    PoolKind::Avg { .. } => T::ZERO,
+                });
+                for ty in 0..sy.inside {
+                    for tx in 0..sx.inside {
+                        let at = ((sy.first + ty * dy) * g.in_w + sx.first + tx * dx) * c;
+                        let src = &img[at..at + c];
+                        match kind {
+                            PoolKind::Max => {
+                                for (v, &s) in px.iter_mut().zip(src) {
+                                    *v = v.max(s);
+                                }
+                            }
+                            PoolKind::Avg { .. } => {
+                                for (v, &s) in px.iter_mut().zip(src) {
+                                    *v = *v + s;
+                                }
+                            }
+                        }
+                    }
+                }
+                if let PoolKind::Avg { count_include_pad } = kind {
+                    let (taps, padded) = (sy.inside * sx.inside, sy.padded * sx.padded);
+                    for v in px.iter_mut() {
+                        *v = average(*v, count_include_pad, taps, padded);
+                    }
                 }
             }
         };
@@ -134,10 +154,30 @@ pub(crate) fn pool2d<T: Real>(
         let plane_len = g.out_h * g.out_w;
         let plane = |(p, out): (usize, &mut [T])| {
             let src = &x[p * hw_in..(p + 1) * hw_in];
-            for (i, v) in out.iter_mut().enumerate() {
-                *v = window(g, kind, i / g.out_w, i % g.out_w, |iy, ix| {
-                    src[iy * g.in_w + ix]
-                });
+            for (sy, out_row) in ys.iter().zip(out.chunks_mut(g.out_w)) {
+                for (sx, v) in xs.iter().zip(out_row.iter_mut()) {
+                    let mut acc = match kind {
+                        PoolKind::Max => T::MIN,
+                        PoolKind::Avg { .. } => T::ZERO,
+                    };
+                    for ty in 0..sy.inside {
+                        let at = (sy.first + ty * dy) * g.in_w + sx.first;
+                        let taps = src[at..].iter().step_by(dx.max(1)).take(sx.inside);
+                        acc = match kind {
+                            PoolKind::Max => taps.fold(acc, |m, &t| m.max(t)),
+                            PoolKind::Avg { .. } => taps.fold(acc, |m, &t| m + t),
+                        };
+                    }
+                    *v = match kind {
+                        PoolKind::Max => acc,
+                        PoolKind::Avg { count_include_pad } => average(
+                            acc,
+                            count_include_pad,
+                            sy.inside * sx.inside,
+                            sy.padded * sx.padded,
+                        ),
+                    };
+                }
             }
         };
         if plane_len == 0 {
@@ -147,6 +187,142 @@ pub(crate) fn pool2d<T: Real>(
             y.par_chunks_mut(plane_len).enumerate().for_each(plane);
         } else {
             y.chunks_mut(plane_len).enumerate().for_each(plane);
+        }
+    }
+}
+
+#[cfg(all(test, feature = "executor"))]
+mod tests {
+    use super::*;
+
+    /// One output element by definition: every tap of the window tested against the input
+    /// bounds (and the padded bounds for the divisor), rows outer, columns inner.
+    fn reference(
+        g: &Pool2dGeom,
+        kind: PoolKind,
+        get: impl Fn(usize, usize) -> f32,
+        oy: usize,
+        ox: usize,
+    ) -> f32 {
+        let axis = |o: usize, a: usize, size: usize| {
+            let start = (o * g.strides[a]) as isize - g.pad[a] as isize;
+            let at = |t: usize| start + (t * g.dilation[a]) as isize;
+            let padded = (0..g.kernel[a])
+                .filter(|&t| at(t) < (size + g.pad[a + 2]) as isize)
+                .count();
+            let inside: Vec<usize> = (0..g.kernel[a])
+                .map(at)
+                .filter(|&i| i >= 0 && i < size as isize)
+                .map(|i| i as usize)
+                .collect();
+            (inside, padded)
+        };
+        let (ys, py) = axis(oy, 0, g.in_h);
+        let (xs, px) = axis(ox, 1, g.in_w);
+        let (mut acc, mut n) = (if kind == PoolKind::Max { f32::MIN } else { 0.0 }, 0);
+        for &iy in &ys {
+            for &ix in &xs {
+                let v = get(iy, ix);
+                acc = if kind == PoolKind::Max {
+                    acc.max(v)
+                } else {
+                    acc + v
+                };
+                n += 1;
+            }
+        }
+        match kind {
+            PoolKind::Max => acc,
+            PoolKind::Avg { count_include_pad } => {
+                let d = if count_include_pad { py * px } else { n };
+                if d == 0 {
+                    0.0
+                } else {
+                    acc / d as f32
+                }
+            }
+        }
+    }
+
+    /// Max and average pooling (with and without padding in the divisor) equal the
+    /// definition bit for bit in both layouts: strides, dilations, asymmetric padding, windows
+    /// hanging past the input (ceil-mode rows), a global window, 1 and 2 threads.
+    #[test]
+    fn pooling_matches_the_definition() {
+        let geoms = [
+            // (channels, in, out, kernel, strides, dilation, pad)
+            (3, [13, 13], [6, 6], [3, 3], [2, 2], [1, 1], [0, 0, 0, 0]),
+            (2, [14, 15], [7, 8], [3, 3], [2, 2], [1, 1], [1, 1, 1, 2]),
+            (4, [9, 10], [4, 3], [2, 3], [2, 3], [2, 1], [0, 1, 1, 0]),
+            (5, [7, 7], [1, 1], [7, 7], [1, 1], [1, 1], [0, 0, 0, 0]),
+            (3, [5, 6], [3, 3], [3, 3], [2, 2], [1, 1], [0, 0, 1, 1]),
+        ];
+        let kinds = [
+            PoolKind::Max,
+            PoolKind::Avg {
+                count_include_pad: false,
+            },
+            PoolKind::Avg {
+                count_include_pad: true,
+            },
+        ];
+        for (s, &(c, [h, w], [oh, ow], kernel, strides, dilation, pad)) in geoms.iter().enumerate()
+        {
+            for channels_last in [false, true] {
+                let g = Pool2dGeom {
+                    batch: 2,
+                    channels: c,
+                    in_h: h,
+                    in_w: w,
+                    out_h: oh,
+                    out_w: ow,
+                    kernel,
+                    strides,
+                    dilation,
+                    pad,
+                    channels_last,
+                };
+                let x: Vec<f32> = (0..2 * c * h * w)
+                    .map(|i| ((i * 7919 + s * 31) % 1009) as f32 / 97.0 - 5.0)
+                    .collect();
+                for kind in kinds {
+                    let mut want = Vec::new();
+                    for n in 0..2 {
+                        for ch in 0..c {
+                            for oy in 0..oh {
+                                for ox in 0..ow {
+                                    let get = |iy: usize, ix: usize| {
+                                        if channels_last {
+                                            x[((n * h + iy) * w + ix) * c + ch]
+                                        } else {
+                                            x[((n * c + ch) * h + iy) * w + ix]
+                                        }
+                                    };
+                                    want.push(reference(&g, kind, get, oy, ox));
+                                }
+                            }
+                        }
+                    }
+                    if channels_last {
+                        // NCHW order of the definition to NHWC.
+                        let nchw = want.clone();
+                        for n in 0..2 {
+                            for ch in 0..c {
+                                for p in 0..oh * ow {
+                                    want[(n * oh * ow + p) * c + ch] =
+                                        nchw[(n * c + ch) * oh * ow + p];
+                                }
+                            }
+                        }
+                    }
+                    for threads in [1, 2] {
+                        let mut y = vec![f32::NAN; want.len()];
+                        pool2d(&g, kind, &x, &mut y, threads);
+                        let same = y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
+                        assert!(same, "{g:?} {kind:?} threads {threads}: {y:?} vs {want:?}");
+                    }
+                }
+            }
         }
     }
 }
