@@ -7,11 +7,12 @@ CPU time (user + system, from `resource.getrusage`) of two `byoc bench` runs wit
 iteration counts (after an untimed run), divided by the difference of the counts, so loading
 and compiling the model cancel out; onnxruntime's is `time.process_time()` over its timed runs in this process. Each
 `--env NAME=VALUE` adds a byoc column run with that environment variable set (e.g.
-`--env BYOC_F32_GEMM=portable` for the host kernels' float32 GEMM before the packed
-microkernel), so paths are compared in one run.
+`--env BYOC_HOST_SIMD=portable` for the float kernels without AVX-512), and a second
+`--byoc PATH` adds a column per binary (e.g. a build of the previous commit), so builds and
+paths are compared in one run.
 
 Usage:
-    python3 bench/cpu_time_ort.py [--byoc target/release/byoc] [--dir target/onnx-light]
+    python3 bench/cpu_time_ort.py [--byoc target/release/byoc ...] [--dir target/onnx-light]
         [--iters 20] [--host-codegen llvm] [--env NAME=VALUE ...] [LIGHT_NAME ...]
 """
 from __future__ import annotations
@@ -35,10 +36,10 @@ def child_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def byoc_cpu(args, model: str, inputs: str, env: dict[str, str]) -> float:
+def byoc_cpu(args, byoc: str, model: str, inputs: str, env: dict[str, str]) -> float:
     """CPU ms per inference of `byoc bench` (see the module doc)."""
     def run(iters: int) -> float:
-        cmd = [args.byoc, "bench", model, "--inputs", inputs, "--threads", "1", "--iters",
+        cmd = [byoc, "bench", model, "--inputs", inputs, "--threads", "1", "--iters",
                str(iters), "--warmup", "1", "--host-codegen", args.host_codegen]
         before = child_cpu()
         subprocess.run(cmd, check=True, capture_output=True, env={**os.environ, **env})
@@ -67,7 +68,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("models", nargs="*")
-    ap.add_argument("--byoc", default="target/release/byoc")
+    ap.add_argument("--byoc", action="append", default=[],
+                    help="a byoc binary to time (repeatable; default target/release/byoc)")
     ap.add_argument("--dir", default="target/onnx-light")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--host-codegen", default="llvm", choices=["kernels", "llvm"])
@@ -76,13 +78,16 @@ def main() -> None:
     args = ap.parse_args()
     if args.iters < 2:
         sys.exit("--iters must be at least 2")
-    columns = [("byoc", {})]
+    binaries = args.byoc or ["target/release/byoc"]
+    envs = [("", {})]
     for kv in args.env:
         name, eq, value = kv.partition("=")
         if not eq or not name:
             sys.exit(f"--env {kv!r}: expected NAME=VALUE")
-        columns.append((kv, {name: value}))
-    print("| model | onnxruntime | " + " | ".join(f"{c} | {c}/ort" for c, _ in columns) + " |")
+        envs.append((kv, {name: value}))
+    columns = [(" ".join(filter(None, [b, label])), b, env)
+               for b in binaries for label, env in envs]
+    print("| model | onnxruntime | " + " | ".join(f"{c} | {c}/ort" for c, _, _ in columns) + " |")
     print("|---|---:|" + "---:|---:|" * len(columns))
     for name in args.models or LIGHT:
         if name not in LIGHT:
@@ -94,8 +99,8 @@ def main() -> None:
             sys.exit(f"{model} is missing: run scripts/fetch_onnx_light.sh first")
         ort_ms = ort_cpu(model, inputs, args.iters)
         cells = []
-        for _, env in columns:
-            ms = byoc_cpu(args, model, inputs, env)
+        for _, byoc, env in columns:
+            ms = byoc_cpu(args, byoc, model, inputs, env)
             cells.append(f"{ms:.2f} ms | {ms / ort_ms:.2f}")
         print(f"| {name} | {ort_ms:.2f} ms | " + " | ".join(cells) + " |", flush=True)
 

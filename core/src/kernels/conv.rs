@@ -14,6 +14,7 @@ use {
     super::depthwise::{self, depthwise_nchw},
     super::gemm::{Gemm, MatMut, MatRef},
     super::numeric::Widen,
+    super::window::Columns,
     crate::op::OutputEpilogue,
     crate::tensor::Element,
     rayon::prelude::*,
@@ -486,7 +487,7 @@ fn im2col_nchw_pixels<E: Element>(g: &Conv2dGeom, x: &[E], p0: usize, len: usize
 fn gather_row<E: Element>(g: &Conv2dGeom, src: &[E], kx: usize, ox0: usize, seg: &mut [E]) {
     let stride = g.strides[1];
     let off = (kx * g.dilation[1]) as isize - g.pad[1] as isize;
-    let (lo, hi) = depthwise::valid_columns(off, stride, g.in_w, g.out_w);
+    let Columns { lo, hi, .. } = Columns::new(off, stride, g.in_w, g.out_w);
     let end = ox0 + seg.len();
     let (lo, hi) = (
         lo.clamp(ox0, end),

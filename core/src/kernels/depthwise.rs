@@ -12,36 +12,12 @@
 use super::conv::{for_chunks, Conv2dGeom, Tail};
 use super::numeric::{Acc, Widen};
 use super::simd::Simd;
+use super::window::Columns;
 
 /// True when `g` is a depthwise convolution this kernel computes: NCHW data, one input
 /// channel per group.
 pub(crate) fn applies(g: &Conv2dGeom) -> bool {
     !g.channels_last && g.groups > 1 && g.groups == g.in_c
-}
-
-/// The output columns `[lo, hi)` whose input column for kernel column offset `off`
-/// (`kx·dilation − pad_left`) lies inside a row of `in_w` values.
-pub(super) fn valid_columns(
-    off: isize,
-    stride: usize,
-    in_w: usize,
-    out_w: usize,
-) -> (usize, usize) {
-    let s = stride as isize;
-    let ceil_div = |a: isize| if a <= 0 { 0 } else { (a + s - 1) / s };
-    let lo = ceil_div(-off) as usize;
-    let hi = (ceil_div(in_w as isize - off) as usize).min(out_w);
-    (lo.min(hi), hi)
-}
-
-/// The output columns `[lo, hi)` a kernel column reaches inside the input, and the input
-/// column `first` of output column `lo`: the same for every output row, so computed once per
-/// convolution.
-#[derive(Clone, Copy)]
-struct Columns {
-    lo: usize,
-    hi: usize,
-    first: usize,
 }
 
 /// `y = conv2d(x, w)` for one batch element of a depthwise convolution (see [`applies`]):
@@ -59,14 +35,7 @@ pub(crate) fn depthwise_nchw<A: Widen<T>, B: Widen<T>, T: Acc>(
     let [kh, kw] = g.kernel;
     let multiplier = g.out_c / g.in_c;
     let (hw_in, hw_out) = (g.in_h * g.in_w, g.out_h * g.out_w);
-    let columns: Vec<Columns> = (0..kw)
-        .map(|kx| {
-            let off = (kx * g.dilation[1]) as isize - g.pad[1] as isize;
-            let (lo, hi) = valid_columns(off, g.strides[1], g.in_w, g.out_w);
-            let first = ((lo * g.strides[1]) as isize + off).max(0) as usize;
-            Columns { lo, hi, first }
-        })
-        .collect();
+    let columns = Columns::all(kw, g.dilation[1], g.pad[1], g.strides[1], g.in_w, g.out_w);
     let simd = Simd::selected();
     for_chunks(y, hw_out, threads, |o, plane| {
         let c = o / multiplier;

@@ -37,6 +37,8 @@ mod scalar;
 pub(crate) mod simd;
 #[cfg(feature = "executor")]
 pub(crate) mod transform;
+#[cfg(feature = "executor")]
+pub(crate) mod window;
 
 #[cfg(feature = "executor")]
 pub(crate) use scalar::{Float, Int, Scalar, Wide};

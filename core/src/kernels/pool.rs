@@ -7,7 +7,7 @@
 //! count gives 0 (average) or the dtype's lowest value (max), as TVM does.
 
 #[cfg(feature = "executor")]
-use {super::numeric::Real, rayon::prelude::*};
+use {super::numeric::Real, super::simd::Simd, super::window::Columns, rayon::prelude::*};
 
 /// Geometry of a 2-D pooling in logical N, C, H, W terms.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -152,32 +152,15 @@ pub(crate) fn pool2d<T: Real>(
         }
     } else {
         let plane_len = g.out_h * g.out_w;
+        let columns = Columns::all(g.kernel[1], dx, g.pad[1], g.strides[1], g.in_w, g.out_w);
+        let simd = Simd::selected();
         let plane = |(p, out): (usize, &mut [T])| {
             let src = &x[p * hw_in..(p + 1) * hw_in];
-            for (sy, out_row) in ys.iter().zip(out.chunks_mut(g.out_w)) {
-                for (sx, v) in xs.iter().zip(out_row.iter_mut()) {
-                    let mut acc = match kind {
-                        PoolKind::Max => T::MIN,
-                        PoolKind::Avg { .. } => T::ZERO,
-                    };
-                    for ty in 0..sy.inside {
-                        let at = (sy.first + ty * dy) * g.in_w + sx.first;
-                        let taps = src[at..].iter().step_by(dx.max(1)).take(sx.inside);
-                        acc = match kind {
-                            PoolKind::Max => taps.fold(acc, |m, &t| m.max(t)),
-                            PoolKind::Avg { .. } => taps.fold(acc, |m, &t| m + t),
-                        };
-                    }
-                    *v = match kind {
-                        PoolKind::Max => acc,
-                        PoolKind::Avg { count_include_pad } => average(
-                            acc,
-                            count_include_pad,
-                            sy.inside * sx.inside,
-                            sy.padded * sx.padded,
-                        ),
-                    };
-                }
+            match simd {
+                // SAFETY: `Simd::selected` returns AVX-512 only when the CPU has it.
+                #[cfg(target_arch = "x86_64")]
+                Simd::Avx512 => unsafe { plane_avx512(g, kind, &ys, &xs, &columns, src, out) },
+                _ => plane_rows(g, kind, &ys, &xs, &columns, src, out),
             }
         };
         if plane_len == 0 {
@@ -187,6 +170,86 @@ pub(crate) fn pool2d<T: Real>(
             y.par_chunks_mut(plane_len).enumerate().for_each(plane);
         } else {
             y.chunks_mut(plane_len).enumerate().for_each(plane);
+        }
+    }
+}
+
+/// [`plane_rows`] compiled with AVX-512.
+///
+/// # Safety
+/// The CPU has AVX-512 F.
+#[cfg(all(feature = "executor", target_arch = "x86_64"))]
+#[target_feature(enable = "avx512f")]
+unsafe fn plane_avx512<T: Real>(
+    g: &Pool2dGeom,
+    kind: PoolKind,
+    ys: &[Span],
+    xs: &[Span],
+    columns: &[Columns],
+    src: &[T],
+    out: &mut [T],
+) {
+    plane_rows(g, kind, ys, xs, columns, src, out);
+}
+
+/// One NCHW output plane, row by row: each window tap inside the input is folded into the
+/// output columns it reaches (a contiguous run, so the loop runs across the row), taps in
+/// row-major order as the definition visits them; averages then divide.
+#[cfg(feature = "executor")]
+#[inline(always)]
+fn plane_rows<T: Real>(
+    g: &Pool2dGeom,
+    kind: PoolKind,
+    ys: &[Span],
+    xs: &[Span],
+    columns: &[Columns],
+    src: &[T],
+    out: &mut [T],
+) {
+    let (dy, stride) = (g.dilation[0], g.strides[1]);
+    for (sy, row) in ys.iter().zip(out.chunks_mut(g.out_w)) {
+        row.fill(match kind {
+            PoolKind::Max => T::MIN,
+            PoolKind::Avg { .. } => T::ZERO,
+        });
+        for ty in 0..sy.inside {
+            let in_row = &src[(sy.first + ty * dy) * g.in_w..][..g.in_w];
+            for col in columns {
+                let acc = &mut row[col.lo..col.hi];
+                if stride == 1 {
+                    fold(kind, acc, &in_row[col.first..col.first + acc.len()]);
+                } else {
+                    fold(kind, acc, in_row[col.first..].iter().step_by(stride));
+                }
+            }
+        }
+        if let PoolKind::Avg { count_include_pad } = kind {
+            for (sx, v) in xs.iter().zip(row.iter_mut()) {
+                *v = average(
+                    *v,
+                    count_include_pad,
+                    sy.inside * sx.inside,
+                    sy.padded * sx.padded,
+                );
+            }
+        }
+    }
+}
+
+/// Folds one tap per output column into `acc`: the maximum, or the sum for averages.
+#[cfg(feature = "executor")]
+#[inline(always)]
+fn fold<'a, T: Real>(kind: PoolKind, acc: &mut [T], taps: impl IntoIterator<Item = &'a T>) {
+    match kind {
+        PoolKind::Max => {
+            for (a, &t) in acc.iter_mut().zip(taps) {
+                *a = a.max(t);
+            }
+        }
+        PoolKind::Avg { .. } => {
+            for (a, &t) in acc.iter_mut().zip(taps) {
+                *a = *a + t;
+            }
         }
     }
 }
@@ -256,6 +319,8 @@ mod tests {
             (4, [9, 10], [4, 3], [2, 3], [2, 3], [2, 1], [0, 1, 1, 0]),
             (5, [7, 7], [1, 1], [7, 7], [1, 1], [1, 1], [0, 0, 0, 0]),
             (3, [5, 6], [3, 3], [3, 3], [2, 2], [1, 1], [0, 0, 1, 1]),
+            (3, [8, 9], [8, 9], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1]),
+            (2, [9, 8], [6, 7], [3, 3], [1, 1], [2, 1], [0, 0, 1, 1]),
         ];
         let kinds = [
             PoolKind::Max,
@@ -315,11 +380,17 @@ mod tests {
                             }
                         }
                     }
-                    for threads in [1, 2] {
-                        let mut y = vec![f32::NAN; want.len()];
-                        pool2d(&g, kind, &x, &mut y, threads);
-                        let same = y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
-                        assert!(same, "{g:?} {kind:?} threads {threads}: {y:?} vs {want:?}");
+                    for level in crate::kernels::simd::tests::levels() {
+                        let _level = crate::kernels::simd::tests::Force::new(level);
+                        for threads in [1, 2] {
+                            let mut y = vec![f32::NAN; want.len()];
+                            pool2d(&g, kind, &x, &mut y, threads);
+                            let same = y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
+                            assert!(
+                                same,
+                                "{level:?} {g:?} {kind:?} threads {threads}: {y:?} vs {want:?}"
+                            );
+                        }
                     }
                 }
             }
