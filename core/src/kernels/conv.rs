@@ -14,6 +14,7 @@ use {
     super::depthwise::{self, depthwise_nchw},
     super::gemm::{Gemm, MatMut, MatRef},
     super::numeric::Widen,
+    super::window::Columns,
     crate::op::OutputEpilogue,
     crate::tensor::Element,
     rayon::prelude::*,
@@ -154,14 +155,7 @@ fn im2col_nchw<E: Element>(g: &Conv2dGeom, x: &[E], col: &mut [E], threads: usiz
                 continue;
             }
             let src = &plane[iy as usize * w..(iy as usize + 1) * w];
-            for (ox, v) in seg.iter_mut().enumerate() {
-                let ix = g.src(1, ox, kx);
-                *v = if ix < 0 || ix >= w as isize {
-                    E::zeroed()
-                } else {
-                    src[ix as usize]
-                };
-            }
+            gather_row(g, src, kx, 0, seg);
         }
     });
 }
@@ -478,17 +472,39 @@ fn im2col_nchw_pixels<E: Element>(g: &Conv2dGeom, x: &[E], p0: usize, len: usize
                 seg.fill(E::zeroed());
             } else {
                 let src = &plane[iy as usize * w..(iy as usize + 1) * w];
-                for (i, v) in seg.iter_mut().enumerate() {
-                    let ix = g.src(1, ox0 + i, kx);
-                    *v = if ix < 0 || ix >= w as isize {
-                        E::zeroed()
-                    } else {
-                        src[ix as usize]
-                    };
-                }
+                gather_row(g, src, kx, ox0, seg);
             }
             filled += run;
             p += run;
+        }
+    }
+}
+
+/// One im2col row segment: `seg[i]` is input row `src`'s value under kernel column `kx` for
+/// output column `ox0 + i`, zero where that falls in the padding. The in-bounds output
+/// columns are one range (computed once), copied as a slice with stride 1.
+#[cfg(feature = "executor")]
+fn gather_row<E: Element>(g: &Conv2dGeom, src: &[E], kx: usize, ox0: usize, seg: &mut [E]) {
+    let stride = g.strides[1];
+    let off = (kx * g.dilation[1]) as isize - g.pad[1] as isize;
+    let Columns { lo, hi, .. } = Columns::new(off, stride, g.in_w, g.out_w);
+    let end = ox0 + seg.len();
+    let (lo, hi) = (
+        lo.clamp(ox0, end),
+        hi.clamp(ox0, end).max(lo.clamp(ox0, end)),
+    );
+    seg[..lo - ox0].fill(E::zeroed());
+    seg[hi - ox0..].fill(E::zeroed());
+    let inside = &mut seg[lo - ox0..hi - ox0];
+    if inside.is_empty() {
+        return;
+    }
+    let first = ((lo * stride) as isize + off) as usize;
+    if stride == 1 {
+        inside.copy_from_slice(&src[first..first + inside.len()]);
+    } else {
+        for (v, &x) in inside.iter_mut().zip(src[first..].iter().step_by(stride)) {
+            *v = x;
         }
     }
 }
@@ -723,6 +739,58 @@ mod tests {
                         );
                     }
                 }
+            }
+        }
+    }
+
+    /// float32 convolutions equal the definition exactly:
+    /// the values are small integers, so every product and partial sum is exact in float32
+    /// whatever the summation order. Covers 1×1 (pixel-tiled and channel-blocked), im2col
+    /// with padding, strides and dilation (the im2col gather's padding and strided ranges),
+    /// groups, both layouts, 1 and 2 threads.
+    #[test]
+    fn float_convolutions_match_the_definition() {
+        #[rustfmt::skip]
+        let cases = [
+            geom(1, 13, 9, [14, 15], [1, 1], [1, 1], [1, 1], [0, 0, 0, 0], 1, false),
+            geom(1, 300, 37, [5, 6], [1, 1], [1, 1], [1, 1], [0, 0, 0, 0], 1, false),
+            geom(1, 70, 40, [3, 3], [1, 1], [1, 1], [1, 1], [0, 0, 0, 0], 1, false),
+            geom(2, 3, 8, [19, 21], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1], 1, false),
+            geom(1, 5, 7, [20, 20], [3, 3], [2, 1], [1, 2], [2, 1, 0, 3], 1, false),
+            geom(1, 40, 52, [5, 5], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1], 1, false),
+            geom(1, 3, 16, [23, 23], [7, 7], [2, 2], [1, 1], [3, 3, 3, 3], 1, false),
+            geom(1, 24, 36, [10, 9], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1], 3, false),
+            geom(1, 6, 5, [9, 7], [3, 2], [1, 2], [2, 1], [1, 1, 2, 0], 1, true),
+            geom(2, 9, 20, [6, 6], [1, 1], [1, 1], [1, 1], [0, 0, 0, 0], 1, true),
+        ];
+        for (s, g) in cases.iter().enumerate() {
+            let [kh, kw] = g.kernel;
+            let small = |n: usize, seed: u64| -> Vec<i64> {
+                bytes(n, seed)
+                    .iter()
+                    .map(|&b| i64::from(b % 15) - 7)
+                    .collect()
+            };
+            let x = small(g.batch * g.in_c * g.in_h * g.in_w, 10 + s as u64);
+            let w = small(g.out_c * g.in_c / g.groups * kh * kw, 50 + s as u64);
+            let want: Vec<f32> = reference(g, &x, &w).iter().map(|&v| v as f32).collect();
+            let xf: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+            let wf: Vec<f32> = w.iter().map(|&v| v as f32).collect();
+            let packed = if g.channels_last {
+                let cin_g = g.in_c / g.groups;
+                pack4(
+                    &wf,
+                    [g.out_c, cin_g, kh, kw],
+                    [cin_g * kh * kw, kh * kw, kw, 1],
+                    [2, 3, 1, 0],
+                )
+            } else {
+                wf
+            };
+            for threads in [1, 2] {
+                let mut y = vec![-5f32; want.len()];
+                conv2d::<f32, f32, f32>(g, &xf, &packed, &mut y, threads, Tail::new(None));
+                assert_eq!(y, want, "{g:?} threads {threads}");
             }
         }
     }

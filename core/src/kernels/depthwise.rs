@@ -11,6 +11,8 @@
 
 use super::conv::{for_chunks, Conv2dGeom, Tail};
 use super::numeric::{Acc, Widen};
+use super::simd::Simd;
+use super::window::Columns;
 
 /// True when `g` is a depthwise convolution this kernel computes: NCHW data, one input
 /// channel per group.
@@ -18,19 +20,10 @@ pub(crate) fn applies(g: &Conv2dGeom) -> bool {
     !g.channels_last && g.groups > 1 && g.groups == g.in_c
 }
 
-/// The output columns `[lo, hi)` whose input column for kernel column offset `off`
-/// (`kx·dilation − pad_left`) lies inside a row of `in_w` values.
-fn valid_columns(off: isize, stride: usize, in_w: usize, out_w: usize) -> (usize, usize) {
-    let s = stride as isize;
-    let ceil_div = |a: isize| if a <= 0 { 0 } else { (a + s - 1) / s };
-    let lo = ceil_div(-off) as usize;
-    let hi = (ceil_div(in_w as isize - off) as usize).min(out_w);
-    (lo.min(hi), hi)
-}
-
 /// `y = conv2d(x, w)` for one batch element of a depthwise convolution (see [`applies`]):
 /// `x` is `in_c × H × W`, `w` OIHW, `y` `out_c × OH × OW`. Each finished output plane goes
-/// through `tail`'s epilogue.
+/// through `tail`'s epilogue. The plane loop runs with AVX-512 where
+/// [`Simd::selected`] allows (the same operations, so the same results).
 pub(crate) fn depthwise_nchw<A: Widen<T>, B: Widen<T>, T: Acc>(
     g: &Conv2dGeom,
     x: &[A],
@@ -42,43 +35,78 @@ pub(crate) fn depthwise_nchw<A: Widen<T>, B: Widen<T>, T: Acc>(
     let [kh, kw] = g.kernel;
     let multiplier = g.out_c / g.in_c;
     let (hw_in, hw_out) = (g.in_h * g.in_w, g.out_h * g.out_w);
-    let (in_w, out_w, stride_w) = (g.in_w, g.out_w, g.strides[1]);
+    let columns = Columns::all(kw, g.dilation[1], g.pad[1], g.strides[1], g.in_w, g.out_w);
+    let simd = Simd::selected();
     for_chunks(y, hw_out, threads, |o, plane| {
         let c = o / multiplier;
         let x_c = &x[c * hw_in..(c + 1) * hw_in];
         let w_o = &w[o * kh * kw..(o + 1) * kh * kw];
-        plane.fill(T::default());
-        for (oy, row) in plane.chunks_mut(out_w).enumerate() {
-            for ky in 0..kh {
-                let iy = g.src(0, oy, ky);
-                if iy < 0 || iy as usize >= g.in_h {
+        match simd {
+            // SAFETY: `Simd::selected` returns AVX-512 only when the CPU has it.
+            #[cfg(target_arch = "x86_64")]
+            Simd::Avx512 => unsafe { plane_avx512(g, &columns, x_c, w_o, plane) },
+            _ => plane_taps(g, &columns, x_c, w_o, plane),
+        }
+        tail.at(o * hw_out).apply(plane);
+    });
+}
+
+/// [`plane_taps`] compiled with AVX-512.
+///
+/// # Safety
+/// The CPU has AVX-512 F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn plane_avx512<A: Widen<T>, B: Widen<T>, T: Acc>(
+    g: &Conv2dGeom,
+    columns: &[Columns],
+    x_c: &[A],
+    w_o: &[B],
+    plane: &mut [T],
+) {
+    plane_taps(g, columns, x_c, w_o, plane);
+}
+
+/// One output plane from its input plane `x_c` and taps `w_o`: each tap is added straight
+/// into the output rows it touches, taps in row-major order.
+#[inline(always)]
+fn plane_taps<A: Widen<T>, B: Widen<T>, T: Acc>(
+    g: &Conv2dGeom,
+    columns: &[Columns],
+    x_c: &[A],
+    w_o: &[B],
+    plane: &mut [T],
+) {
+    let [kh, kw] = g.kernel;
+    let (in_w, stride_w) = (g.in_w, g.strides[1]);
+    plane.fill(T::default());
+    for (oy, row) in plane.chunks_mut(g.out_w).enumerate() {
+        for ky in 0..kh {
+            let iy = g.src(0, oy, ky);
+            if iy < 0 || iy as usize >= g.in_h {
+                continue;
+            }
+            let x_row = &x_c[iy as usize * in_w..(iy as usize + 1) * in_w];
+            for (kx, col) in columns.iter().enumerate() {
+                if col.lo == col.hi {
                     continue;
                 }
-                let x_row = &x_c[iy as usize * in_w..(iy as usize + 1) * in_w];
-                for kx in 0..kw {
-                    let tap = w_o[ky * kw + kx].widen();
-                    let off = (kx * g.dilation[1]) as isize - g.pad[1] as isize;
-                    let (lo, hi) = valid_columns(off, stride_w, in_w, out_w);
-                    if lo == hi {
-                        continue;
+                let tap = w_o[ky * kw + kx].widen();
+                let out = &mut row[col.lo..col.hi];
+                if stride_w == 1 {
+                    let src = &x_row[col.first..col.first + out.len()];
+                    for (out, &v) in out.iter_mut().zip(src) {
+                        *out = out.mul_add(tap, v.widen());
                     }
-                    let first = (lo * stride_w) as isize + off;
-                    if stride_w == 1 {
-                        let src = &x_row[first as usize..first as usize + (hi - lo)];
-                        for (out, &v) in row[lo..hi].iter_mut().zip(src) {
-                            *out = out.mul_add(tap, v.widen());
-                        }
-                    } else {
-                        let src = x_row[first as usize..].iter().step_by(stride_w);
-                        for (out, &v) in row[lo..hi].iter_mut().zip(src) {
-                            *out = out.mul_add(tap, v.widen());
-                        }
+                } else {
+                    let src = x_row[col.first..].iter().step_by(stride_w);
+                    for (out, &v) in out.iter_mut().zip(src) {
+                        *out = out.mul_add(tap, v.widen());
                     }
                 }
             }
         }
-        tail.at(o * hw_out).apply(plane);
-    });
+    }
 }
 
 #[cfg(test)]
@@ -180,6 +208,15 @@ mod tests {
                     through_conv2d, direct,
                     "{g:?}: conv2d takes the direct kernel"
                 );
+                for level in crate::kernels::simd::tests::levels() {
+                    let _level = crate::kernels::simd::tests::Force::new(level);
+                    let mut vector = vec![0f32; want.len()];
+                    depthwise_nchw(&g, &x, &w, &mut vector, threads, Tail::new(None));
+                    assert_eq!(
+                        vector, direct,
+                        "{g:?}: {level:?} equals the selected level bit for bit"
+                    );
+                }
             }
         }
     }

@@ -20,6 +20,8 @@ pub(crate) mod elementwise;
 pub(crate) mod gemm;
 #[cfg(feature = "executor")]
 pub(crate) mod gemm_int8;
+#[cfg(feature = "executor")]
+mod isa;
 pub(crate) mod nms;
 pub(crate) mod norm;
 #[cfg(feature = "executor")]
@@ -32,7 +34,11 @@ pub(crate) mod resize;
 #[cfg(feature = "executor")]
 mod scalar;
 #[cfg(feature = "executor")]
+pub(crate) mod simd;
+#[cfg(feature = "executor")]
 pub(crate) mod transform;
+#[cfg(feature = "executor")]
+pub(crate) mod window;
 
 #[cfg(feature = "executor")]
 pub(crate) use scalar::{Float, Int, Scalar, Wide};

@@ -7,7 +7,7 @@
 //! count gives 0 (average) or the dtype's lowest value (max), as TVM does.
 
 #[cfg(feature = "executor")]
-use {super::numeric::Real, rayon::prelude::*};
+use {super::numeric::Real, super::simd::Simd, super::window::Columns, rayon::prelude::*};
 
 /// Geometry of a 2-D pooling in logical N, C, H, W terms.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,64 +39,55 @@ pub(crate) enum PoolKind {
     },
 }
 
-/// The valid taps of one window axis: input coordinates inside `[0, size)` and the count of taps
-/// inside `[-pad_before, size + pad_after)`.
+/// The taps of one window along one axis: those inside the input are the contiguous run
+/// `first, first + dilation, …` of `inside` coordinates; `padded` counts the taps inside the
+/// input plus its explicit padding.
 #[cfg(feature = "executor")]
-fn taps(
-    o: usize,
-    a: usize,
-    g: &Pool2dGeom,
-    size: usize,
-) -> (impl Iterator<Item = usize> + Clone, usize) {
-    let start = (o * g.strides[a]) as isize - g.pad[a] as isize;
-    let (dil, k) = (g.dilation[a] as isize, g.kernel[a]);
-    let hi = (size + g.pad[a + 2]) as isize;
-    let padded = (0..k).filter(|&t| start + t as isize * dil < hi).count();
-    let inside = (0..k).filter_map(move |t| {
-        let i = start + t as isize * dil;
-        (i >= 0 && i < size as isize).then_some(i as usize)
-    });
-    (inside, padded)
+#[derive(Clone, Copy)]
+struct Span {
+    first: usize,
+    inside: usize,
+    padded: usize,
 }
 
-/// Pools one output element; `get(iy, ix)` reads the input plane.
+/// The [`Span`] of every output coordinate along axis `a` (0 = H, 1 = W) of an input extent
+/// `size`: computed once per call, not per output element.
+#[cfg(feature = "executor")]
+fn spans(g: &Pool2dGeom, a: usize, out: usize, size: usize) -> Vec<Span> {
+    let (dil, k) = (g.dilation[a] as isize, g.kernel[a]);
+    let hi = (size + g.pad[a + 2]) as isize;
+    (0..out)
+        .map(|o| {
+            let start = (o * g.strides[a]) as isize - g.pad[a] as isize;
+            let at = |t: usize| start + t as isize * dil;
+            let padded = (0..k).filter(|&t| at(t) < hi).count();
+            let mut inside = (0..k).filter(|&t| at(t) >= 0 && at(t) < size as isize);
+            match inside.next() {
+                Some(t) => Span {
+                    first: at(t) as usize,
+                    inside: 1 + inside.count(),
+                    padded,
+                },
+                None => Span {
+                    first: 0,
+                    inside: 0,
+                    padded,
+                },
+            }
+        })
+        .collect()
+}
+
+/// The average of `sum` over a window of `taps` taps inside the input, `padded` with its
+/// padding: 0 when the divisor is 0.
 #[cfg(feature = "executor")]
 #[inline]
-fn window<T: Real>(
-    g: &Pool2dGeom,
-    kind: PoolKind,
-    oy: usize,
-    ox: usize,
-    get: impl Fn(usize, usize) -> T,
-) -> T {
-    let (ys, py) = taps(oy, 0, g, g.in_h);
-    let (xs, px) = taps(ox, 1, g, g.in_w);
-    match kind {
-        PoolKind::Max => {
-            let mut m = T::MIN;
-            for iy in ys {
-                for ix in xs.clone() {
-                    m = m.max(get(iy, ix));
-                }
-            }
-            m
-        }
-        PoolKind::Avg { count_include_pad } => {
-            let mut sum = T::ZERO;
-            let mut n = 0usize;
-            for iy in ys {
-                for ix in xs.clone() {
-                    sum = sum + get(iy, ix);
-                    n += 1;
-                }
-            }
-            let divisor = if count_include_pad { py * px } else { n };
-            if divisor == 0 {
-                T::ZERO
-            } else {
-                sum / T::from_f64(divisor as f64)
-            }
-        }
+fn average<T: Real>(sum: T, count_include_pad: bool, taps: usize, padded: usize) -> T {
+    let divisor = if count_include_pad { padded } else { taps };
+    if divisor == 0 {
+        T::ZERO
+    } else {
+        sum / T::from_f64(divisor as f64)
     }
 }
 
@@ -110,15 +101,44 @@ pub(crate) fn pool2d<T: Real>(
     threads: usize,
 ) {
     let (hw_in, c) = (g.in_h * g.in_w, g.channels);
+    let (ys, xs) = (spans(g, 0, g.out_h, g.in_h), spans(g, 1, g.out_w, g.in_w));
+    let [dy, dx] = g.dilation;
     if g.channels_last {
-        // One task per output row of one image: `out_w × C` contiguous outputs.
+        // One task per output row of one image: `out_w × C` contiguous outputs, each pixel's
+        // channels reduced together tap by tap (the same tap order per channel).
         let row_len = g.out_w * c;
         let row = |(r, out): (usize, &mut [T])| {
             let (n, oy) = (r / g.out_h, r % g.out_h);
             let img = &x[n * hw_in * c..(n + 1) * hw_in * c];
-            for (ox, px) in out.chunks_mut(c).enumerate() {
-                for (ch, v) in px.iter_mut().enumerate() {
-                    *v = window(g, kind, oy, ox, |iy, ix| img[(iy * g.in_w + ix) * c + ch]);
+            let sy = ys[oy];
+            for (sx, px) in xs.iter().zip(out.chunks_mut(c)) {
+                px.fill(match kind {
+                    PoolKind::Max => T::MIN,
+                    PoolKind::Avg { .. } => T::ZERO,
+                });
+                for ty in 0..sy.inside {
+                    for tx in 0..sx.inside {
+                        let at = ((sy.first + ty * dy) * g.in_w + sx.first + tx * dx) * c;
+                        let src = &img[at..at + c];
+                        match kind {
+                            PoolKind::Max => {
+                                for (v, &s) in px.iter_mut().zip(src) {
+                                    *v = v.max(s);
+                                }
+                            }
+                            PoolKind::Avg { .. } => {
+                                for (v, &s) in px.iter_mut().zip(src) {
+                                    *v = *v + s;
+                                }
+                            }
+                        }
+                    }
+                }
+                if let PoolKind::Avg { count_include_pad } = kind {
+                    let (taps, padded) = (sy.inside * sx.inside, sy.padded * sx.padded);
+                    for v in px.iter_mut() {
+                        *v = average(*v, count_include_pad, taps, padded);
+                    }
                 }
             }
         };
@@ -132,12 +152,15 @@ pub(crate) fn pool2d<T: Real>(
         }
     } else {
         let plane_len = g.out_h * g.out_w;
+        let columns = Columns::all(g.kernel[1], dx, g.pad[1], g.strides[1], g.in_w, g.out_w);
+        let simd = Simd::selected();
         let plane = |(p, out): (usize, &mut [T])| {
             let src = &x[p * hw_in..(p + 1) * hw_in];
-            for (i, v) in out.iter_mut().enumerate() {
-                *v = window(g, kind, i / g.out_w, i % g.out_w, |iy, ix| {
-                    src[iy * g.in_w + ix]
-                });
+            match simd {
+                // SAFETY: `Simd::selected` returns AVX-512 only when the CPU has it.
+                #[cfg(target_arch = "x86_64")]
+                Simd::Avx512 => unsafe { plane_avx512(g, kind, &ys, &xs, &columns, src, out) },
+                _ => plane_rows(g, kind, &ys, &xs, &columns, src, out),
             }
         };
         if plane_len == 0 {
@@ -147,6 +170,230 @@ pub(crate) fn pool2d<T: Real>(
             y.par_chunks_mut(plane_len).enumerate().for_each(plane);
         } else {
             y.chunks_mut(plane_len).enumerate().for_each(plane);
+        }
+    }
+}
+
+/// [`plane_rows`] compiled with AVX-512.
+///
+/// # Safety
+/// The CPU has AVX-512 F.
+#[cfg(all(feature = "executor", target_arch = "x86_64"))]
+#[target_feature(enable = "avx512f")]
+unsafe fn plane_avx512<T: Real>(
+    g: &Pool2dGeom,
+    kind: PoolKind,
+    ys: &[Span],
+    xs: &[Span],
+    columns: &[Columns],
+    src: &[T],
+    out: &mut [T],
+) {
+    plane_rows(g, kind, ys, xs, columns, src, out);
+}
+
+/// One NCHW output plane, row by row: each window tap inside the input is folded into the
+/// output columns it reaches (a contiguous run, so the loop runs across the row), taps in
+/// row-major order as the definition visits them; averages then divide.
+#[cfg(feature = "executor")]
+#[inline(always)]
+fn plane_rows<T: Real>(
+    g: &Pool2dGeom,
+    kind: PoolKind,
+    ys: &[Span],
+    xs: &[Span],
+    columns: &[Columns],
+    src: &[T],
+    out: &mut [T],
+) {
+    let (dy, stride) = (g.dilation[0], g.strides[1]);
+    for (sy, row) in ys.iter().zip(out.chunks_mut(g.out_w)) {
+        row.fill(match kind {
+            PoolKind::Max => T::MIN,
+            PoolKind::Avg { .. } => T::ZERO,
+        });
+        for ty in 0..sy.inside {
+            let in_row = &src[(sy.first + ty * dy) * g.in_w..][..g.in_w];
+            for col in columns {
+                let acc = &mut row[col.lo..col.hi];
+                if stride == 1 {
+                    fold(kind, acc, &in_row[col.first..col.first + acc.len()]);
+                } else {
+                    fold(kind, acc, in_row[col.first..].iter().step_by(stride));
+                }
+            }
+        }
+        if let PoolKind::Avg { count_include_pad } = kind {
+            for (sx, v) in xs.iter().zip(row.iter_mut()) {
+                *v = average(
+                    *v,
+                    count_include_pad,
+                    sy.inside * sx.inside,
+                    sy.padded * sx.padded,
+                );
+            }
+        }
+    }
+}
+
+/// Folds one tap per output column into `acc`: the maximum, or the sum for averages.
+#[cfg(feature = "executor")]
+#[inline(always)]
+fn fold<'a, T: Real>(kind: PoolKind, acc: &mut [T], taps: impl IntoIterator<Item = &'a T>) {
+    match kind {
+        PoolKind::Max => {
+            for (a, &t) in acc.iter_mut().zip(taps) {
+                *a = a.max(t);
+            }
+        }
+        PoolKind::Avg { .. } => {
+            for (a, &t) in acc.iter_mut().zip(taps) {
+                *a = *a + t;
+            }
+        }
+    }
+}
+
+#[cfg(all(test, feature = "executor"))]
+mod tests {
+    use super::*;
+
+    /// One output element by definition: every tap of the window tested against the input
+    /// bounds (and the padded bounds for the divisor), rows outer, columns inner.
+    fn reference(
+        g: &Pool2dGeom,
+        kind: PoolKind,
+        get: impl Fn(usize, usize) -> f32,
+        oy: usize,
+        ox: usize,
+    ) -> f32 {
+        let axis = |o: usize, a: usize, size: usize| {
+            let start = (o * g.strides[a]) as isize - g.pad[a] as isize;
+            let at = |t: usize| start + (t * g.dilation[a]) as isize;
+            let padded = (0..g.kernel[a])
+                .filter(|&t| at(t) < (size + g.pad[a + 2]) as isize)
+                .count();
+            let inside: Vec<usize> = (0..g.kernel[a])
+                .map(at)
+                .filter(|&i| i >= 0 && i < size as isize)
+                .map(|i| i as usize)
+                .collect();
+            (inside, padded)
+        };
+        let (ys, py) = axis(oy, 0, g.in_h);
+        let (xs, px) = axis(ox, 1, g.in_w);
+        let (mut acc, mut n) = (if kind == PoolKind::Max { f32::MIN } else { 0.0 }, 0);
+        for &iy in &ys {
+            for &ix in &xs {
+                let v = get(iy, ix);
+                acc = if kind == PoolKind::Max {
+                    acc.max(v)
+                } else {
+                    acc + v
+                };
+                n += 1;
+            }
+        }
+        match kind {
+            PoolKind::Max => acc,
+            PoolKind::Avg { count_include_pad } => {
+                let d = if count_include_pad { py * px } else { n };
+                if d == 0 {
+                    0.0
+                } else {
+                    acc / d as f32
+                }
+            }
+        }
+    }
+
+    /// Max and average pooling (with and without padding in the divisor) equal the
+    /// definition bit for bit in both layouts: strides, dilations, asymmetric padding, windows
+    /// hanging past the input (ceil-mode rows), a global window, 1 and 2 threads.
+    #[test]
+    fn pooling_matches_the_definition() {
+        let geoms = [
+            // (channels, in, out, kernel, strides, dilation, pad)
+            (3, [13, 13], [6, 6], [3, 3], [2, 2], [1, 1], [0, 0, 0, 0]),
+            (2, [14, 15], [7, 8], [3, 3], [2, 2], [1, 1], [1, 1, 1, 2]),
+            (4, [9, 10], [4, 3], [2, 3], [2, 3], [2, 1], [0, 1, 1, 0]),
+            (5, [7, 7], [1, 1], [7, 7], [1, 1], [1, 1], [0, 0, 0, 0]),
+            (3, [5, 6], [3, 3], [3, 3], [2, 2], [1, 1], [0, 0, 1, 1]),
+            (3, [8, 9], [8, 9], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1]),
+            (2, [9, 8], [6, 7], [3, 3], [1, 1], [2, 1], [0, 0, 1, 1]),
+        ];
+        let kinds = [
+            PoolKind::Max,
+            PoolKind::Avg {
+                count_include_pad: false,
+            },
+            PoolKind::Avg {
+                count_include_pad: true,
+            },
+        ];
+        for (s, &(c, [h, w], [oh, ow], kernel, strides, dilation, pad)) in geoms.iter().enumerate()
+        {
+            for channels_last in [false, true] {
+                let g = Pool2dGeom {
+                    batch: 2,
+                    channels: c,
+                    in_h: h,
+                    in_w: w,
+                    out_h: oh,
+                    out_w: ow,
+                    kernel,
+                    strides,
+                    dilation,
+                    pad,
+                    channels_last,
+                };
+                let x: Vec<f32> = (0..2 * c * h * w)
+                    .map(|i| ((i * 7919 + s * 31) % 1009) as f32 / 97.0 - 5.0)
+                    .collect();
+                for kind in kinds {
+                    let mut want = Vec::new();
+                    for n in 0..2 {
+                        for ch in 0..c {
+                            for oy in 0..oh {
+                                for ox in 0..ow {
+                                    let get = |iy: usize, ix: usize| {
+                                        if channels_last {
+                                            x[((n * h + iy) * w + ix) * c + ch]
+                                        } else {
+                                            x[((n * c + ch) * h + iy) * w + ix]
+                                        }
+                                    };
+                                    want.push(reference(&g, kind, get, oy, ox));
+                                }
+                            }
+                        }
+                    }
+                    if channels_last {
+                        // NCHW order of the definition to NHWC.
+                        let nchw = want.clone();
+                        for n in 0..2 {
+                            for ch in 0..c {
+                                for p in 0..oh * ow {
+                                    want[(n * oh * ow + p) * c + ch] =
+                                        nchw[(n * c + ch) * oh * ow + p];
+                                }
+                            }
+                        }
+                    }
+                    for level in crate::kernels::simd::tests::levels() {
+                        let _level = crate::kernels::simd::tests::Force::new(level);
+                        for threads in [1, 2] {
+                            let mut y = vec![f32::NAN; want.len()];
+                            pool2d(&g, kind, &x, &mut y, threads);
+                            let same = y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
+                            assert!(
+                                same,
+                                "{level:?} {g:?} {kind:?} threads {threads}: {y:?} vs {want:?}"
+                            );
+                        }
+                    }
+                }
+            }
         }
     }
 }

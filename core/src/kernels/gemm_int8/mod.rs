@@ -103,31 +103,7 @@ impl Isa {
         }
         static SELECTED: OnceLock<Isa> = OnceLock::new();
         *SELECTED.get_or_init(|| {
-            let best = Isa::ALL
-                .into_iter()
-                .find(|i| i.available())
-                .unwrap_or(Isa::Portable);
-            let Ok(name) = std::env::var("BYOC_INT8_GEMM") else {
-                return best;
-            };
-            match Isa::ALL.into_iter().find(|i| i.name() == name) {
-                Some(isa) if isa.available() => isa,
-                Some(isa) => {
-                    eprintln!(
-                        "warning: BYOC_INT8_GEMM={} but this CPU lacks it; using {}",
-                        isa.name(),
-                        best.name()
-                    );
-                    best
-                }
-                None => {
-                    eprintln!(
-                        "warning: BYOC_INT8_GEMM='{name}' is not one of vnni, avx2, portable; using {}",
-                        best.name()
-                    );
-                    best
-                }
-            }
+            super::isa::choose("BYOC_INT8_GEMM", &Isa::ALL, Isa::name, Isa::available)
         })
     }
 }
@@ -409,42 +385,24 @@ fn multiply<K: Kernel>(
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use std::sync::atomic::{AtomicU8, Ordering};
-    use std::sync::{Mutex, MutexGuard};
-
     use super::*;
     use crate::kernels::gemm::{Gemm, MatRef};
+    use crate::kernels::isa::{Forced, Forcing};
 
-    /// The path a test forced (index into [`Isa::ALL`] plus one; 0 for none).
-    static FORCED: AtomicU8 = AtomicU8::new(0);
-    static FORCING: Mutex<()> = Mutex::new(());
+    /// The path a test forced, as an index into [`Isa::ALL`].
+    static FORCED: Forcing = Forcing::new();
 
     pub(super) fn forced() -> Option<Isa> {
-        match FORCED.load(Ordering::SeqCst) {
-            0 => None,
-            i => Some(Isa::ALL[usize::from(i) - 1]),
-        }
+        FORCED.get().map(|i| Isa::ALL[i])
     }
 
-    /// Forces `isa` for every int8 GEMM in this process until dropped; tests that force a
-    /// path run one at a time. (Other tests meanwhile get a different exact path, never a
-    /// different result.)
-    pub(crate) struct Force(
-        #[allow(dead_code, reason = "held for its drop")] MutexGuard<'static, ()>,
-    );
+    /// Forces `isa` for every int8 GEMM in this process until dropped.
+    pub(crate) struct Force(#[allow(dead_code, reason = "held for its drop")] Forced);
 
     impl Force {
         pub(crate) fn new(isa: Isa) -> Force {
-            let guard = FORCING.lock().unwrap_or_else(|e| e.into_inner());
             let i = Isa::ALL.iter().position(|&x| x == isa).unwrap_or(2);
-            FORCED.store(i as u8 + 1, Ordering::SeqCst);
-            Force(guard)
-        }
-    }
-
-    impl Drop for Force {
-        fn drop(&mut self) {
-            FORCED.store(0, Ordering::SeqCst);
+            Force(FORCED.force(i))
         }
     }
 
