@@ -33,7 +33,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use crate::byoc::{COMPILER, GLOBAL_SYMBOL, PRIMITIVE};
 use crate::ir::rewrite::Rebuild;
-use crate::ir::{Attrs, Expr, ExprId, Function, FunctionBuilder, IrError, Module, Type};
+use crate::ir::{Attrs, DType, Expr, ExprId, Function, FunctionBuilder, IrError, Module, Type};
 use crate::op::OpPattern;
 
 use super::fold_batch_norm::fold_batch_norms;
@@ -84,9 +84,21 @@ impl Pass for HostFuse {
     }
 }
 
-/// True for the op calls HostFuse groups: elementwise or broadcast ops with at least one
-/// argument (`zeros`, `ones` make tensors from nothing) and one tensor result.
-fn fusable(f: &Function, id: ExprId) -> bool {
+/// The injective ops HostFuse puts into loops: reshapes (views of their input, so never at a
+/// group's edge: see [`prune_views`]), `transpose`, `concatenate` and constant `nn.pad`.
+pub const LOOP_INJECTIVE: &[&str] = &[
+    "reshape",
+    "squeeze",
+    "expand_dims",
+    "nn.batch_flatten",
+    "transpose",
+    "concatenate",
+    "nn.pad",
+];
+
+/// True for the elementwise or broadcast op calls HostFuse groups: with at least one argument
+/// (`zeros`, `ones` make tensors from nothing) and one tensor result.
+fn elementwise(f: &Function, id: ExprId) -> bool {
     let Some((op, call)) = f.expr(id).as_op_call() else {
         return false;
     };
@@ -94,6 +106,30 @@ fn fusable(f: &Function, id: ExprId) -> bool {
         && !op.is_view
         && !call.args.is_empty()
         && matches!(f.ty(id), Some(Type::Tensor(_)))
+}
+
+/// True for the [`LOOP_INJECTIVE`] op calls on `float32` (the loops on custom datatypes stay
+/// elementwise), a pad only in constant mode, a concatenation only of a tuple it alone uses.
+fn injective(f: &Function, id: ExprId, users: &[Vec<ExprId>]) -> bool {
+    let Some((op, call)) = f.expr(id).as_op_call() else {
+        return false;
+    };
+    let name = op.name();
+    let float = |x: ExprId| matches!(f.ty(x), Some(Type::Tensor(t)) if t.dtype == DType::Float32);
+    LOOP_INJECTIVE.contains(&name)
+        && float(id)
+        && call.args.first().is_some_and(|&a| match f.expr(a) {
+            Expr::Tuple(parts) => {
+                name == "concatenate" && users[a.index()] == [id] && parts.iter().all(|&p| float(p))
+            }
+            _ => name != "concatenate" && float(a),
+        })
+        && (name != "nn.pad" || call.attrs.get_str("pad_mode").unwrap_or("constant") == "constant")
+}
+
+/// True for a view op (a reshape: the executor aliases its input).
+fn is_view(f: &Function, id: ExprId) -> bool {
+    f.expr(id).as_op_call().is_some_and(|(op, _)| op.is_view)
 }
 
 /// True for op calls that anchor a group: [`OpPattern::OutEWiseFusable`] ops with a tensor
@@ -140,50 +176,131 @@ fn inside_literals(f: &Function, live: &[ExprId]) -> HashSet<ExprId> {
     inside
 }
 
-/// The fusion groups of `f`, each a list of op calls in topological order (its last one is
-/// the group's output), groups in the order of their outputs.
+/// The elementwise ops an anchor would take as its epilogue: those whose operand is an anchor
+/// or such an op, of their shape, used by them alone. They never join a group with an
+/// injective op, so that the anchor keeps its epilogue (TVM fuses an anchored group into
+/// nothing injective).
+fn epilogue_bound(f: &Function, live: &[ExprId], users: &[Vec<ExprId>]) -> HashSet<ExprId> {
+    let mut bound = HashSet::new();
+    for &id in live {
+        if !elementwise(f, id) {
+            continue;
+        }
+        let fed = f.expr(id).operand_iter().any(|a| {
+            (is_anchor(f, a) || bound.contains(&a))
+                && users[a.index()] == [id]
+                && shape(f, a) == shape(f, id)
+        });
+        if fed {
+            bound.insert(id);
+        }
+    }
+    bound
+}
+
+/// One group under construction.
+struct Group {
+    /// Its output.
+    output: ExprId,
+    /// An anchor closed it.
+    closed: bool,
+    /// It holds an injective op.
+    injective: bool,
+}
+
+/// The fusion groups of `f`, each a list of expressions in topological order (its last one is
+/// the group's output; a concatenation's tuple is in its group), groups in the order of their
+/// outputs.
 pub fn fusion_groups(f: &Function) -> Vec<Vec<ExprId>> {
     let live = f.live_ids();
     let users = f.users();
     let inside = inside_literals(f, &live);
+    let bound = epilogue_bound(f, &live, &users);
     let mut group: BTreeMap<ExprId, usize> = BTreeMap::new();
-    // Per group: its output, and whether an anchor closed it.
-    let mut groups: Vec<(ExprId, bool)> = Vec::new();
+    let mut groups: Vec<Group> = Vec::new();
     for &id in live.iter().rev() {
         if inside.contains(&id) {
             continue;
         }
         let anchor = is_anchor(f, id);
-        if !anchor && !fusable(f, id) {
+        let inj = injective(f, id, &users);
+        if !anchor && !inj && !elementwise(f, id) {
             continue;
         }
         let us = &users[id.index()];
         let shared = us
             .first()
             .and_then(|u| group.get(u).copied())
-            .filter(|&g| id != f.body && !groups[g].1)
-            .filter(|&g| us.iter().all(|u| group.get(u) == Some(&g)));
+            .filter(|&g| id != f.body && !groups[g].closed)
+            .filter(|&g| us.iter().all(|u| group.get(u) == Some(&g)))
+            .filter(|&g| !(groups[g].injective && bound.contains(&id)));
         match (shared, anchor) {
-            (Some(g), true) if shape(f, id) == shape(f, groups[g].0) => {
-                groups[g].1 = true;
+            (Some(g), true)
+                if !groups[g].injective && shape(f, id) == shape(f, groups[g].output) =>
+            {
+                groups[g].closed = true;
                 group.insert(id, g);
             }
             (_, true) => {}
             (Some(g), false) => {
+                groups[g].injective |= inj;
                 group.insert(id, g);
             }
             (None, false) => {
                 group.insert(id, groups.len());
-                groups.push((id, false));
+                groups.push(Group {
+                    output: id,
+                    closed: false,
+                    injective: inj,
+                });
             }
         }
     }
-    let n_groups = groups.len();
-    let mut members: Vec<Vec<ExprId>> = vec![Vec::new(); n_groups];
+    let mut members: Vec<Vec<ExprId>> = vec![Vec::new(); groups.len()];
     for (&id, &g) in &group {
         members[g].push(id);
     }
+    let mut members: Vec<Vec<ExprId>> = members
+        .into_iter()
+        .map(|m| with_tuples(f, prune_views(f, m)))
+        .filter(|m| !m.is_empty())
+        .collect();
     members.sort_by_key(|m| m.last().copied());
+    members
+}
+
+/// A group without the views at its edges: a reshape of a group input or of the group's
+/// output moves no data in the executor (it aliases the buffer), while inside a loop it would
+/// cost index arithmetic. A group left with views only is dropped.
+fn prune_views(f: &Function, mut members: Vec<ExprId>) -> Vec<ExprId> {
+    loop {
+        let set: HashSet<ExprId> = members.iter().copied().collect();
+        let before = members.len();
+        members
+            .retain(|&id| !is_view(f, id) || f.expr(id).operand_iter().all(|a| set.contains(&a)));
+        if members.last().is_some_and(|&id| is_view(f, id)) {
+            members.pop();
+        }
+        if members.len() == before {
+            break;
+        }
+    }
+    if members.iter().all(|&id| is_view(f, id)) {
+        members.clear();
+    }
+    members
+}
+
+/// A group with the tuples of its concatenations added (each used by its concatenation alone).
+fn with_tuples(f: &Function, mut members: Vec<ExprId>) -> Vec<ExprId> {
+    let tuples: Vec<ExprId> = members
+        .iter()
+        .filter_map(|&id| f.expr(id).as_op_call())
+        .filter_map(|(_, call)| call.args.first().copied())
+        .filter(|&a| matches!(f.expr(a), Expr::Tuple(_)))
+        .collect();
+    members.extend(tuples);
+    members.sort();
     members
 }
 
