@@ -57,6 +57,17 @@ impl Affine {
         }
     }
 
+    /// This component with each dimension `d` it reads replaced by `inner[d]` (a map into
+    /// the space `self` is over, from another space).
+    pub fn compose(&self, inner: &[Affine]) -> Affine {
+        let rank = inner.first().map_or(0, |a| a.coef.len());
+        let mut out = Affine::constant(self.off, rank);
+        for (&c, a) in self.coef.iter().zip(inner) {
+            out = a.scaled_plus(c, &out);
+        }
+        out
+    }
+
     /// `self * k + other`.
     fn scaled_plus(&self, k: i64, other: &Affine) -> Affine {
         Affine {
@@ -213,24 +224,30 @@ fn whole_dim(a: &Affine, space: &[usize], n: usize) -> Option<usize> {
 }
 
 /// The mixed-radix digits (extents `extents`, outermost first) of `a`, when each term of `a`
-/// is one digit: coefficient equal to that digit's place value, range within its extent.
+/// is one digit (coefficient equal to that digit's place value) and no digit carries over
+/// `a`'s range: the constant's digits plus each term's largest value stay within extents.
 fn digits(a: &Affine, space: &[usize], extents: &[usize]) -> Option<Vec<Affine>> {
-    if a.off != 0 {
-        return None;
-    }
     let rank = space.len();
     let mut place = vec![1i64; extents.len()];
     for j in (0..extents.len().saturating_sub(1)).rev() {
         place[j] = place[j + 1] * extents[j + 1] as i64;
     }
-    let mut out = vec![Affine::constant(0, rank); extents.len()];
+    if a.off < 0 || a.off >= place[0] * extents[0] as i64 {
+        return None;
+    }
+    let mut out: Vec<Affine> = place
+        .iter()
+        .zip(extents)
+        .map(|(&p, &e)| Affine::constant(a.off / p % e as i64, rank))
+        .collect();
     let mut taken = vec![false; extents.len()];
     for (d, &c) in a.coef.iter().enumerate() {
         if c == 0 {
             continue;
         }
-        let j =
-            (0..extents.len()).find(|&j| !taken[j] && place[j] == c && space[d] <= extents[j])?;
+        let j = (0..extents.len()).find(|&j| {
+            !taken[j] && place[j] == c && out[j].off + space[d] as i64 <= extents[j] as i64
+        })?;
         taken[j] = true;
         out[j].coef[d] = 1;
     }
@@ -247,20 +264,21 @@ fn cut_at(a: &Affine, d: usize, c: i64, bound: i64, cuts: &mut [BTreeSet<usize>]
     }
 }
 
-/// Collects the cut points per output dimension where any piecewise choice of the group
-/// changes, walking from `root` with `map`: `visit(id, map)` returns the operands with their
+/// Collects the cut points per dimension of the iteration space `space` where any piecewise
+/// choice of the group changes, walking from `root` with `map`: `visit(id, map)` returns the operands with their
 /// maps and the piecewise choice of `id`, if any. Stops with an error past `budget` visits.
 pub fn cuts<F>(
     root: ExprId,
     map: Map,
-    rank: usize,
+    space: &[usize],
     budget: usize,
     mut visit: F,
 ) -> Result<Vec<BTreeSet<usize>>, Unsupported>
 where
     F: FnMut(ExprId, &Map) -> Result<Visit, Unsupported>,
 {
-    let mut cuts = vec![BTreeSet::new(); rank];
+    let mut cuts = vec![BTreeSet::new(); space.len()];
+    let zeros = vec![0; space.len()];
     let mut seen: HashSet<(ExprId, Map)> = HashSet::new();
     let mut stack = vec![(root, map)];
     while let Some((id, map)) = stack.pop() {
@@ -275,6 +293,11 @@ where
         }
         let v = visit(id, &map)?;
         for (axis, bounds) in &v.piecewise {
+            let (min, max) = map[*axis].range(&zeros, space);
+            if bounds.iter().all(|&b| b <= min || b > max) {
+                // One choice over the whole space.
+                continue;
+            }
             if let Some((d, c)) = map[*axis].single_dim(&v.op)? {
                 if c < 0 {
                     return Err(unsupported(&v.op, "its axis runs backwards"));

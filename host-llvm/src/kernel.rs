@@ -333,14 +333,6 @@ struct Graph {
     ops: HashMap<ExprId, Op>,
     shapes: HashMap<ExprId, Vec<usize>>,
     names: HashMap<ExprId, String>,
-    /// The iteration space: the output's shape, or a refinement of it (some dimensions split
-    /// into several) with the same memory order. Every index map has one coefficient per
-    /// iteration dimension.
-    space: Vec<usize>,
-    /// Its rank.
-    rank: usize,
-    /// A split of an iteration dimension a reshape asked for.
-    refine: RefCell<Option<(usize, Vec<usize>)>>,
 }
 
 /// The `float32` shape of `id`, or why not.
@@ -388,9 +380,6 @@ impl Graph {
             ops: HashMap::new(),
             shapes: HashMap::new(),
             names: HashMap::new(),
-            space: out_shape.clone(),
-            rank: out_shape.len(),
-            refine: RefCell::new(None),
         };
         let mut anchor = None;
         for (k, &p) in f.params.iter().enumerate() {
@@ -541,6 +530,87 @@ impl Graph {
         self.names.get(&id).map_or("the function", String::as_str)
     }
 
+    /// The piecewise axes of `id` and where along each its choice changes.
+    fn piecewise(&self, id: ExprId) -> Result<Vec<(usize, Vec<i64>)>, Unsupported> {
+        Ok(match self.op(id)? {
+            Op::Concat { axis, starts, .. } => vec![(*axis, starts.clone())],
+            Op::Pad { data, before, .. } => before
+                .iter()
+                .zip(self.shape(*data)?)
+                .enumerate()
+                .map(|(d, (&b, &e))| (d, vec![b, b + e as i64]))
+                .collect(),
+            _ => Vec::new(),
+        })
+    }
+}
+
+/// An iteration space of a group: the output's shape (or a box of it), possibly refined (some
+/// dimensions split into several, the memory order unchanged) where a reshape asks for it.
+/// Every index map has one coefficient per dimension of the space.
+struct Space<'g> {
+    graph: &'g Graph,
+    /// The extents, outermost first.
+    dims: Vec<usize>,
+    /// A split of a dimension a reshape asked for.
+    refine: RefCell<Option<(usize, Vec<usize>)>>,
+}
+
+impl<'g> Space<'g> {
+    fn new(graph: &'g Graph, dims: Vec<usize>) -> Self {
+        Space {
+            graph,
+            dims,
+            refine: RefCell::new(None),
+        }
+    }
+
+    /// Runs `build` until no reshape asks for a finer space (fewer than 64 times: each split
+    /// turns a dimension of at least 2 into factors of at least 2).
+    fn refining<T>(
+        &mut self,
+        mut build: impl FnMut(&Space<'g>) -> Result<T, Unsupported>,
+    ) -> Result<T, Unsupported> {
+        let mut splits = 0;
+        loop {
+            match build(self) {
+                Ok(t) => return Ok(t),
+                Err(e) => {
+                    let Some((dim, factors)) = self.refine.take() else {
+                        return Err(e);
+                    };
+                    splits += 1;
+                    if splits > 64 {
+                        return Err(e);
+                    }
+                    self.dims.splice(dim..=dim, factors);
+                }
+            }
+        }
+    }
+
+    fn rank(&self) -> usize {
+        self.dims.len()
+    }
+
+    /// The map of a value of shape `shape` (which this space refines) read in this space's
+    /// order.
+    fn merged(&self, shape: &[usize]) -> Result<Map, Unsupported> {
+        reshape(
+            &Affine::identity(self.rank()),
+            &self.dims,
+            shape,
+            &self.dims,
+            "the result",
+        )
+        .map_err(|_| {
+            unsupported(
+                "the function",
+                "the iteration space does not refine the output",
+            )
+        })
+    }
+
     /// The operands of `id` (whose map is `map`) with their maps: the one rule for index maps.
     /// Within a box (`lo..hi` of the output), a concatenation or pad yields the one operand
     /// that box reads; without one (while cutting), every operand some element may read.
@@ -550,30 +620,32 @@ impl Graph {
         map: &Map,
         within: Option<(&[usize], &[usize])>,
     ) -> Result<Vec<(ExprId, Map)>, Unsupported> {
-        let name = self.name(id);
-        let shape = self.shape(id)?;
+        let name = self.graph.name(id);
+        let shape = self.graph.shape(id)?;
         let same = |x: ExprId| -> Result<(ExprId, Map), Unsupported> {
-            Ok((x, broadcast(map, shape, self.shape(x)?, self.rank)))
+            Ok((x, broadcast(map, shape, self.graph.shape(x)?, self.rank())))
         };
-        Ok(match self.op(id)? {
+        Ok(match self.graph.op(id)? {
             Op::Param(_) | Op::Acc => Vec::new(),
             Op::Unary(_, x) | Op::Clip { x, .. } => vec![same(*x)?],
             Op::Binary(_, x, y) => vec![same(*x)?, same(*y)?],
             Op::BiasAdd { data, bias, axis } => {
-                if self.shape(*bias)?.len() != 1 {
+                if self.graph.shape(*bias)?.len() != 1 {
                     return Err(unsupported(name, "the bias is not a vector"));
                 }
                 vec![same(*data)?, (*bias, vec![map[*axis].clone()])]
             }
             Op::Transpose(x, axes) => {
-                let mut m = vec![Affine::constant(0, self.rank); axes.len()];
+                let mut m = vec![Affine::constant(0, self.rank()); axes.len()];
                 for (i, &a) in axes.iter().enumerate() {
                     m[a] = map[i].clone();
                 }
                 vec![(*x, m)]
             }
-            Op::Reshape(x) => match reshape(map, shape, self.shape(*x)?, &self.space, name) {
+            Op::Reshape(x) => match reshape(map, shape, self.graph.shape(*x)?, &self.dims, name) {
                 Ok(m) => vec![(*x, m)],
+                // While cutting, stop here: a smaller box may make the map affine.
+                Err(ReshapeError::Unsupported(_)) if within.is_none() => Vec::new(),
                 Err(ReshapeError::Unsupported(e)) => return Err(e),
                 Err(ReshapeError::Refine { dim, factors }) => {
                     self.refine.replace(Some((dim, factors)));
@@ -590,31 +662,52 @@ impl Graph {
                     m[*axis] = map[*axis].shifted(-starts[p]);
                     (parts[p], m)
                 };
-                let (min, max) = match within {
-                    Some((lo, hi)) => map[*axis].range(lo, hi),
-                    None if map[*axis].coef.iter().all(|&c| c == 0) => {
-                        (map[*axis].off, map[*axis].off)
-                    }
-                    None => return Ok((0..parts.len()).map(part).collect()),
-                };
+                let zeros = vec![0; self.rank()];
+                let (min, max) = map[*axis].range(
+                    within.map_or(&zeros, |w| w.0),
+                    within.map_or(&self.dims, |w| w.1),
+                );
+                let total = starts[parts.len()];
+                if within.is_none() && min < total && max >= 0 {
+                    // While cutting: every part this space reaches.
+                    return Ok((0..parts.len())
+                        .filter(|&p| starts[p] <= max && min < starts[p + 1])
+                        .map(part)
+                        .collect());
+                }
                 let p = (0..parts.len())
                     .find(|&p| starts[p] <= min && max < starts[p + 1])
-                    .ok_or_else(|| unsupported(name, "a box reads several parts"))?;
-                vec![part(p)]
+                    .ok_or_else(|| unsupported(name, "a box reads several parts"));
+                match (p, within) {
+                    (Ok(p), _) => vec![part(p)],
+                    // While cutting, a constant index past every part is in a pad around.
+                    (Err(_), None) => Vec::new(),
+                    (Err(e), Some(_)) => return Err(e),
+                }
             }
             Op::Pad {
                 data,
                 value,
                 before,
             } => {
-                let extents = self.shape(*data)?;
+                let extents = self.graph.shape(*data)?;
                 let inner: Map = map
                     .iter()
                     .zip(before)
                     .map(|(a, &b)| a.shifted(-b))
                     .collect();
                 let Some((lo, hi)) = within else {
-                    return Ok(vec![(*data, inner), (*value, Vec::new())]);
+                    // While cutting: the data unless a constant index is in the padding.
+                    let zeros = vec![0; self.rank()];
+                    let padding = inner.iter().zip(extents).any(|(a, &e)| {
+                        let (min, max) = a.range(&zeros, &self.dims);
+                        max < 0 || min >= e as i64
+                    });
+                    return Ok(if padding {
+                        vec![(*value, Vec::new())]
+                    } else {
+                        vec![(*data, inner), (*value, Vec::new())]
+                    });
                 };
                 let mut inside = true;
                 for (a, &e) in inner.iter().zip(extents) {
@@ -632,40 +725,27 @@ impl Graph {
         })
     }
 
-    /// The piecewise axes of `id` and where along each its choice changes.
-    fn piecewise(&self, id: ExprId) -> Result<Vec<(usize, Vec<i64>)>, Unsupported> {
-        Ok(match self.op(id)? {
-            Op::Concat { axis, starts, .. } => vec![(*axis, starts.clone())],
-            Op::Pad { data, before, .. } => before
-                .iter()
-                .zip(self.shape(*data)?)
-                .enumerate()
-                .map(|(d, (&b, &e))| (d, vec![b, b + e as i64]))
-                .collect(),
-            _ => Vec::new(),
-        })
-    }
-
-    /// The node of `id` read with `map` in the box `lo..hi`, pushed into `piece` (with its
-    /// operands) unless `memo` has it.
-    fn lower(
-        &self,
-        id: ExprId,
-        map: Map,
-        (lo, hi): (&[usize], &[usize]),
-        piece: &mut PieceBuilder,
-    ) -> Result<usize, Unsupported> {
+    /// The node of `id` read with `map` over this whole space (a box of the output, inside
+    /// which every piecewise choice is fixed), pushed into `piece` (with its operands) unless
+    /// `piece` has it.
+    fn lower(&self, id: ExprId, map: Map, piece: &mut PieceBuilder) -> Result<usize, Unsupported> {
         if let Some(&n) = piece.memo.get(&(id, map.clone())) {
             return Ok(n);
         }
-        let operands = self.operands(id, &map, Some((lo, hi)))?;
+        let zeros = vec![0; self.rank()];
+        let operands = self.operands(id, &map, Some((&zeros, &self.dims)))?;
         let mut args = Vec::with_capacity(operands.len());
         for (x, m) in operands {
-            args.push(self.lower(x, m, (lo, hi), piece)?);
+            args.push(self.lower(x, m, piece)?);
         }
-        let node = match *self.op(id)? {
+        let node = match *self.graph.op(id)? {
             Op::Param(input) => {
-                let load = self.load(input, self.shape(id)?, &map, lo)?;
+                let (offset, strides) = self.strided(self.graph.shape(id)?, &map)?;
+                let load = Load {
+                    input,
+                    offset,
+                    strides,
+                };
                 let k = match piece.loads.iter().position(|l| *l == load) {
                     Some(k) => k,
                     None => {
@@ -694,35 +774,27 @@ impl Graph {
         Ok(n)
     }
 
-    /// The load of input `input` (row-major, shape `shape`) read with `map`, over the box
-    /// starting at `lo`, with one stride per output dimension.
-    fn load(
-        &self,
-        input: usize,
-        shape: &[usize],
-        map: &Map,
-        lo: &[usize],
-    ) -> Result<Load, Unsupported> {
+    /// The element of a row-major buffer of shape `shape` read with `map` at this space's
+    /// first position, and its stride along each dimension of the space.
+    fn strided(&self, shape: &[usize], map: &Map) -> Result<(usize, Vec<usize>), Unsupported> {
         let mut offset = 0i64;
-        let mut strides = vec![0i64; self.rank];
+        let mut strides = vec![0i64; self.rank()];
         let mut run = 1i64;
         for (a, &extent) in map.iter().zip(shape).rev() {
             offset += run * a.off;
-            for (d, &c) in a.coef.iter().enumerate() {
-                offset += run * c * lo[d] as i64;
-                strides[d] += run * c;
+            for (s, &c) in strides.iter_mut().zip(&a.coef) {
+                *s += run * c;
             }
             run *= extent as i64;
         }
         let bad = || unsupported("the function", "an index map reads backwards");
-        Ok(Load {
-            input,
-            offset: usize::try_from(offset).map_err(|_| bad())?,
-            strides: strides
+        Ok((
+            usize::try_from(offset).map_err(|_| bad())?,
+            strides
                 .into_iter()
                 .map(|s| usize::try_from(s).map_err(|_| bad()))
                 .collect::<Result<_, _>>()?,
-        })
+        ))
     }
 }
 
@@ -762,28 +834,23 @@ impl Kernel {
             .iter()
             .map(|&p| graph.shape(p).map(|s| s.iter().product()))
             .collect::<Result<_, _>>()?;
-        let mut graph = graph;
         let mut pieces = Vec::new();
-        // Each refinement splits a dimension of at least 2 elements into factors of at least
-        // 2, so there are fewer than 64 of them.
-        let mut refinements = 0;
-        while len > 0 {
-            match graph.pieces(f.body, anchor.is_some()) {
-                Ok(p) => {
-                    pieces = p;
-                    break;
-                }
-                Err(e) => {
-                    let Some((dim, factors)) = graph.refine.take() else {
-                        return Err(e);
-                    };
-                    refinements += 1;
-                    if refinements > 64 {
-                        return Err(e);
-                    }
-                    graph.space.splice(dim..=dim, factors);
-                    graph.rank = graph.space.len();
-                }
+        if len > 0 {
+            let rank = out_shape.len();
+            let root = Affine::identity(rank);
+            box_pieces(
+                &graph,
+                f.body,
+                &root,
+                &vec![0; rank],
+                &out_shape,
+                &mut pieces,
+            )?;
+            if anchor.is_some() && pieces.len() != 1 {
+                return Err(unsupported(
+                    "the function",
+                    "an anchored group with a piecewise op",
+                ));
             }
         }
         Ok(Kernel {
@@ -795,61 +862,93 @@ impl Kernel {
     }
 }
 
-impl Graph {
-    /// The pieces of the group with output `out` over the current iteration space.
-    fn pieces(&self, out: ExprId, anchored: bool) -> Result<Vec<Piece>, Unsupported> {
-        let rank = self.rank;
-        let out_shape = self.shape(out)?;
-        // The output read from the iteration space: a refinement merges back.
-        let root = match reshape(
-            &Affine::identity(rank),
-            &self.space,
-            out_shape,
-            &self.space,
-            "the result",
-        ) {
-            Ok(m) => m,
-            Err(_) => {
-                return Err(unsupported(
-                    "the function",
-                    "the iteration space does not refine the output",
-                ))
-            }
-        };
-        let cuts = cuts(out, root.clone(), rank, MAX_VISITS, |id, map| {
+/// Appends the pieces of the box at `lo` with `extents` of a space whose output map is `root`
+/// to `pieces`: the box is cut where the piecewise choices of the group with output `out`
+/// change (over its own space, refined as reshapes ask), and each part cut again until one
+/// is left, which is lowered. A reshape whose map is not affine stops the cutting below it
+/// until a smaller box (with other offsets) makes it affine.
+fn box_pieces(
+    graph: &Graph,
+    out: ExprId,
+    root: &Map,
+    lo: &[usize],
+    extents: &[usize],
+    pieces: &mut Vec<Piece>,
+) -> Result<(), Unsupported> {
+    let mut space = Space::new(graph, extents.to_vec());
+    let (map, boxes) = space.refining(|s| {
+        let map = s.box_map(root, lo, extents)?;
+        let boxes = s.boxes(out, &map)?;
+        Ok((map, boxes))
+    })?;
+    if boxes.len() == 1 {
+        pieces.push(space.refining(|s| s.piece(out, root, lo, extents))?);
+    } else {
+        for (blo, bhi) in boxes {
+            let bext: Vec<usize> = blo.iter().zip(&bhi).map(|(l, h)| h - l).collect();
+            box_pieces(graph, out, &map, &blo, &bext, pieces)?;
+        }
+    }
+    if pieces.len() > MAX_PIECES {
+        return Err(unsupported(
+            "the function",
+            format!("its piecewise ops cut the output into more than {MAX_PIECES} boxes"),
+        ));
+    }
+    Ok(())
+}
+
+impl Space<'_> {
+    /// The output's map over this space, a refinement of the box at `lo` with `extents` of a
+    /// space whose output map is `root`.
+    fn box_map(&self, root: &Map, lo: &[usize], extents: &[usize]) -> Result<Map, Unsupported> {
+        let outer: Map = self
+            .merged(extents)?
+            .into_iter()
+            .zip(lo)
+            .map(|(a, &l)| a.shifted(l as i64))
+            .collect();
+        Ok(root.iter().map(|a| a.compose(&outer)).collect())
+    }
+
+    /// The boxes of this space inside which every piecewise choice of the group with output
+    /// `out` (read with `map`) is fixed, as far as the index maps are affine.
+    #[allow(clippy::type_complexity)]
+    fn boxes(&self, out: ExprId, map: &Map) -> Result<Vec<(Vec<usize>, Vec<usize>)>, Unsupported> {
+        let cuts = cuts(out, map.clone(), &self.dims, MAX_VISITS, |id, map| {
             Ok(Visit {
-                op: self.name(id).to_string(),
+                op: self.graph.name(id).to_string(),
                 operands: self.operands(id, map, None)?,
-                piecewise: self.piecewise(id)?,
+                piecewise: self.graph.piecewise(id)?,
             })
         })?;
-        let boxes = boxes(&self.space, &cuts, MAX_PIECES)?;
-        if anchored && boxes.len() != 1 {
-            return Err(unsupported(
-                "the function",
-                "an anchored group with a piecewise op",
-            ));
+        boxes(&self.dims, &cuts, MAX_PIECES)
+    }
+
+    /// The piece of the box at `lo` with `extents` of an outer space whose output map is
+    /// `root`, over this space (a refinement of the box).
+    fn piece(
+        &self,
+        out: ExprId,
+        root: &Map,
+        lo: &[usize],
+        extents: &[usize],
+    ) -> Result<Piece, Unsupported> {
+        let map = self.box_map(root, lo, extents)?;
+        let mut b = PieceBuilder::default();
+        let value = self.lower(out, map.clone(), &mut b)?;
+        if value + 1 != b.nodes.len() {
+            // The result is a value read earlier (a load): store it as it is.
+            b.nodes.push(Node::Unary(Unary::Copy, value));
         }
-        let out_strides = row_major(&self.space);
-        let mut pieces = Vec::with_capacity(boxes.len());
-        for (lo, hi) in boxes {
-            let mut b = PieceBuilder::default();
-            let value = self.lower(out, root.clone(), (&lo, &hi), &mut b)?;
-            if value + 1 != b.nodes.len() {
-                // The result is a value read earlier (a load): store it as it is.
-                b.nodes.push(Node::Unary(Unary::Copy, value));
-            }
-            let out_offset = lo.iter().zip(&out_strides).map(|(l, s)| l * s).sum();
-            let extents: Vec<usize> = lo.iter().zip(&hi).map(|(l, h)| h - l).collect();
-            pieces.push(Piece::collapsed(
-                &extents,
-                out_offset,
-                &out_strides,
-                b.loads,
-                b.nodes,
-            ));
-        }
-        Ok(pieces)
+        let (out_offset, out_strides) = self.strided(self.graph.shape(out)?, &map)?;
+        Ok(Piece::collapsed(
+            &self.dims,
+            out_offset,
+            &out_strides,
+            b.loads,
+            b.nodes,
+        ))
     }
 }
 

@@ -492,8 +492,82 @@ fn chain_strategy() -> impl Strategy<Value = String> {
     })
 }
 
+/// A random chain over one rank-3 input mixing elementwise ops with transposes,
+/// concatenations (of the value and a function of it), constant pads and a reshape round trip
+/// (merge the trailing dimensions, an op, split them back).
+fn injective_chain_strategy() -> impl Strategy<Value = String> {
+    let shape = prop::collection::vec(1usize..5, 3);
+    let ops = prop::collection::vec((0usize..7, 0usize..6, 0usize..3), 1..7);
+    (shape, ops).prop_map(|(shape, ops)| {
+        const PERMS: [[usize; 3]; 6] = [
+            [0, 1, 2],
+            [0, 2, 1],
+            [1, 0, 2],
+            [1, 2, 0],
+            [2, 0, 1],
+            [2, 1, 0],
+        ];
+        let list = |s: &[usize]| {
+            s.iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let input = list(&shape);
+        let mut s = shape;
+        let mut body = String::new();
+        let mut last = "%a".to_string();
+        for (i, &(op, x, axis)) in ops.iter().enumerate() {
+            let expr = match op {
+                0 => format!("sigmoid({last})"),
+                1 => format!("add({last}, 0.5f)"),
+                2 => {
+                    let p = PERMS[x];
+                    s = p.iter().map(|&a| s[a]).collect();
+                    format!("transpose({last}, axes=[{}])", list(&p))
+                }
+                3 => {
+                    s[axis] *= 2;
+                    format!("concatenate(({last}, negative({last})), axis={axis})")
+                }
+                4 => {
+                    let (before, after) = (x % 3, x / 3);
+                    s[axis] += before + after;
+                    let widths: Vec<String> = (0..3)
+                        .map(|d| {
+                            if d == axis {
+                                format!("[{before}, {after}]")
+                            } else {
+                                "[0, 0]".to_string()
+                            }
+                        })
+                        .collect();
+                    format!("nn.pad({last}, 1.5f, pad_width=[{}])", widths.join(", "))
+                }
+                5 => {
+                    body.push_str(&format!(
+                        "%m{i} = reshape({last}, newshape=[{}, {}]);\n",
+                        s[0],
+                        s[1] * s[2]
+                    ));
+                    format!("reshape(nn.relu(%m{i}), newshape=[{}])", list(&s))
+                }
+                _ => format!("multiply({last}, {last})"),
+            };
+            body.push_str(&format!("%{i} = {expr};\n"));
+            last = format!("%{i}");
+        }
+        format!("def @main(%a: Tensor[({input}), float32]) {{\n{body}exp({last})\n}}")
+    })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_injective_chains_match_the_reference_kernels(src in injective_chain_strategy()) {
+        check(&src);
+    }
 
     #[test]
     fn random_elementwise_chains_match_the_reference_kernels(src in chain_strategy()) {
@@ -578,6 +652,19 @@ fn each_injective_op_matches_the_reference_kernel() {
 
 #[test]
 fn injective_fusion_patterns_match_the_reference_kernels() {
+    // Every kind in one loop: a channel shuffle, a pad, a concatenation with a computed part.
+    let n = check(
+        "def @main(%x: Tensor[(1, 12, 5, 5), float32], %y: Tensor[(1, 4, 7, 7), float32]) {
+           %0 = nn.relu(%x);
+           %1 = reshape(%0, newshape=[1, 3, 4, 5, 5]);
+           %2 = transpose(%1, axes=[0, 2, 1, 3, 4]);
+           %3 = reshape(%2, newshape=[1, 12, 5, 5]);
+           %4 = nn.pad(%3, 0f, pad_width=[[0, 0], [0, 0], [1, 1], [1, 1]]);
+           %5 = concatenate((exp(%y), %4), axis=1);
+           multiply(%5, 2f)
+         }",
+    );
+    assert_eq!(n, 1);
     // ShuffleNet's channel shuffle between two elementwise ops: the reshapes on both sides of
     // the transpose stay inside the loop.
     let n = check(

@@ -12,12 +12,23 @@
 //! intermediate value of a group is used only inside it, so a fused loop never writes it to
 //! memory.
 //!
+//! The injective ops of [`LOOP_INJECTIVE`] on `float32` (`transpose`, `concatenate`, constant
+//! `nn.pad`, and the reshapes) join groups under the same rule, with elementwise producers and
+//! consumers: the code generator reads through them with index maps, so they move no data of
+//! their own. Reshapes alias their input in the executor, so a reshape at a group's edge (of
+//! a group input, or as the group's output) is left out of it. A concatenation's tuple joins
+//! its group when the concatenation alone uses it.
+//!
 //! An op whose output takes elementwise consumers ([`OpPattern::OutEWiseFusable`]: conv2d,
 //! dense, pooling, softmax) joins the group of its users under the same rule when its result
 //! has the group's output shape; it becomes the group's *anchor* and closes the group, so its
 //! own arguments stay outside (TVM fuses nothing into a conv's inputs). The code generator
 //! runs the anchor's host kernel and applies the rest of the group to its output in place, as
-//! its epilogue. A group has at most one anchor and never consists of an anchor alone.
+//! its epilogue. A group has at most one anchor and never consists of an anchor alone. An
+//! anchored group holds no injective op, and the elementwise ops an anchor would take as its
+//! epilogue do not join a group with one (as in TVM, where an anchored group fuses into
+//! nothing injective): SqueezeNet's convolutions keep bias and relu, and the concatenation
+//! of their results is a loop of its own.
 //!
 //! Each group is outlined into a global function `@host_fused_N` marked
 //! `Compiler="llvm"` ([`HOST_CODEGEN_TARGET`]), `Primitive=1` and `global_symbol`, called from
@@ -227,7 +238,14 @@ pub fn fusion_groups(f: &Function) -> Vec<Vec<ExprId>> {
         if !anchor && !inj && !elementwise(f, id) {
             continue;
         }
-        let us = &users[id.index()];
+        // A concatenation's part is used through its tuple: by the concatenation.
+        let us: Vec<ExprId> = users[id.index()]
+            .iter()
+            .map(|&u| match (f.expr(u), users[u.index()].as_slice()) {
+                (Expr::Tuple(_), &[c]) if injective(f, c, &users) => c,
+                _ => u,
+            })
+            .collect();
         let shared = us
             .first()
             .and_then(|u| group.get(u).copied())
@@ -546,6 +564,107 @@ mod tests {
              }",
         );
         assert_eq!(fused_ops(&m), [vec!["exp"], vec!["add"]]);
+    }
+
+    #[test]
+    fn injective_ops_fuse_with_elementwise_producers_and_consumers() {
+        let m = fused(
+            "def @main(%x: Tensor[(1, 12, 5, 5), float32], %y: Tensor[(1, 4, 5, 5), float32]) {
+               %0 = nn.relu(%x);
+               %1 = reshape(%0, newshape=[1, 3, 4, 5, 5]);
+               %2 = transpose(%1, axes=[0, 2, 1, 3, 4]);
+               %3 = reshape(%2, newshape=[1, 12, 5, 5]);
+               %4 = concatenate((%3, exp(%y)), axis=1);
+               %5 = nn.pad(%4, 0f, pad_width=[[0, 0], [0, 0], [1, 1], [1, 1]]);
+               multiply(%5, 2f)
+             }",
+        );
+        assert_eq!(
+            fused_ops(&m),
+            [[
+                "nn.relu",
+                "reshape",
+                "transpose",
+                "reshape",
+                "exp",
+                "concatenate",
+                "nn.pad",
+                "multiply"
+            ]],
+            "{}",
+            print_module(&m)
+        );
+        assert!(m.main().unwrap().op_names().is_empty());
+    }
+
+    #[test]
+    fn reshapes_at_a_group_edge_stay_outside_and_views_alone_are_no_group() {
+        let m = fused(
+            "def @main(%x: Tensor[(2, 6), float32]) {
+               %0 = reshape(%x, newshape=[2, 2, 3]);
+               %1 = transpose(%0, axes=[0, 2, 1]);
+               %2 = reshape(%1, newshape=[12]);
+               (%2, reshape(%x, newshape=[12]))
+             }",
+        );
+        assert_eq!(fused_ops(&m), [["transpose"]], "{}", print_module(&m));
+        assert_eq!(
+            m.main().unwrap().op_names(),
+            ["reshape", "reshape", "reshape"]
+        );
+    }
+
+    #[test]
+    fn anchored_epilogues_stay_out_of_injective_groups() {
+        let m = fused(
+            "def @main(%x: Tensor[(1, 2, 4, 4), float32], %w: Tensor[(3, 2, 1, 1), float32],
+                       %b: Tensor[(3), float32], %y: Tensor[(1, 2, 4, 4), float32]) {
+               %0 = nn.conv2d(%x, %w);
+               %1 = nn.relu(nn.bias_add(%0, %b));
+               %2 = concatenate((%1, nn.relu(%y)), axis=1);
+               nn.relu(%2)
+             }",
+        );
+        // The conv keeps bias and relu; the other relu, not bound to an anchor, joins the
+        // concatenation and its consumer.
+        assert_eq!(
+            fused_ops(&m),
+            [
+                vec!["nn.conv2d", "nn.bias_add", "nn.relu"],
+                vec!["nn.relu", "concatenate", "nn.relu"]
+            ],
+            "{}",
+            print_module(&m)
+        );
+        // An injective op between an anchor and its consumers ends the anchor's group.
+        let m = fused(
+            "def @main(%x: Tensor[(1, 4), float32], %w: Tensor[(6, 4), float32]) {
+               %0 = nn.dense(%x, %w);
+               %1 = transpose(%0);
+               nn.relu(%1)
+             }",
+        );
+        assert_eq!(
+            fused_ops(&m),
+            [["transpose", "nn.relu"]],
+            "{}",
+            print_module(&m)
+        );
+        assert_eq!(m.main().unwrap().op_names(), ["nn.dense"]);
+    }
+
+    #[test]
+    fn a_concatenation_of_a_shared_tuple_or_a_non_float_type_does_not_fuse() {
+        let m = fused(
+            "def @main(%x: Tensor[(2, 3), float32], %i: Tensor[(2, 3), int32]) {
+               %0 = (%x, %x);
+               %1 = concatenate(%0, axis=0);
+               %2 = concatenate(%0, axis=1);
+               %3 = transpose(%i);
+               (%1, %2, %3)
+             }",
+        );
+        assert!(fused_ops(&m).is_empty(), "{}", print_module(&m));
     }
 
     #[test]
