@@ -161,6 +161,22 @@ pub fn anchor_op(f: &Function) -> Option<String> {
         .map(|(op, _)| op.name().to_string())
 }
 
+/// The kind of fused function `f`: `anchored` (an anchor with its elementwise epilogue),
+/// `injective` (elementwise ops with at least one [`LOOP_INJECTIVE`] op), or `elementwise`.
+pub fn group_kind(f: &Function) -> &'static str {
+    if anchor_op(f).is_some() {
+        "anchored"
+    } else if f
+        .op_names()
+        .iter()
+        .any(|n| LOOP_INJECTIVE.contains(&n.as_str()))
+    {
+        "injective"
+    } else {
+        "elementwise"
+    }
+}
+
 /// The tensor shape of `id`, if typed as a tensor.
 fn shape(f: &Function, id: ExprId) -> Option<&[usize]> {
     match f.ty(id) {
