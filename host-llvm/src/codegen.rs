@@ -169,7 +169,7 @@ impl<'a, 'c> Emitter<'a, 'c> {
         // Each piece walks the part of lo..hi inside its own range of the iteration space.
         let mut start = 0usize;
         for piece in &k.pieces {
-            let end = start + piece.len();
+            let end = start + piece.positions();
             self.piece(
                 function,
                 piece,

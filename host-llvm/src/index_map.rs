@@ -322,14 +322,17 @@ pub struct Visit {
     pub piecewise: Vec<(usize, Vec<i64>)>,
 }
 
+/// A box of an iteration space: its start and end per dimension.
+pub type Region = (Vec<usize>, Vec<usize>);
+
 /// The boxes of an output of shape `shape` cut at `cuts`: per box, its start and end per
 /// dimension. Errors past `limit` boxes.
 pub fn boxes(
     shape: &[usize],
     cuts: &[BTreeSet<usize>],
     limit: usize,
-) -> Result<Vec<(Vec<usize>, Vec<usize>)>, Unsupported> {
-    let mut out: Vec<(Vec<usize>, Vec<usize>)> = vec![(Vec::new(), Vec::new())];
+) -> Result<Vec<Region>, Unsupported> {
+    let mut out: Vec<Region> = vec![(Vec::new(), Vec::new())];
     for (d, &extent) in shape.iter().enumerate() {
         let mut points: Vec<usize> = vec![0];
         points.extend(cuts[d].iter().copied().filter(|&x| x > 0 && x < extent));

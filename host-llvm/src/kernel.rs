@@ -35,7 +35,7 @@ use byoc_core::passes::host_fuse::is_anchor;
 use byoc_core::passes::infer_types;
 use byoc_core::text::{parse_module, print_module};
 
-use crate::index_map::{boxes, broadcast, cuts, reshape, Affine, Map, ReshapeError, Visit};
+use crate::index_map::{boxes, broadcast, cuts, reshape, Affine, Map, Region, ReshapeError, Visit};
 
 /// Why a fused function cannot be compiled: the op (or `@function` for the function
 /// itself) and the reason.
@@ -156,8 +156,8 @@ pub struct Piece {
 }
 
 impl Piece {
-    /// Its number of elements.
-    pub fn len(&self) -> usize {
+    /// Its number of positions (output elements).
+    pub fn positions(&self) -> usize {
         self.dims.iter().product()
     }
 }
@@ -913,8 +913,7 @@ impl Space<'_> {
 
     /// The boxes of this space inside which every piecewise choice of the group with output
     /// `out` (read with `map`) is fixed, as far as the index maps are affine.
-    #[allow(clippy::type_complexity)]
-    fn boxes(&self, out: ExprId, map: &Map) -> Result<Vec<(Vec<usize>, Vec<usize>)>, Unsupported> {
+    fn boxes(&self, out: ExprId, map: &Map) -> Result<Vec<Region>, Unsupported> {
         let cuts = cuts(out, map.clone(), &self.dims, MAX_VISITS, |id, map| {
             Ok(Visit {
                 op: self.graph.name(id).to_string(),
