@@ -16,8 +16,9 @@
 //! `nn.pad`, and the reshapes) join groups under the same rule, with elementwise producers and
 //! consumers: the code generator reads through them with index maps, so they move no data of
 //! their own. Reshapes alias their input in the executor, so a reshape at a group's edge (of
-//! a group input, or as the group's output) is left out of it. A concatenation's tuple joins
-//! its group when the concatenation alone uses it.
+//! a group input, or as the group's output) is left out of it, and a group of injective ops
+//! alone is no group (the reference kernels move each element once already). A
+//! concatenation's tuple joins its group when the concatenation alone uses it.
 //!
 //! An op whose output takes elementwise consumers ([`OpPattern::OutEWiseFusable`]: conv2d,
 //! dense, pooling, softmax) joins the group of its users under the same rule when its result
@@ -28,7 +29,7 @@
 //! anchored group holds no injective op, and the elementwise ops an anchor would take as its
 //! epilogue do not join a group with one (as in TVM, where an anchored group fuses into
 //! nothing injective): SqueezeNet's convolutions keep bias and relu, and the concatenation
-//! of their results is a loop of its own.
+//! of their results stays on its reference kernel.
 //!
 //! Each group is outlined into a global function `@host_fused_N` marked
 //! `Compiler="llvm"` ([`HOST_CODEGEN_TARGET`]), `Primitive=1` and `global_symbol`, called from
@@ -305,7 +306,9 @@ pub fn fusion_groups(f: &Function) -> Vec<Vec<ExprId>> {
 
 /// A group without the views at its edges: a reshape of a group input or of the group's
 /// output moves no data in the executor (it aliases the buffer), while inside a loop it would
-/// cost index arithmetic. A group left with views only is dropped.
+/// cost index arithmetic. A group left without arithmetic (injective ops only) is dropped: its
+/// reference kernels already move each element once, so a compiled loop would only add
+/// compile time.
 fn prune_views(f: &Function, mut members: Vec<ExprId>) -> Vec<ExprId> {
     loop {
         let set: HashSet<ExprId> = members.iter().copied().collect();
@@ -319,7 +322,12 @@ fn prune_views(f: &Function, mut members: Vec<ExprId>) -> Vec<ExprId> {
             break;
         }
     }
-    if members.iter().all(|&id| is_view(f, id)) {
+    let moves_only = |id: ExprId| {
+        f.expr(id)
+            .as_op_call()
+            .is_some_and(|(op, _)| LOOP_INJECTIVE.contains(&op.name()))
+    };
+    if members.iter().all(|&id| moves_only(id)) {
         members.clear();
     }
     members
@@ -614,7 +622,7 @@ mod tests {
     }
 
     #[test]
-    fn reshapes_at_a_group_edge_stay_outside_and_views_alone_are_no_group() {
+    fn reshapes_at_a_group_edge_stay_outside_and_injective_ops_alone_are_no_group() {
         let m = fused(
             "def @main(%x: Tensor[(2, 6), float32]) {
                %0 = reshape(%x, newshape=[2, 2, 3]);
@@ -623,11 +631,26 @@ mod tests {
                (%2, reshape(%x, newshape=[12]))
              }",
         );
-        assert_eq!(fused_ops(&m), [["transpose"]], "{}", print_module(&m));
+        assert!(fused_ops(&m).is_empty(), "{}", print_module(&m));
         assert_eq!(
             m.main().unwrap().op_names(),
-            ["reshape", "reshape", "reshape"]
+            ["reshape", "transpose", "reshape", "reshape"]
         );
+        // With arithmetic, the transpose fuses and the reshapes at the edges stay outside.
+        let m = fused(
+            "def @main(%x: Tensor[(2, 6), float32]) {
+               %0 = reshape(%x, newshape=[2, 2, 3]);
+               %1 = transpose(%0, axes=[0, 2, 1]);
+               reshape(exp(%1), newshape=[12])
+             }",
+        );
+        assert_eq!(
+            fused_ops(&m),
+            [["transpose", "exp"]],
+            "{}",
+            print_module(&m)
+        );
+        assert_eq!(m.main().unwrap().op_names(), ["reshape", "reshape"]);
     }
 
     #[test]
