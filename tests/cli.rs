@@ -1234,6 +1234,33 @@ fn host_fuse_stage_shows_the_fused_groups() {
 }
 
 #[test]
+fn host_fuse_stage_names_the_kind_of_each_group_in_text_and_json() {
+    let model = tmp("concat_relu.relay");
+    std::fs::write(
+        &model,
+        "def @main(%x: Tensor[(1, 2, 3, 3), float32], %y: Tensor[(1, 2, 3, 3), float32]) {\n  \
+         nn.relu(concatenate((%x, exp(%y)), axis=1))\n}\n",
+    )
+    .expect("model written");
+    let model = model.to_str().expect("utf-8 path");
+    let out = byoc(&["inspect", model, "--stage", "host-fuse", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    assert_eq!(v["groups"][0]["kind"], "injective", "{v}");
+    assert_eq!(
+        v["groups"][0]["ops"],
+        serde_json::json!(["exp", "concatenate", "nn.relu"]),
+        "{v}"
+    );
+    let out = byoc(&["inspect", model, "--stage", "host-fuse"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        text.contains("// @host_fused_0: injective, llvm: exp, concatenate, nn.relu\n"),
+        "{text}"
+    );
+}
+
+#[test]
 fn host_codegen_llvm_runs_builds_and_verifies_like_the_reference_kernels() {
     let model = "examples/models/small_cnn.relay";
     let input = "tests/data/small_cnn/input.npz";

@@ -1,11 +1,14 @@
 //! LLVM IR for fused kernels, optimized and compiled to an object file for the host CPU.
 //!
 //! Each [`Kernel`] becomes `void SYMBOL(float **bufs, i64 lo, i64 hi)`: `bufs[0]` is the
-//! output, `bufs[1 + k]` input `k`, and the call computes output elements `lo..hi` (the
-//! runtime splits the range over the executor's threads). The loop nest walks the range
-//! row by row over the collapsed iteration space ([`crate::kernel`]): per row it derives
-//! each input's base offset from the row index, then an inner loop over the row computes the
-//! expression DAG per element with contiguous (stride 1) or loop-invariant (stride 0) loads.
+//! output, `bufs[1 + k]` input `k`, and the call computes positions `lo..hi` of the kernel's
+//! iteration space (the runtime splits the range over the executor's threads). That space is
+//! the kernel's pieces one after the other (one piece, the whole output in order, for a
+//! kernel without concatenation or pad). Per piece, the loop nest walks its part of the range
+//! row by row over the piece's collapsed dims ([`crate::kernel`]): per row it derives each
+//! load's and the output's base offset from the row index, then an inner loop over the row
+//! computes the expression DAG per element with contiguous (stride 1), loop-invariant
+//! (stride 0, loaded once per row) or strided loads.
 //!
 //! An epilogue kernel (one with an anchor) rewrites a block of its output in place: `bufs[0]`
 //! then points at the block holding elements `lo..hi`, so element `i` sits at `bufs[0][i -
@@ -31,7 +34,7 @@ use inkwell::types::FloatType;
 use inkwell::values::{FloatValue, FunctionValue, IntValue, PointerValue};
 use inkwell::{AddressSpace, FloatPredicate, IntPredicate, OptimizationLevel};
 
-use crate::kernel::{used_inputs, Binary, Kernel, Node, Unary};
+use crate::kernel::{Binary, Kernel, Node, Piece, Unary};
 
 /// A code generation failure (LLVM refused the IR, or the target is unavailable).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -143,29 +146,19 @@ impl<'a, 'c> Emitter<'a, 'c> {
         let function = self
             .module
             .add_function(symbol, fn_type, Some(Linkage::External));
-        let bufs = function
-            .get_nth_param(0)
-            .ok_or_else(|| err("missing parameter"))?
-            .into_pointer_value();
-        let lo = function
-            .get_nth_param(1)
-            .ok_or_else(|| err("missing parameter"))?
-            .into_int_value();
-        let hi = function
-            .get_nth_param(2)
-            .ok_or_else(|| err("missing parameter"))?
-            .into_int_value();
-
-        let entry = ctx.append_basic_block(function, "entry");
-        let row_head = ctx.append_basic_block(function, "row_head");
-        let row_body = ctx.append_basic_block(function, "row_body");
-        let elem = ctx.append_basic_block(function, "elem");
-        let row_end = ctx.append_basic_block(function, "row_end");
-        let exit = ctx.append_basic_block(function, "exit");
+        let param = |n: u32| {
+            function
+                .get_nth_param(n)
+                .ok_or_else(|| err("missing parameter"))
+        };
+        let bufs = param(0)?.into_pointer_value();
+        let lo = param(1)?.into_int_value();
+        let hi = param(2)?.into_int_value();
 
         // entry: load the buffer pointers.
+        let entry = ctx.append_basic_block(function, "entry");
         b.position_at_end(entry);
-        let n_bufs = 1 + k.strides.len();
+        let n_bufs = 1 + k.input_lens.len();
         let mut ptrs: Vec<PointerValue<'c>> = Vec::with_capacity(n_bufs);
         for i in 0..n_bufs {
             // SAFETY (of the generated code): the runtime passes n_bufs pointers.
@@ -173,27 +166,95 @@ impl<'a, 'c> Emitter<'a, 'c> {
                 unsafe { b.build_in_bounds_gep(bufs, &[self.i64(i)], "slot") }.map_err(err)?;
             ptrs.push(b.build_load(slot, "buf").map_err(err)?.into_pointer_value());
         }
+        // Each piece walks the part of lo..hi inside its own range of the iteration space.
+        let mut start = 0usize;
+        for piece in &k.pieces {
+            let end = start + piece.positions();
+            self.piece(
+                function,
+                piece,
+                &ptrs,
+                (lo, hi),
+                (start, end),
+                k.anchor.is_some(),
+            )?;
+            start = end;
+        }
+        b.build_return(None).map_err(err)?;
+        Ok(function)
+    }
+
+    /// The loops of one piece, whose positions are `start..end` of the kernel's iteration
+    /// space, over the part of `lo..hi` inside that range; the builder continues after them.
+    fn piece(
+        &self,
+        function: FunctionValue<'c>,
+        p: &Piece,
+        ptrs: &[PointerValue<'c>],
+        (lo, hi): (IntValue<'c>, IntValue<'c>),
+        (start, end): (usize, usize),
+        in_block: bool,
+    ) -> Result<(), CodegenError> {
+        let ctx = self.context;
+        let b = &self.builder;
+        let i64t = ctx.i64_type();
+        let pre = b
+            .get_insert_block()
+            .ok_or_else(|| err("no insertion block"))?;
+        let row_head = ctx.append_basic_block(function, "row_head");
+        let row_body = ctx.append_basic_block(function, "row_body");
+        let elem = ctx.append_basic_block(function, "elem");
+        let row_end = ctx.append_basic_block(function, "row_end");
+        let exit = ctx.append_basic_block(function, "piece_end");
+
+        // pre: the piece's range clamped to lo..hi, in piece positions.
+        let (start_v, end_v) = (self.i64(start), self.i64(end));
+        let clamp = |v: IntValue<'c>, name: &str| -> Result<IntValue<'c>, CodegenError> {
+            let below = b
+                .build_int_compare(IntPredicate::SLT, v, start_v, "below")
+                .map_err(err)?;
+            let v = b
+                .build_select(below, start_v, v, name)
+                .map_err(err)?
+                .into_int_value();
+            let above = b
+                .build_int_compare(IntPredicate::SGT, v, end_v, "above")
+                .map_err(err)?;
+            let v = b
+                .build_select(above, end_v, v, name)
+                .map_err(err)?
+                .into_int_value();
+            b.build_int_sub(v, start_v, name).map_err(err)
+        };
+        let first = clamp(lo, "first")?;
+        let last = clamp(hi, "last")?;
+        // Output positions of a block (epilogue) count from lo.
+        let block_at = if in_block {
+            Some(b.build_int_sub(self.i64(0), lo, "block_at").map_err(err)?)
+        } else {
+            None
+        };
         b.build_unconditional_branch(row_head).map_err(err)?;
 
-        // row_head: i in lo..hi, one row (or the rest of one) per trip.
+        // row_head: i in first..last, one row (or the rest of one) per trip.
         b.position_at_end(row_head);
         let i = b.build_phi(i64t, "i").map_err(err)?;
-        i.add_incoming(&[(&lo, entry)]);
+        i.add_incoming(&[(&first, pre)]);
         let iv = i.as_basic_value().into_int_value();
         let more = b
-            .build_int_compare(IntPredicate::SLT, iv, hi, "more")
+            .build_int_compare(IntPredicate::SLT, iv, last, "more")
             .map_err(err)?;
         b.build_conditional_branch(more, row_body, exit)
             .map_err(err)?;
 
-        // row_body: row index, column, count, and each input's base offset.
+        // row_body: row index, column, count, and each access's base offset.
         b.position_at_end(row_body);
-        let inner = *k.dims.last().ok_or_else(|| err("empty iteration space"))?;
+        let inner = *p.dims.last().ok_or_else(|| err("empty iteration space"))?;
         let inner_v = self.i64(inner);
         let row = b.build_int_unsigned_div(iv, inner_v, "row").map_err(err)?;
         let col = b.build_int_unsigned_rem(iv, inner_v, "col").map_err(err)?;
         let left_in_row = b.build_int_sub(inner_v, col, "left").map_err(err)?;
-        let left_in_range = b.build_int_sub(hi, iv, "rest").map_err(err)?;
+        let left_in_range = b.build_int_sub(last, iv, "rest").map_err(err)?;
         let shorter = b
             .build_int_compare(IntPredicate::ULT, left_in_row, left_in_range, "shorter")
             .map_err(err)?;
@@ -201,41 +262,46 @@ impl<'a, 'c> Emitter<'a, 'c> {
             .build_select(shorter, left_in_row, left_in_range, "count")
             .map_err(err)?
             .into_int_value();
-        // Row index -> index along each outer dimension -> offset, per input.
-        let outer = &k.dims[..k.dims.len() - 1];
-        let used = used_inputs(&k.nodes, k.strides.len());
-        let mut bases = Vec::with_capacity(k.strides.len());
-        for (strides, &used) in k.strides.iter().zip(&used) {
-            let mut base = self.i64(0);
-            if !used {
-                bases.push(base);
-                continue;
-            }
-            let mut rest = row;
-            for (d, &extent) in outer.iter().enumerate().rev() {
-                let e = self.i64(extent);
-                let idx = b.build_int_unsigned_rem(rest, e, "idx").map_err(err)?;
-                rest = b.build_int_unsigned_div(rest, e, "rest").map_err(err)?;
-                if strides[d] != 0 {
-                    let off = b
-                        .build_int_mul(idx, self.i64(strides[d]), "off")
-                        .map_err(err)?;
-                    base = b.build_int_add(base, off, "base").map_err(err)?;
+        // Row index -> index along each outer dimension.
+        let outer = &p.dims[..p.dims.len() - 1];
+        let mut idx = vec![self.i64(0); outer.len()];
+        let mut rest = row;
+        for (d, &extent) in outer.iter().enumerate().rev() {
+            let e = self.i64(extent);
+            idx[d] = b.build_int_unsigned_rem(rest, e, "idx").map_err(err)?;
+            rest = b.build_int_unsigned_div(rest, e, "rest").map_err(err)?;
+        }
+        // The element an access reads at the row's first position.
+        let base = |offset: usize, strides: &[usize]| -> Result<IntValue<'c>, CodegenError> {
+            let mut at = self.i64(offset);
+            for (d, &s) in strides.iter().enumerate() {
+                let i = if d < idx.len() { idx[d] } else { col };
+                if s != 0 {
+                    let off = b.build_int_mul(i, self.i64(s), "off").map_err(err)?;
+                    at = b.build_int_add(at, off, "base").map_err(err)?;
                 }
             }
-            let inner_stride = strides[strides.len() - 1];
-            if inner_stride != 0 {
-                base = b.build_int_add(base, col, "base").map_err(err)?;
-            }
-            bases.push(base);
+            Ok(at)
+        };
+        let mut out_base = base(p.out_offset, &p.out_strides)?;
+        if let Some(block_at) = block_at {
+            out_base = b
+                .build_int_add(out_base, block_at, "out_base")
+                .map_err(err)?;
         }
-        // Loads of inputs that broadcast along the row happen once per row.
-        let mut invariant = Vec::with_capacity(k.strides.len());
-        for (input, strides) in k.strides.iter().enumerate() {
-            invariant.push(if used[input] && strides[strides.len() - 1] == 0 {
-                let p = unsafe { b.build_in_bounds_gep(ptrs[1 + input], &[bases[input]], "p") }
-                    .map_err(err)?;
-                Some(b.build_load(p, "x").map_err(err)?.into_float_value())
+        let bases = p
+            .loads
+            .iter()
+            .map(|l| base(l.offset, &l.strides))
+            .collect::<Result<Vec<_>, _>>()?;
+        // Loads that do not move along the row happen once per row.
+        let inner_stride = |s: &[usize]| s.last().copied().unwrap_or(0);
+        let mut invariant = Vec::with_capacity(p.loads.len());
+        for (l, &at) in p.loads.iter().zip(&bases) {
+            invariant.push(if inner_stride(&l.strides) == 0 {
+                let ptr =
+                    unsafe { b.build_in_bounds_gep(ptrs[1 + l.input], &[at], "p") }.map_err(err)?;
+                Some(b.build_load(ptr, "x").map_err(err)?.into_float_value())
             } else {
                 None
             });
@@ -247,23 +313,28 @@ impl<'a, 'c> Emitter<'a, 'c> {
         let j = b.build_phi(i64t, "j").map_err(err)?;
         j.add_incoming(&[(&self.i64(0), row_body)]);
         let jv = j.as_basic_value().into_int_value();
-        let out_row = if k.anchor.is_some() {
-            b.build_int_sub(iv, lo, "block_at").map_err(err)?
-        } else {
-            iv
+        // base + j * stride.
+        let at = |base: IntValue<'c>, stride: usize| -> Result<IntValue<'c>, CodegenError> {
+            let step = match stride {
+                0 => return Ok(base),
+                1 => jv,
+                s => b.build_int_mul(jv, self.i64(s), "step").map_err(err)?,
+            };
+            b.build_int_add(base, step, "at").map_err(err)
         };
-        let out_at = b.build_int_add(out_row, jv, "out_at").map_err(err)?;
+        let out_at = at(out_base, inner_stride(&p.out_strides))?;
         let out_p = unsafe { b.build_in_bounds_gep(ptrs[0], &[out_at], "out_p") }.map_err(err)?;
-        let mut values: Vec<FloatValue<'c>> = Vec::with_capacity(k.nodes.len());
-        for node in &k.nodes {
+        let mut values: Vec<FloatValue<'c>> = Vec::with_capacity(p.nodes.len());
+        for node in &p.nodes {
             let v = match *node {
-                Node::Input(input) => match invariant[input] {
+                Node::Load(n) => match invariant[n] {
                     Some(v) => v,
                     None => {
-                        let at = b.build_int_add(bases[input], jv, "at").map_err(err)?;
-                        let p = unsafe { b.build_in_bounds_gep(ptrs[1 + input], &[at], "p") }
+                        let l = &p.loads[n];
+                        let at = at(bases[n], inner_stride(&l.strides))?;
+                        let ptr = unsafe { b.build_in_bounds_gep(ptrs[1 + l.input], &[at], "p") }
                             .map_err(err)?;
-                        b.build_load(p, "x").map_err(err)?.into_float_value()
+                        b.build_load(ptr, "x").map_err(err)?.into_float_value()
                     }
                 },
                 Node::Acc => b.build_load(out_p, "acc").map_err(err)?.into_float_value(),
@@ -290,8 +361,7 @@ impl<'a, 'c> Emitter<'a, 'c> {
         b.build_unconditional_branch(row_head).map_err(err)?;
 
         b.position_at_end(exit);
-        b.build_return(None).map_err(err)?;
-        Ok(function)
+        Ok(())
     }
 
     /// A call of the intrinsic `name` overloaded on `float`.

@@ -1,25 +1,41 @@
-//! A fused host function as a loop kernel: its output's iteration space with broadcast
-//! dimensions collapsed, each input's strides over that space, and the expression DAG that
-//! computes one output element.
+//! A fused host function as a loop kernel: its output cut into boxes ([`Piece`]s), each with
+//! a collapsed iteration space, the expression DAG that computes one output element, and for
+//! each load its input's offset and strides over that space.
 //!
-//! Dimension collapsing: dimensions of extent 1 drop out, and neighbouring dimensions merge
-//! when every input broadcasts along both or along neither. The innermost collapsed
-//! dimension then has stride 1 or 0 for every input, which the code generator's inner loop
-//! relies on (contiguous or loop-invariant loads, so the loop vectorizes).
+//! Which input element an output element reads comes from the group's index maps
+//! ([`crate::index_map`]): elementwise and broadcast ops pass the index on, the injective ops
+//! `transpose`, `concatenate`, constant `nn.pad` and the reshapes (`reshape`, `squeeze`,
+//! `expand_dims`, `nn.batch_flatten`) rewrite it, and `nn.bias_add` reads its bias along its
+//! axis. Concatenations and pads choose per element which part (or the pad value) to read;
+//! the output is cut into boxes inside which every choice is fixed, so each box is a plain
+//! strided loop without branches, and the injective ops themselves emit no node: they only
+//! move loads.
 //!
-//! Only `float32` is compiled, and only the ops [`Unary`], [`Binary`], `clip` and `nn.bias_add`
-//! (an add whose bias input is read as `[C, 1, ..., 1]`) name; anything else is an
-//! [`Unsupported`] error that sends the group back to the reference kernels.
+//! Dimension collapsing, per box: dimensions of extent 1 drop out, and neighbouring dimensions
+//! merge when every load and the output step across them as across one dimension (stride of
+//! the outer equals stride times extent of the inner). An elementwise chain over contiguous or
+//! broadcast inputs so collapses to rows with stride 1 or 0 loads, which the code generator's
+//! inner loop vectorizes; a transpose keeps a strided (gathering) inner load.
+//!
+//! Only `float32` is compiled, and only the ops [`Unary`], [`Binary`], `clip`, `nn.bias_add`
+//! and the injective ops above name; anything else is an [`Unsupported`] error that sends the
+//! group back to the reference kernels.
 //!
 //! A group with an anchor (conv2d, dense, pooling, softmax: see HostFuse) is an [`Anchor`]
 //! plus an epilogue kernel: the anchor's host kernel computes the output and the kernel
-//! rewrites blocks of it in place, reading the anchor's value as [`Node::Acc`].
+//! rewrites blocks of it in place, reading the anchor's value as [`Node::Acc`]. Such a group
+//! has no injective op (HostFuse keeps them apart), so its one box is the whole output.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
 
 use byoc_core::ir::{Attrs, DType, Expr, ExprId, Function, FunctionBuilder, Module, Type};
 use byoc_core::op::HostKernel;
 use byoc_core::passes::host_fuse::is_anchor;
 use byoc_core::passes::infer_types;
 use byoc_core::text::{parse_module, print_module};
+
+use crate::index_map::{boxes, broadcast, cuts, reshape, Affine, Map, Region, ReshapeError, Visit};
 
 /// Why a fused function cannot be compiled: the op (or `@function` for the function
 /// itself) and the reason.
@@ -32,7 +48,8 @@ pub struct Unsupported {
     pub reason: String,
 }
 
-fn unsupported(op: &str, reason: impl Into<String>) -> Unsupported {
+/// An [`Unsupported`] for `op`.
+pub(crate) fn unsupported(op: &str, reason: impl Into<String>) -> Unsupported {
     Unsupported {
         op: op.to_string(),
         reason: reason.into(),
@@ -92,8 +109,8 @@ pub enum Binary {
 /// One node of the per-element expression DAG; operands index earlier nodes.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Node {
-    /// The element of input `k` at the current position.
-    Input(usize),
+    /// The element of [`Piece::loads`]`[k]` at the current position.
+    Load(usize),
     /// A unary op.
     Unary(Unary, usize),
     /// A binary op.
@@ -112,17 +129,47 @@ pub enum Node {
     },
 }
 
+/// A strided read of one input over a piece's iteration space.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Load {
+    /// The input.
+    pub input: usize,
+    /// The element read at the piece's first position.
+    pub offset: usize,
+    /// Its element stride along each of the piece's dims (0 where it does not move).
+    pub strides: Vec<usize>,
+}
+
+/// One box of the output, computed by one loop nest.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Piece {
+    /// The collapsed iteration space, outermost first (never empty; `[1]` for one element).
+    pub dims: Vec<usize>,
+    /// The output element written at the first position.
+    pub out_offset: usize,
+    /// The output's element stride along each of `dims`.
+    pub out_strides: Vec<usize>,
+    /// The distinct loads.
+    pub loads: Vec<Load>,
+    /// The DAG, in evaluation order; the last node is the output.
+    pub nodes: Vec<Node>,
+}
+
+impl Piece {
+    /// Its number of positions (output elements).
+    pub fn positions(&self) -> usize {
+        self.dims.iter().product()
+    }
+}
+
 /// A fused function ready for code generation.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Kernel {
-    /// The collapsed iteration space, outermost first (never empty; `[1]` for a scalar).
-    pub dims: Vec<usize>,
-    /// For each input, its element stride along each of `dims` (0 where it broadcasts).
-    pub strides: Vec<Vec<usize>>,
+    /// The boxes, which together cover the output once; the kernel's iteration range walks
+    /// them in order.
+    pub pieces: Vec<Piece>,
     /// Element count of each input.
     pub input_lens: Vec<usize>,
-    /// The DAG, in evaluation order; the last node is the output.
-    pub nodes: Vec<Node>,
     /// Output element count.
     pub len: usize,
     /// The op whose output this kernel rewrites as its epilogue, if any.
@@ -235,10 +282,74 @@ fn binary(name: &str) -> Option<Binary> {
     })
 }
 
+/// The most boxes one kernel is cut into.
+const MAX_PIECES: usize = 4096;
+/// The most (value, index map) pairs one kernel visits while cutting.
+const MAX_VISITS: usize = 1 << 16;
+/// The most elements of any value of a compiled kernel: index arithmetic (in `i64`) stays far
+/// from overflow below it.
+const MAX_ELEMENTS: usize = 1 << 40;
+
+/// One value of a group, as the kernel sees it.
+#[derive(Clone, Debug)]
+enum Op {
+    /// Input `k`.
+    Param(usize),
+    /// The anchor's output.
+    Acc,
+    Unary(Unary, ExprId),
+    Binary(Binary, ExprId, ExprId),
+    /// `data + bias` with `bias` along `axis` of `data`.
+    BiasAdd {
+        data: ExprId,
+        bias: ExprId,
+        axis: usize,
+    },
+    Clip {
+        x: ExprId,
+        lo: f32,
+        hi: f32,
+    },
+    /// Result dimension `i` is operand dimension `axes[i]`.
+    Transpose(ExprId, Vec<usize>),
+    /// The same elements under another shape.
+    Reshape(ExprId),
+    /// Part `p` covers `starts[p]..starts[p + 1]` along `axis`.
+    Concat {
+        parts: Vec<ExprId>,
+        axis: usize,
+        starts: Vec<i64>,
+    },
+    /// `data` sits at `before[d]..before[d] + extent` along each axis `d`; `value` elsewhere.
+    Pad {
+        data: ExprId,
+        value: ExprId,
+        before: Vec<i64>,
+    },
+}
+
+/// The values of a fused function with their ops, shapes and op names.
+struct Graph {
+    ops: HashMap<ExprId, Op>,
+    shapes: HashMap<ExprId, Vec<usize>>,
+    names: HashMap<ExprId, String>,
+}
+
 /// The `float32` shape of `id`, or why not.
 fn f32_shape(f: &Function, id: ExprId, op: &str) -> Result<Vec<usize>, Unsupported> {
     match f.ty(id) {
-        Some(Type::Tensor(t)) if t.dtype == DType::Float32 => Ok(t.shape.clone()),
+        Some(Type::Tensor(t)) if t.dtype == DType::Float32 => {
+            let fits = t
+                .shape
+                .iter()
+                .try_fold(1usize, |n, &e| n.checked_mul(e))
+                .is_some_and(|n| n <= MAX_ELEMENTS);
+            if fits {
+                Ok(t.shape.clone())
+            } else {
+                Err(unsupported(op, format!("{t} has more than 2^40 elements")))
+            }
+        }
         Some(Type::Tensor(t)) => Err(unsupported(
             op,
             format!(
@@ -250,33 +361,41 @@ fn f32_shape(f: &Function, id: ExprId, op: &str) -> Result<Vec<usize>, Unsupport
     }
 }
 
-impl Kernel {
-    /// The kernel of a fused function (typed; parameters are its inputs, in order).
-    pub fn from_function(f: &Function) -> Result<Kernel, Unsupported> {
+/// `axis` of a value of rank `rank` (negative counts from the end), or why not.
+fn axis_of(axis: i64, rank: usize, op: &str) -> Result<usize, Unsupported> {
+    let rank = rank as i64;
+    let a = if axis < 0 { axis + rank } else { axis };
+    if (0..rank).contains(&a) {
+        Ok(a as usize)
+    } else {
+        Err(unsupported(op, format!("axis {axis} out of range")))
+    }
+}
+
+impl Graph {
+    /// The graph of `f` and its anchor, if any.
+    fn of(f: &Function) -> Result<(Graph, Option<Anchor>), Unsupported> {
         let out_shape = f32_shape(f, f.body, "the result")?;
-        let mut index: std::collections::HashMap<ExprId, usize> = Default::default();
-        let mut nodes = Vec::new();
-        let mut shapes = Vec::new();
-        // Inputs read as a bias (nn.bias_add): their shape as broadcast, and the bias nodes.
-        let mut bias_shapes: Vec<Option<Vec<usize>>> = vec![None; f.params.len()];
-        let mut bias_sites = Vec::new();
+        let mut g = Graph {
+            ops: HashMap::new(),
+            shapes: HashMap::new(),
+            names: HashMap::new(),
+        };
         let mut anchor = None;
         for (k, &p) in f.params.iter().enumerate() {
-            shapes.push(f32_shape(f, p, "an input")?);
-            index.insert(p, nodes.len());
-            nodes.push(Node::Input(k));
+            g.shapes.insert(p, f32_shape(f, p, "an input")?);
+            g.ops.insert(p, Op::Param(k));
+            g.names.insert(p, "an input".to_string());
         }
         for id in f.live_ids() {
-            if index.contains_key(&id) {
+            if g.ops.contains_key(&id) {
                 continue;
             }
-            let Expr::Call(call) = f.expr(id) else {
-                return Err(unsupported(
-                    "the function",
-                    format!("{id} is not an op call"),
-                ));
-            };
-            let Some(op) = call.op() else {
+            if let Expr::Tuple(_) = f.expr(id) {
+                // A concatenation's parts: read through the concatenate.
+                continue;
+            }
+            let Some((op, call)) = f.expr(id).as_op_call() else {
                 return Err(unsupported(
                     "the function",
                     format!("{id} is not an op call"),
@@ -284,7 +403,13 @@ impl Kernel {
             };
             let name = op.name();
             let shape = f32_shape(f, id, name)?;
-            if is_anchor(f, id) {
+            let arg = |i: usize| -> Result<ExprId, Unsupported> {
+                call.args
+                    .get(i)
+                    .copied()
+                    .ok_or_else(|| unsupported(name, format!("operand {i} is missing")))
+            };
+            let kind = if is_anchor(f, id) {
                 if anchor.is_some() {
                     return Err(unsupported(name, "a second anchor in one group"));
                 }
@@ -292,45 +417,21 @@ impl Kernel {
                     return Err(unsupported(name, "the anchor's shape is not the output's"));
                 }
                 anchor = Some(Anchor::of(f, id, name)?);
-                index.insert(id, nodes.len());
-                nodes.push(Node::Acc);
-                continue;
-            }
-            let arg = |i: usize| -> Result<usize, Unsupported> {
-                call.args
-                    .get(i)
-                    .and_then(|a| index.get(a).copied())
-                    .ok_or_else(|| unsupported(name, format!("operand {i} is missing")))
-            };
-            let node = if name == "nn.bias_add" {
-                // data + bias along `axis`: the bias input is read as [C, 1, ..., 1].
-                let rank = f32_shape(f, call.args[0], name)?.len() as i64;
+                Op::Acc
+            } else if name == "nn.bias_add" {
                 let axis = call
                     .attrs
                     .get_int("axis")
-                    .map(|a| if a < 0 { a + rank } else { a })
-                    .filter(|a| (0..rank).contains(a))
-                    .ok_or_else(|| unsupported(name, "axis out of range"))?;
-                let bias = arg(1)?;
-                if bias >= f.params.len() {
-                    return Err(unsupported(name, "the bias is computed inside the group"));
+                    .ok_or_else(|| unsupported(name, "axis is not an integer"))?;
+                Op::BiasAdd {
+                    data: arg(0)?,
+                    bias: arg(1)?,
+                    axis: axis_of(axis, shape.len(), name)?,
                 }
-                let channels = shapes[bias].clone();
-                let trailing = (rank - axis - 1) as usize;
-                let shape: Vec<usize> = channels
-                    .into_iter()
-                    .chain(std::iter::repeat_n(1, trailing))
-                    .collect();
-                if bias_shapes[bias].as_ref().is_some_and(|s| *s != shape) {
-                    return Err(unsupported(name, "one bias input used along two axes"));
-                }
-                bias_shapes[bias] = Some(shape);
-                bias_sites.push(nodes.len());
-                Node::Binary(Binary::Add, arg(0)?, bias)
             } else if let Some(u) = unary(name) {
-                Node::Unary(u, arg(0)?)
+                Op::Unary(u, arg(0)?)
             } else if let Some(b) = binary(name) {
-                Node::Binary(b, arg(0)?, arg(1)?)
+                Op::Binary(b, arg(0)?, arg(1)?)
             } else if name == "clip" {
                 let bound = |key: &str| {
                     call.attrs
@@ -338,10 +439,66 @@ impl Kernel {
                         .and_then(|v| v.as_f64())
                         .ok_or_else(|| unsupported(name, format!("{key} is not a number")))
                 };
-                Node::Clip {
+                Op::Clip {
                     x: arg(0)?,
                     lo: bound("a_min")? as f32,
                     hi: bound("a_max")? as f32,
+                }
+            } else if matches!(
+                name,
+                "reshape" | "squeeze" | "expand_dims" | "nn.batch_flatten"
+            ) {
+                Op::Reshape(arg(0)?)
+            } else if name == "transpose" {
+                let rank = shape.len();
+                let axes = match call.attrs.get("axes").filter(|v| !v.is_none()) {
+                    None => (0..rank).rev().collect(),
+                    Some(v) => v
+                        .as_int_list()
+                        .ok_or_else(|| unsupported(name, "axes is not a list of integers"))?
+                        .into_iter()
+                        .map(|a| axis_of(a, rank, name))
+                        .collect::<Result<Vec<_>, _>>()?,
+                };
+                Op::Transpose(arg(0)?, axes)
+            } else if name == "concatenate" {
+                let Expr::Tuple(parts) = f.expr(arg(0)?) else {
+                    return Err(unsupported(name, "its operand is not a tuple of the group"));
+                };
+                let axis = axis_of(call.attrs.get_int("axis").unwrap_or(0), shape.len(), name)?;
+                let mut starts = vec![0i64];
+                for &p in parts {
+                    let s = f32_shape(f, p, name)?;
+                    let extent = *s
+                        .get(axis)
+                        .ok_or_else(|| unsupported(name, "a part has no such axis"))?;
+                    starts.push(starts[starts.len() - 1] + extent as i64);
+                }
+                Op::Concat {
+                    parts: parts.clone(),
+                    axis,
+                    starts,
+                }
+            } else if name == "nn.pad" {
+                if call.attrs.get_str("pad_mode").unwrap_or("constant") != "constant" {
+                    return Err(unsupported(name, "only constant padding is compiled"));
+                }
+                let rows = call
+                    .attrs
+                    .get("pad_width")
+                    .and_then(|v| v.as_list())
+                    .ok_or_else(|| unsupported(name, "pad_width is not a list"))?;
+                let before = rows
+                    .iter()
+                    .map(|r| match r.as_int_list().as_deref() {
+                        Some(&[b, _]) if b >= 0 => Ok(b),
+                        _ => Err(unsupported(name, "pad_width is not [before, after] pairs")),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                Op::Pad {
+                    data: arg(0)?,
+                    value: arg(1)?,
+                    before,
                 }
             } else {
                 return Err(unsupported(
@@ -349,116 +506,538 @@ impl Kernel {
                     "not supported by the host code generator",
                 ));
             };
-            index.insert(id, nodes.len());
-            nodes.push(node);
+            g.ops.insert(id, kind);
+            g.shapes.insert(id, shape);
+            g.names.insert(id, name.to_string());
         }
-        let Some(&out) = index.get(&f.body) else {
-            return Err(unsupported("the function", "the result is not an op call"));
+        Ok((g, anchor))
+    }
+
+    fn shape(&self, id: ExprId) -> Result<&[usize], Unsupported> {
+        self.shapes
+            .get(&id)
+            .map(Vec::as_slice)
+            .ok_or_else(|| unsupported("the function", format!("{id} is not a value of it")))
+    }
+
+    fn op(&self, id: ExprId) -> Result<&Op, Unsupported> {
+        self.ops
+            .get(&id)
+            .ok_or_else(|| unsupported("the function", format!("{id} is not a value of it")))
+    }
+
+    fn name(&self, id: ExprId) -> &str {
+        self.names.get(&id).map_or("the function", String::as_str)
+    }
+
+    /// The piecewise axes of `id` and where along each its choice changes.
+    fn piecewise(&self, id: ExprId) -> Result<Vec<(usize, Vec<i64>)>, Unsupported> {
+        Ok(match self.op(id)? {
+            Op::Concat { axis, starts, .. } => vec![(*axis, starts.clone())],
+            Op::Pad { data, before, .. } => before
+                .iter()
+                .zip(self.shape(*data)?)
+                .enumerate()
+                .map(|(d, (&b, &e))| (d, vec![b, b + e as i64]))
+                .collect(),
+            _ => Vec::new(),
+        })
+    }
+}
+
+/// An iteration space of a group: the output's shape (or a box of it), possibly refined (some
+/// dimensions split into several, the memory order unchanged) where a reshape asks for it.
+/// Every index map has one coefficient per dimension of the space.
+struct Space<'g> {
+    graph: &'g Graph,
+    /// The extents, outermost first.
+    dims: Vec<usize>,
+    /// A split of a dimension a reshape asked for.
+    refine: RefCell<Option<(usize, Vec<usize>)>>,
+}
+
+impl<'g> Space<'g> {
+    fn new(graph: &'g Graph, dims: Vec<usize>) -> Self {
+        Space {
+            graph,
+            dims,
+            refine: RefCell::new(None),
+        }
+    }
+
+    /// Runs `build` until no reshape asks for a finer space (fewer than 64 times: each split
+    /// turns a dimension of at least 2 into factors of at least 2).
+    fn refining<T>(
+        &mut self,
+        mut build: impl FnMut(&Space<'g>) -> Result<T, Unsupported>,
+    ) -> Result<T, Unsupported> {
+        let mut splits = 0;
+        loop {
+            match build(self) {
+                Ok(t) => return Ok(t),
+                Err(e) => {
+                    let Some((dim, factors)) = self.refine.take() else {
+                        return Err(e);
+                    };
+                    splits += 1;
+                    if splits > 64 {
+                        return Err(e);
+                    }
+                    self.dims.splice(dim..=dim, factors);
+                }
+            }
+        }
+    }
+
+    fn rank(&self) -> usize {
+        self.dims.len()
+    }
+
+    /// The map of a value of shape `shape` (which this space refines) read in this space's
+    /// order.
+    fn merged(&self, shape: &[usize]) -> Result<Map, Unsupported> {
+        reshape(
+            &Affine::identity(self.rank()),
+            &self.dims,
+            shape,
+            &self.dims,
+            "the result",
+        )
+        .map_err(|_| {
+            unsupported(
+                "the function",
+                "the iteration space does not refine the output",
+            )
+        })
+    }
+
+    /// The operands of `id` (whose map is `map`) with their maps: the one rule for index maps.
+    /// Within a box (`lo..hi` of the output), a concatenation or pad yields the one operand
+    /// that box reads; without one (while cutting), every operand some element may read.
+    fn operands(
+        &self,
+        id: ExprId,
+        map: &Map,
+        within: Option<(&[usize], &[usize])>,
+    ) -> Result<Vec<(ExprId, Map)>, Unsupported> {
+        let name = self.graph.name(id);
+        let shape = self.graph.shape(id)?;
+        let same = |x: ExprId| -> Result<(ExprId, Map), Unsupported> {
+            Ok((x, broadcast(map, shape, self.graph.shape(x)?, self.rank())))
         };
-        if out != nodes.len() - 1 || out < f.params.len() || nodes[out] == Node::Acc {
+        Ok(match self.graph.op(id)? {
+            Op::Param(_) | Op::Acc => Vec::new(),
+            Op::Unary(_, x) | Op::Clip { x, .. } => vec![same(*x)?],
+            Op::Binary(_, x, y) => vec![same(*x)?, same(*y)?],
+            Op::BiasAdd { data, bias, axis } => {
+                if self.graph.shape(*bias)?.len() != 1 {
+                    return Err(unsupported(name, "the bias is not a vector"));
+                }
+                vec![same(*data)?, (*bias, vec![map[*axis].clone()])]
+            }
+            Op::Transpose(x, axes) => {
+                let mut m = vec![Affine::constant(0, self.rank()); axes.len()];
+                for (i, &a) in axes.iter().enumerate() {
+                    m[a] = map[i].clone();
+                }
+                vec![(*x, m)]
+            }
+            Op::Reshape(x) => match reshape(map, shape, self.graph.shape(*x)?, &self.dims, name) {
+                Ok(m) => vec![(*x, m)],
+                // While cutting, stop here: a smaller box may make the map affine.
+                Err(ReshapeError::Unsupported(_)) if within.is_none() => Vec::new(),
+                Err(ReshapeError::Unsupported(e)) => return Err(e),
+                Err(ReshapeError::Refine { dim, factors }) => {
+                    self.refine.replace(Some((dim, factors)));
+                    return Err(unsupported(name, "it needs a finer iteration space"));
+                }
+            },
+            Op::Concat {
+                parts,
+                axis,
+                starts,
+            } => {
+                let part = |p: usize| {
+                    let mut m = map.clone();
+                    m[*axis] = map[*axis].shifted(-starts[p]);
+                    (parts[p], m)
+                };
+                let zeros = vec![0; self.rank()];
+                let (min, max) = map[*axis].range(
+                    within.map_or(&zeros, |w| w.0),
+                    within.map_or(&self.dims, |w| w.1),
+                );
+                let total = starts[parts.len()];
+                if within.is_none() && min < total && max >= 0 {
+                    // While cutting: every part this space reaches.
+                    return Ok((0..parts.len())
+                        .filter(|&p| starts[p] <= max && min < starts[p + 1])
+                        .map(part)
+                        .collect());
+                }
+                let p = (0..parts.len())
+                    .find(|&p| starts[p] <= min && max < starts[p + 1])
+                    .ok_or_else(|| unsupported(name, "a box reads several parts"));
+                match (p, within) {
+                    (Ok(p), _) => vec![part(p)],
+                    // While cutting, a constant index past every part is in a pad around.
+                    (Err(_), None) => Vec::new(),
+                    (Err(e), Some(_)) => return Err(e),
+                }
+            }
+            Op::Pad {
+                data,
+                value,
+                before,
+            } => {
+                let extents = self.graph.shape(*data)?;
+                let inner: Map = map
+                    .iter()
+                    .zip(before)
+                    .map(|(a, &b)| a.shifted(-b))
+                    .collect();
+                let Some((lo, hi)) = within else {
+                    // While cutting: the data unless a constant index is in the padding.
+                    let zeros = vec![0; self.rank()];
+                    let padding = inner.iter().zip(extents).any(|(a, &e)| {
+                        let (min, max) = a.range(&zeros, &self.dims);
+                        max < 0 || min >= e as i64
+                    });
+                    return Ok(if padding {
+                        vec![(*value, Vec::new())]
+                    } else {
+                        vec![(*data, inner), (*value, Vec::new())]
+                    });
+                };
+                let mut inside = true;
+                for (a, &e) in inner.iter().zip(extents) {
+                    let (min, max) = a.range(lo, hi);
+                    if max < 0 || min >= e as i64 {
+                        return Ok(vec![(*value, Vec::new())]);
+                    }
+                    inside &= min >= 0 && max < e as i64;
+                }
+                if !inside {
+                    return Err(unsupported(name, "a box reads both data and padding"));
+                }
+                vec![(*data, inner)]
+            }
+        })
+    }
+
+    /// The node of `id` read with `map` over this whole space (a box of the output, inside
+    /// which every piecewise choice is fixed), pushed into `piece` (with its operands) unless
+    /// `piece` has it.
+    fn lower(&self, id: ExprId, map: Map, piece: &mut PieceBuilder) -> Result<usize, Unsupported> {
+        if let Some(&n) = piece.memo.get(&(id, map.clone())) {
+            return Ok(n);
+        }
+        let zeros = vec![0; self.rank()];
+        let operands = self.operands(id, &map, Some((&zeros, &self.dims)))?;
+        let mut args = Vec::with_capacity(operands.len());
+        for (x, m) in operands {
+            args.push(self.lower(x, m, piece)?);
+        }
+        let node = match *self.graph.op(id)? {
+            Op::Param(input) => {
+                let (offset, strides) = self.strided(self.graph.shape(id)?, &map)?;
+                let load = Load {
+                    input,
+                    offset,
+                    strides,
+                };
+                let k = match piece.loads.iter().position(|l| *l == load) {
+                    Some(k) => k,
+                    None => {
+                        piece.loads.push(load);
+                        piece.loads.len() - 1
+                    }
+                };
+                Some(Node::Load(k))
+            }
+            Op::Acc => Some(Node::Acc),
+            Op::Unary(u, _) => Some(Node::Unary(u, args[0])),
+            Op::Binary(b, ..) => Some(Node::Binary(b, args[0], args[1])),
+            Op::BiasAdd { .. } => Some(Node::Binary(Binary::Add, args[0], args[1])),
+            Op::Clip { lo, hi, .. } => Some(Node::Clip { x: args[0], lo, hi }),
+            // Injective ops only move loads.
+            Op::Transpose(..) | Op::Reshape(_) | Op::Concat { .. } | Op::Pad { .. } => None,
+        };
+        let n = match node {
+            Some(node) => {
+                piece.nodes.push(node);
+                piece.nodes.len() - 1
+            }
+            None => args[0],
+        };
+        piece.memo.insert((id, map), n);
+        Ok(n)
+    }
+
+    /// The element of a row-major buffer of shape `shape` read with `map` at this space's
+    /// first position, and its stride along each dimension of the space.
+    fn strided(&self, shape: &[usize], map: &Map) -> Result<(usize, Vec<usize>), Unsupported> {
+        let mut offset = 0i64;
+        let mut strides = vec![0i64; self.rank()];
+        let mut run = 1i64;
+        for (a, &extent) in map.iter().zip(shape).rev() {
+            offset += run * a.off;
+            for (s, &c) in strides.iter_mut().zip(&a.coef) {
+                *s += run * c;
+            }
+            run *= extent as i64;
+        }
+        let bad = || unsupported("the function", "an index map reads backwards");
+        Ok((
+            usize::try_from(offset).map_err(|_| bad())?,
+            strides
+                .into_iter()
+                .map(|s| usize::try_from(s).map_err(|_| bad()))
+                .collect::<Result<_, _>>()?,
+        ))
+    }
+}
+
+/// A piece under construction.
+#[derive(Default)]
+struct PieceBuilder {
+    loads: Vec<Load>,
+    nodes: Vec<Node>,
+    memo: HashMap<(ExprId, Map), usize>,
+}
+
+/// Row-major strides of `shape`.
+fn row_major(shape: &[usize]) -> Vec<usize> {
+    let mut strides = vec![0; shape.len()];
+    let mut run = 1;
+    for (s, &e) in strides.iter_mut().zip(shape).rev() {
+        *s = run;
+        run *= e;
+    }
+    strides
+}
+
+impl Kernel {
+    /// The kernel of a fused function (typed; parameters are its inputs, in order).
+    pub fn from_function(f: &Function) -> Result<Kernel, Unsupported> {
+        let (graph, anchor) = Graph::of(f)?;
+        let out_shape = graph.shape(f.body)?.to_vec();
+        let len: usize = out_shape.iter().product();
+        if matches!(graph.op(f.body)?, Op::Param(_) | Op::Acc) {
             return Err(unsupported(
                 "the function",
-                "the result must be the function's last op call",
+                "the result must be computed by the group",
             ));
         }
-        let input_lens = shapes.iter().map(|s| s.iter().product()).collect();
-        for (k, shape) in bias_shapes.into_iter().enumerate() {
-            let Some(shape) = shape else { continue };
-            let plain_use = nodes.iter().enumerate().any(|(i, n)| match *n {
-                Node::Unary(_, x) | Node::Clip { x, .. } => x == k,
-                Node::Binary(_, x, y) => x == k || (y == k && !bias_sites.contains(&i)),
-                Node::Input(_) | Node::Acc => false,
-            });
-            if plain_use {
+        let input_lens = f
+            .params
+            .iter()
+            .map(|&p| graph.shape(p).map(|s| s.iter().product()))
+            .collect::<Result<_, _>>()?;
+        let mut pieces = Vec::new();
+        if len > 0 {
+            let rank = out_shape.len();
+            let root = Affine::identity(rank);
+            box_pieces(
+                &graph,
+                f.body,
+                &root,
+                &vec![0; rank],
+                &out_shape,
+                &mut pieces,
+            )?;
+            if anchor.is_some() && pieces.len() != 1 {
                 return Err(unsupported(
-                    "nn.bias_add",
-                    "the bias input is also used as a plain operand",
+                    "the function",
+                    "an anchored group with a piecewise op",
                 ));
             }
-            shapes[k] = shape;
         }
-        // Inputs only the anchor reads (its data and weights) are not read per element: they
-        // take no part in the iteration space.
-        let used = used_inputs(&nodes, f.params.len());
-        for (shape, used) in shapes.iter_mut().zip(&used) {
-            if !used {
-                shape.clear();
-            }
-        }
-        let (dims, strides) = collapse(&out_shape, &shapes);
         Ok(Kernel {
-            dims,
-            strides,
+            pieces,
             input_lens,
-            nodes,
-            len: out_shape.iter().product(),
+            len,
             anchor,
         })
     }
 }
 
-/// For each of the `n` inputs, whether a node of `nodes` reads it.
-pub fn used_inputs(nodes: &[Node], n: usize) -> Vec<bool> {
-    let mut used = vec![false; n];
-    let mut mark = |x: usize| {
-        if let Some(Node::Input(k)) = nodes.get(x) {
-            used[*k] = true;
-        }
-    };
-    for node in nodes {
-        match *node {
-            Node::Unary(_, x) | Node::Clip { x, .. } => mark(x),
-            Node::Binary(_, x, y) => {
-                mark(x);
-                mark(y);
-            }
-            Node::Input(_) | Node::Acc => {}
+/// Appends the pieces of the box at `lo` with `extents` of a space whose output map is `root`
+/// to `pieces`: the box is cut where the piecewise choices of the group with output `out`
+/// change (over its own space, refined as reshapes ask), and each part cut again until one
+/// is left, which is lowered. A reshape whose map is not affine stops the cutting below it
+/// until a smaller box (with other offsets) makes it affine.
+fn box_pieces(
+    graph: &Graph,
+    out: ExprId,
+    root: &Map,
+    lo: &[usize],
+    extents: &[usize],
+    pieces: &mut Vec<Piece>,
+) -> Result<(), Unsupported> {
+    let mut space = Space::new(graph, extents.to_vec());
+    let (map, boxes) = space.refining(|s| {
+        let map = s.box_map(root, lo, extents)?;
+        let boxes = s.boxes(out, &map)?;
+        Ok((map, boxes))
+    })?;
+    if boxes.len() == 1 {
+        pieces.push(space.refining(|s| s.piece(out, root, lo, extents))?);
+    } else {
+        for (blo, bhi) in boxes {
+            let bext: Vec<usize> = blo.iter().zip(&bhi).map(|(l, h)| h - l).collect();
+            box_pieces(graph, out, &map, &blo, &bext, pieces)?;
         }
     }
-    used
+    if pieces.len() > MAX_PIECES {
+        return Err(unsupported(
+            "the function",
+            format!("its piecewise ops cut the output into more than {MAX_PIECES} boxes"),
+        ));
+    }
+    Ok(())
 }
 
-/// The collapsed iteration space of an output of shape `out` and each input's strides over it
-/// (see the module docs). Inputs broadcast to `out` under numpy's rule (type inference checked
-/// it).
-pub fn collapse(out: &[usize], inputs: &[Vec<usize>]) -> (Vec<usize>, Vec<Vec<usize>>) {
-    let rank = out.len();
-    // For each kept dimension: its extent and, per input, whether the input broadcasts there.
-    let mut kept: Vec<(usize, Vec<bool>)> = Vec::new();
-    for (d, &extent) in out.iter().enumerate() {
+impl Space<'_> {
+    /// The output's map over this space, a refinement of the box at `lo` with `extents` of a
+    /// space whose output map is `root`.
+    fn box_map(&self, root: &Map, lo: &[usize], extents: &[usize]) -> Result<Map, Unsupported> {
+        let outer: Map = self
+            .merged(extents)?
+            .into_iter()
+            .zip(lo)
+            .map(|(a, &l)| a.shifted(l as i64))
+            .collect();
+        Ok(root.iter().map(|a| a.compose(&outer)).collect())
+    }
+
+    /// The boxes of this space inside which every piecewise choice of the group with output
+    /// `out` (read with `map`) is fixed, as far as the index maps are affine.
+    fn boxes(&self, out: ExprId, map: &Map) -> Result<Vec<Region>, Unsupported> {
+        let cuts = cuts(out, map.clone(), &self.dims, MAX_VISITS, |id, map| {
+            Ok(Visit {
+                op: self.graph.name(id).to_string(),
+                operands: self.operands(id, map, None)?,
+                piecewise: self.graph.piecewise(id)?,
+            })
+        })?;
+        boxes(&self.dims, &cuts, MAX_PIECES)
+    }
+
+    /// The piece of the box at `lo` with `extents` of an outer space whose output map is
+    /// `root`, over this space (a refinement of the box).
+    fn piece(
+        &self,
+        out: ExprId,
+        root: &Map,
+        lo: &[usize],
+        extents: &[usize],
+    ) -> Result<Piece, Unsupported> {
+        let map = self.box_map(root, lo, extents)?;
+        let mut b = PieceBuilder::default();
+        let value = self.lower(out, map.clone(), &mut b)?;
+        if value + 1 != b.nodes.len() {
+            // The result is a value read earlier (a load): store it as it is.
+            b.nodes.push(Node::Unary(Unary::Copy, value));
+        }
+        let (out_offset, out_strides) = self.strided(self.graph.shape(out)?, &map)?;
+        Ok(Piece::collapsed(
+            &self.dims,
+            out_offset,
+            &out_strides,
+            b.loads,
+            b.nodes,
+        ))
+    }
+}
+
+impl Piece {
+    /// The piece over a box of `extents` with its loads' strides per output dimension,
+    /// collapsed (see the module docs).
+    fn collapsed(
+        extents: &[usize],
+        out_offset: usize,
+        out_strides: &[usize],
+        loads: Vec<Load>,
+        nodes: Vec<Node>,
+    ) -> Piece {
+        let mut all: Vec<Vec<usize>> = vec![out_strides.to_vec()];
+        all.extend(loads.iter().map(|l| l.strides.clone()));
+        let (dims, strides) = merge_dims(extents, &all);
+        let mut strides = strides.into_iter();
+        let out_strides = strides.next().unwrap_or_default();
+        let loads = loads
+            .into_iter()
+            .zip(strides)
+            .map(|(l, strides)| Load { strides, ..l })
+            .collect();
+        Piece {
+            dims,
+            out_offset,
+            out_strides,
+            loads,
+            nodes,
+        }
+    }
+}
+
+/// `extents` with each access's `strides` collapsed: extent-1 dimensions dropped, and
+/// neighbours merged where every access steps across them as across one dimension. Never
+/// empty (`[1]` with stride 0 for a single element).
+pub fn merge_dims(extents: &[usize], strides: &[Vec<usize>]) -> (Vec<usize>, Vec<Vec<usize>>) {
+    let mut dims: Vec<usize> = Vec::new();
+    let mut out: Vec<Vec<usize>> = vec![Vec::new(); strides.len()];
+    for (d, &extent) in extents.iter().enumerate() {
         if extent == 1 {
             continue;
         }
-        let bcast: Vec<bool> = inputs
-            .iter()
-            .map(|s| {
-                let pad = rank - s.len().min(rank);
-                d < pad || s[d - pad] == 1
-            })
-            .collect();
-        match kept.last_mut() {
-            Some((e, b)) if *b == bcast => *e *= extent,
-            _ => kept.push((extent, bcast)),
+        let merges = !dims.is_empty()
+            && strides
+                .iter()
+                .zip(&out)
+                .all(|(s, o)| o[o.len() - 1] == s[d] * extent);
+        if merges {
+            let last = dims.len() - 1;
+            dims[last] *= extent;
+            for (s, o) in strides.iter().zip(out.iter_mut()) {
+                let last = o.len() - 1;
+                o[last] = s[d];
+            }
+        } else {
+            dims.push(extent);
+            for (s, o) in strides.iter().zip(out.iter_mut()) {
+                o.push(s[d]);
+            }
         }
     }
-    if kept.is_empty() {
-        return (vec![1], vec![vec![0]; inputs.len()]);
+    if dims.is_empty() {
+        return (vec![1], vec![vec![0]; strides.len()]);
     }
-    let dims: Vec<usize> = kept.iter().map(|(e, _)| *e).collect();
-    let strides = (0..inputs.len())
-        .map(|k| {
-            let mut run = 1usize;
-            let mut s = vec![0; kept.len()];
-            for (d, (extent, bcast)) in kept.iter().enumerate().rev() {
-                if !bcast[k] {
-                    s[d] = run;
-                    run *= extent;
-                }
-            }
-            s
+    (dims, out)
+}
+
+/// The collapsed iteration space of an output of shape `out` and each input's strides over it,
+/// inputs broadcast to `out` under numpy's rule (type inference checked it): [`merge_dims`]
+/// over the inputs' broadcast strides.
+pub fn collapse(out: &[usize], inputs: &[Vec<usize>]) -> (Vec<usize>, Vec<Vec<usize>>) {
+    let rank = out.len();
+    let strides: Vec<Vec<usize>> = inputs
+        .iter()
+        .map(|s| {
+            let own = row_major(s);
+            (0..rank)
+                .map(|d| {
+                    let pad = rank - s.len().min(rank);
+                    if d < pad || s[d - pad] == 1 {
+                        0
+                    } else {
+                        own[d - pad]
+                    }
+                })
+                .collect()
         })
         .collect();
-    (dims, strides)
+    merge_dims(out, &strides)
 }
 
 #[cfg(test)]

@@ -1,11 +1,14 @@
 //! byoc-host-llvm: the host code generator. What stays on the host after partitioning is
-//! fused (core's HostFuse pass: elementwise and broadcast chains into one function each, and
-//! the elementwise consumers of a conv2d, dense, pooling or softmax into its group as an
+//! fused (core's HostFuse pass: elementwise and broadcast chains into one function each, with
+//! the injective ops between them (transpose, concatenate, pad, reshapes), and the elementwise
+//! consumers of a conv2d, dense, pooling or softmax into its group as an
 //! epilogue) and every fused function is compiled with LLVM 14 (through `inkwell`) into native
 //! loops for the host CPU, vectorized and run in parallel chunks on the executor's threads.
 //!
-//! - [`kernel`]: a fused function as a loop kernel (collapsed iteration space, strides, DAG,
-//!   the anchor of an epilogue);
+//! - [`kernel`]: a fused function as a loop kernel (boxes of the output, each a collapsed
+//!   iteration space with strided loads and a DAG; the anchor of an epilogue);
+//! - [`index_map`]: the affine index maps through injective ops, and the cutting of the output
+//!   into boxes at concatenation and pad boundaries;
 //! - [`codegen`]: the kernel as LLVM IR, optimized (`default<O3>`, host CPU) into an object;
 //! - [`library`]: the object linked into a shared library by the system C compiler, and
 //!   libraries loaded from bytes;
@@ -20,6 +23,7 @@
 pub mod codegen;
 pub mod custom;
 pub mod host;
+pub mod index_map;
 pub mod kernel;
 pub mod library;
 pub mod module;

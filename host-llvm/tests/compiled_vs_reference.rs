@@ -492,8 +492,82 @@ fn chain_strategy() -> impl Strategy<Value = String> {
     })
 }
 
+/// A random chain over one rank-3 input mixing elementwise ops with transposes,
+/// concatenations (of the value and a function of it), constant pads and a reshape round trip
+/// (merge the trailing dimensions, an op, split them back).
+fn injective_chain_strategy() -> impl Strategy<Value = String> {
+    let shape = prop::collection::vec(1usize..5, 3);
+    let ops = prop::collection::vec((0usize..7, 0usize..6, 0usize..3), 1..7);
+    (shape, ops).prop_map(|(shape, ops)| {
+        const PERMS: [[usize; 3]; 6] = [
+            [0, 1, 2],
+            [0, 2, 1],
+            [1, 0, 2],
+            [1, 2, 0],
+            [2, 0, 1],
+            [2, 1, 0],
+        ];
+        let list = |s: &[usize]| {
+            s.iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let input = list(&shape);
+        let mut s = shape;
+        let mut body = String::new();
+        let mut last = "%a".to_string();
+        for (i, &(op, x, axis)) in ops.iter().enumerate() {
+            let expr = match op {
+                0 => format!("sigmoid({last})"),
+                1 => format!("add({last}, 0.5f)"),
+                2 => {
+                    let p = PERMS[x];
+                    s = p.iter().map(|&a| s[a]).collect();
+                    format!("transpose({last}, axes=[{}])", list(&p))
+                }
+                3 => {
+                    s[axis] *= 2;
+                    format!("concatenate(({last}, negative({last})), axis={axis})")
+                }
+                4 => {
+                    let (before, after) = (x % 3, x / 3);
+                    s[axis] += before + after;
+                    let widths: Vec<String> = (0..3)
+                        .map(|d| {
+                            if d == axis {
+                                format!("[{before}, {after}]")
+                            } else {
+                                "[0, 0]".to_string()
+                            }
+                        })
+                        .collect();
+                    format!("nn.pad({last}, 1.5f, pad_width=[{}])", widths.join(", "))
+                }
+                5 => {
+                    body.push_str(&format!(
+                        "%m{i} = reshape({last}, newshape=[{}, {}]);\n",
+                        s[0],
+                        s[1] * s[2]
+                    ));
+                    format!("reshape(nn.relu(%m{i}), newshape=[{}])", list(&s))
+                }
+                _ => format!("multiply({last}, {last})"),
+            };
+            body.push_str(&format!("%{i} = {expr};\n"));
+            last = format!("%{i}");
+        }
+        format!("def @main(%a: Tensor[({input}), float32]) {{\n{body}exp({last})\n}}")
+    })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_injective_chains_match_the_reference_kernels(src in injective_chain_strategy()) {
+        check(&src);
+    }
 
     #[test]
     fn random_elementwise_chains_match_the_reference_kernels(src in chain_strategy()) {
@@ -504,4 +578,211 @@ proptest! {
     fn random_conv2d_epilogues_match_the_unfused_reference_kernels(src in conv_chain_strategy()) {
         check(&src);
     }
+}
+
+#[test]
+fn each_injective_op_matches_the_reference_kernel() {
+    // Transposes, alone and after a producer, every permutation of a rank-3 tensor.
+    for axes in [
+        "[0, 2, 1]",
+        "[1, 0, 2]",
+        "[1, 2, 0]",
+        "[2, 0, 1]",
+        "[2, 1, 0]",
+    ] {
+        let n = check(&format!(
+            "def @main(%x: Tensor[(3, 17, 5), float32]) {{ negative(transpose(%x, axes={axes})) }}"
+        ));
+        assert_eq!(n, 1);
+        check(&format!(
+            "def @main(%x: Tensor[(3, 17, 5), float32]) {{
+               transpose(exp(%x), axes={axes})
+             }}"
+        ));
+    }
+    // The default axes (reversed) and negative axes.
+    check("def @main(%x: Tensor[(4, 6), float32]) { transpose(nn.relu(%x)) }");
+    check("def @main(%x: Tensor[(2, 3, 4), float32]) { exp(transpose(%x, axes=[-1, 0, 1])) }");
+    // Concatenations of several parts along every axis, parts computed in the group.
+    for axis in [0, 1, 2, -1] {
+        check(&format!(
+            "def @main(%a: Tensor[(2, 3, 4), float32], %b: Tensor[(2, 3, 4), float32]) {{
+               concatenate((%a, nn.relu(%b), %a, negative(%a)), axis={axis})
+             }}"
+        ));
+    }
+    check(
+        "def @main(%a: Tensor[(1, 5, 7, 7), float32], %b: Tensor[(1, 1, 7, 7), float32],
+                   %c: Tensor[(1, 12, 7, 7), float32]) {
+           nn.relu(concatenate((%a, %b, %c), axis=1))
+         }",
+    );
+    // Constant pads on each side and several axes, with a non-zero pad value.
+    check(
+        "def @main(%x: Tensor[(2, 5, 6), float32]) {
+           negative(nn.pad(%x, 0f, pad_width=[[0, 0], [1, 2], [3, 0]]))
+         }",
+    );
+    check(
+        "def @main(%x: Tensor[(3, 4), float32]) {
+           nn.pad(sigmoid(%x), -1.5f, pad_width=[[2, 1], [0, 5]])
+         }",
+    );
+    // Reshapes between fused ops (a merge, a squeeze, an expand_dims, a batch flatten).
+    check(
+        "def @main(%x: Tensor[(2, 3, 4), float32], %y: Tensor[(6, 4), float32]) {
+           %0 = exp(%x);
+           %1 = reshape(%0, newshape=[6, 4]);
+           add(%1, %y)
+         }",
+    );
+    check(
+        "def @main(%x: Tensor[(2, 1, 4), float32], %y: Tensor[(2, 4, 1), float32]) {
+           %0 = squeeze(exp(%x), axis=[1]);
+           %1 = expand_dims(%0, axis=2);
+           add(%1, %y)
+         }",
+    );
+    check(
+        "def @main(%x: Tensor[(2, 3, 2, 2), float32], %y: Tensor[(12), float32]) {
+           %0 = nn.batch_flatten(nn.relu(%x));
+           multiply(%0, %y)
+         }",
+    );
+}
+
+#[test]
+fn injective_fusion_patterns_match_the_reference_kernels() {
+    // Every kind in one loop: a channel shuffle, a pad, a concatenation with a computed part.
+    let n = check(
+        "def @main(%x: Tensor[(1, 12, 5, 5), float32], %y: Tensor[(1, 4, 7, 7), float32]) {
+           %0 = nn.relu(%x);
+           %1 = reshape(%0, newshape=[1, 3, 4, 5, 5]);
+           %2 = transpose(%1, axes=[0, 2, 1, 3, 4]);
+           %3 = reshape(%2, newshape=[1, 12, 5, 5]);
+           %4 = nn.pad(%3, 0f, pad_width=[[0, 0], [0, 0], [1, 1], [1, 1]]);
+           %5 = concatenate((exp(%y), %4), axis=1);
+           multiply(%5, 2f)
+         }",
+    );
+    assert_eq!(n, 1);
+    // ShuffleNet's channel shuffle between two elementwise ops: the reshapes on both sides of
+    // the transpose stay inside the loop.
+    let n = check(
+        "def @main(%x: Tensor[(1, 12, 5, 5), float32], %s: Tensor[(12, 1, 1), float32]) {
+           %0 = nn.relu(%x);
+           %1 = reshape(%0, newshape=[1, 3, 4, 5, 5]);
+           %2 = transpose(%1, axes=[0, 2, 1, 3, 4]);
+           %3 = reshape(%2, newshape=[1, 12, 5, 5]);
+           multiply(%3, %s)
+         }",
+    );
+    assert_eq!(n, 1);
+    // DenseNet's concatenation and batch norm (scale, shift, relu) in one loop.
+    let n = check(
+        "def @main(%a: Tensor[(1, 8, 6, 6), float32], %b: Tensor[(1, 4, 6, 6), float32],
+                   %c: Tensor[(1, 4, 6, 6), float32], %s: Tensor[(16, 1, 1), float32],
+                   %t: Tensor[(16, 1, 1), float32]) {
+           %0 = concatenate((%a, %b, %c), axis=1);
+           %1 = multiply(%0, %s);
+           %2 = add(%1, %t);
+           nn.relu(%2)
+         }",
+    );
+    assert_eq!(n, 1);
+    // A pad of a sum, then a transpose and a concatenation of the same value twice.
+    check(
+        "def @main(%x: Tensor[(3, 4), float32], %y: Tensor[(4), float32]) {
+           %0 = add(%x, %y);
+           %1 = nn.pad(%0, 2f, pad_width=[[1, 1], [0, 2]]);
+           %2 = transpose(%1);
+           concatenate((%2, %2), axis=0)
+         }",
+    );
+    // A diamond through a transpose: x + x^T.
+    check(
+        "def @main(%x: Tensor[(9, 9), float32]) {
+           add(%x, transpose(%x))
+         }",
+    );
+    // The injective value is also a result: it ends its group.
+    check(
+        "def @main(%x: Tensor[(2, 3), float32], %y: Tensor[(2, 3), float32]) {
+           %0 = concatenate((%x, %y), axis=0);
+           (%0, exp(%0))
+         }",
+    );
+}
+
+#[test]
+fn injective_groups_keep_anchored_epilogues_whole() {
+    // Each conv keeps its bias and relu as its epilogue; the concatenation, with no arithmetic
+    // of its own, stays on its reference kernel (SqueezeNet's fire module).
+    let src = "def @main(%x: Tensor[(1, 3, 6, 6), float32], %w: Tensor[(4, 3, 1, 1), float32],
+                         %v: Tensor[(4, 3, 3, 3), float32], %b: Tensor[(4), float32]) {
+                 %0 = nn.conv2d(%x, %w);
+                 %1 = nn.relu(nn.bias_add(%0, %b));
+                 %2 = nn.conv2d(%x, %v, padding=[1, 1, 1, 1]);
+                 %3 = nn.relu(nn.bias_add(%2, %b));
+                 concatenate((%1, %3), axis=1)
+               }";
+    let host = compile_host(&parse(src), &options(2), true).expect("host code compiles");
+    let groups: Vec<Vec<String>> = host
+        .module
+        .functions()
+        .filter(|(n, _)| n.starts_with("host_fused_"))
+        .map(|(_, f)| f.op_names())
+        .collect();
+    assert_eq!(
+        groups,
+        [
+            vec!["nn.conv2d", "nn.bias_add", "nn.relu"],
+            vec!["nn.conv2d", "nn.bias_add", "nn.relu"],
+        ]
+    );
+    assert_eq!(check(src), 2);
+}
+
+#[test]
+fn index_maps_the_code_generator_refuses_fall_back() {
+    // A reshape that splits the dimension the loop walks is not an affine index map.
+    let src = "def @main(%x: Tensor[(2, 3), float32]) {
+                 %0 = exp(%x);
+                 %1 = reshape(%0, newshape=[6]);
+                 %2 = nn.relu(%1);
+                 %3 = reshape(%2, newshape=[3, 2]);
+                 negative(%3)
+               }";
+    let m = parse(src);
+    let host = compile_host(&m, &options(2), false).expect("fallback never fails the build");
+    assert_eq!(host.fallbacks.len(), 1, "{:?}", host.fallbacks);
+    assert!(
+        host.fallbacks[0].reason.contains("splits a dimension"),
+        "{}",
+        host.fallbacks[0]
+    );
+    let x = inputs(&m, 5);
+    let want = run(&m, &ExternalModules::new(), 1, &x);
+    let got = run(&host.module, &host.externals, 2, &x);
+    assert_eq!(bits(&got[0]), bits(&want[0]));
+    let err = compile_host(&m, &options(2), true).unwrap_err();
+    assert!(matches!(err, HostCodegenError::Strict { .. }), "{err}");
+    // Edge and reflect pads stay with the reference kernels, whole.
+    let host = compile_host(
+        &parse(
+            "def @main(%x: Tensor[(3, 4), float32]) {
+               nn.relu(nn.pad(%x, 0f, pad_width=[[1, 1], [1, 1]], pad_mode=\"edge\"))
+             }",
+        ),
+        &options(1),
+        true,
+    )
+    .expect("the relu compiles alone");
+    assert_eq!(host.externals.len(), 1);
+    assert!(host
+        .module
+        .main()
+        .unwrap()
+        .op_names()
+        .contains(&"nn.pad".to_string()));
 }

@@ -12,12 +12,24 @@
 //! intermediate value of a group is used only inside it, so a fused loop never writes it to
 //! memory.
 //!
+//! The injective ops of [`LOOP_INJECTIVE`] on `float32` (`transpose`, `concatenate`, constant
+//! `nn.pad`, and the reshapes) join groups under the same rule, with elementwise producers and
+//! consumers: the code generator reads through them with index maps, so they move no data of
+//! their own. Reshapes alias their input in the executor, so a reshape at a group's edge (of
+//! a group input, or as the group's output) is left out of it, and a group of injective ops
+//! alone is no group (the reference kernels move each element once already). A
+//! concatenation's tuple joins its group when the concatenation alone uses it.
+//!
 //! An op whose output takes elementwise consumers ([`OpPattern::OutEWiseFusable`]: conv2d,
 //! dense, pooling, softmax) joins the group of its users under the same rule when its result
 //! has the group's output shape; it becomes the group's *anchor* and closes the group, so its
 //! own arguments stay outside (TVM fuses nothing into a conv's inputs). The code generator
 //! runs the anchor's host kernel and applies the rest of the group to its output in place, as
-//! its epilogue. A group has at most one anchor and never consists of an anchor alone.
+//! its epilogue. A group has at most one anchor and never consists of an anchor alone. An
+//! anchored group holds no injective op, and the elementwise ops an anchor would take as its
+//! epilogue do not join a group with one (as in TVM, where an anchored group fuses into
+//! nothing injective): SqueezeNet's convolutions keep bias and relu, and the concatenation
+//! of their results stays on its reference kernel.
 //!
 //! Each group is outlined into a global function `@host_fused_N` marked
 //! `Compiler="llvm"` ([`HOST_CODEGEN_TARGET`]), `Primitive=1` and `global_symbol`, called from
@@ -33,7 +45,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use crate::byoc::{COMPILER, GLOBAL_SYMBOL, PRIMITIVE};
 use crate::ir::rewrite::Rebuild;
-use crate::ir::{Attrs, Expr, ExprId, Function, FunctionBuilder, IrError, Module, Type};
+use crate::ir::{Attrs, DType, Expr, ExprId, Function, FunctionBuilder, IrError, Module, Type};
 use crate::op::OpPattern;
 
 use super::fold_batch_norm::fold_batch_norms;
@@ -84,9 +96,21 @@ impl Pass for HostFuse {
     }
 }
 
-/// True for the op calls HostFuse groups: elementwise or broadcast ops with at least one
-/// argument (`zeros`, `ones` make tensors from nothing) and one tensor result.
-fn fusable(f: &Function, id: ExprId) -> bool {
+/// The injective ops HostFuse puts into loops: reshapes (views of their input, so never at a
+/// group's edge: see [`prune_views`]), `transpose`, `concatenate` and constant `nn.pad`.
+pub const LOOP_INJECTIVE: &[&str] = &[
+    "reshape",
+    "squeeze",
+    "expand_dims",
+    "nn.batch_flatten",
+    "transpose",
+    "concatenate",
+    "nn.pad",
+];
+
+/// True for the elementwise or broadcast op calls HostFuse groups: with at least one argument
+/// (`zeros`, `ones` make tensors from nothing) and one tensor result.
+fn elementwise(f: &Function, id: ExprId) -> bool {
     let Some((op, call)) = f.expr(id).as_op_call() else {
         return false;
     };
@@ -94,6 +118,30 @@ fn fusable(f: &Function, id: ExprId) -> bool {
         && !op.is_view
         && !call.args.is_empty()
         && matches!(f.ty(id), Some(Type::Tensor(_)))
+}
+
+/// True for the [`LOOP_INJECTIVE`] op calls on `float32` (the loops on custom datatypes stay
+/// elementwise), a pad only in constant mode, a concatenation only of a tuple it alone uses.
+fn injective(f: &Function, id: ExprId, users: &[Vec<ExprId>]) -> bool {
+    let Some((op, call)) = f.expr(id).as_op_call() else {
+        return false;
+    };
+    let name = op.name();
+    let float = |x: ExprId| matches!(f.ty(x), Some(Type::Tensor(t)) if t.dtype == DType::Float32);
+    LOOP_INJECTIVE.contains(&name)
+        && float(id)
+        && call.args.first().is_some_and(|&a| match f.expr(a) {
+            Expr::Tuple(parts) => {
+                name == "concatenate" && users[a.index()] == [id] && parts.iter().all(|&p| float(p))
+            }
+            _ => name != "concatenate" && float(a),
+        })
+        && (name != "nn.pad" || call.attrs.get_str("pad_mode").unwrap_or("constant") == "constant")
+}
+
+/// True for a view op (a reshape: the executor aliases its input).
+fn is_view(f: &Function, id: ExprId) -> bool {
+    f.expr(id).as_op_call().is_some_and(|(op, _)| op.is_view)
 }
 
 /// True for op calls that anchor a group: [`OpPattern::OutEWiseFusable`] ops with a tensor
@@ -112,6 +160,22 @@ pub fn anchor_op(f: &Function) -> Option<String> {
         .find(|&id| is_anchor(f, id))
         .and_then(|id| f.expr(id).as_op_call())
         .map(|(op, _)| op.name().to_string())
+}
+
+/// The kind of fused function `f`: `anchored` (an anchor with its elementwise epilogue),
+/// `injective` (elementwise ops with at least one [`LOOP_INJECTIVE`] op), or `elementwise`.
+pub fn group_kind(f: &Function) -> &'static str {
+    if anchor_op(f).is_some() {
+        "anchored"
+    } else if f
+        .op_names()
+        .iter()
+        .any(|n| LOOP_INJECTIVE.contains(&n.as_str()))
+    {
+        "injective"
+    } else {
+        "elementwise"
+    }
 }
 
 /// The tensor shape of `id`, if typed as a tensor.
@@ -140,50 +204,145 @@ fn inside_literals(f: &Function, live: &[ExprId]) -> HashSet<ExprId> {
     inside
 }
 
-/// The fusion groups of `f`, each a list of op calls in topological order (its last one is
-/// the group's output), groups in the order of their outputs.
+/// The elementwise ops an anchor would take as its epilogue: those whose operand is an anchor
+/// or such an op, of their shape, used by them alone. They never join a group with an
+/// injective op, so that the anchor keeps its epilogue (TVM fuses an anchored group into
+/// nothing injective).
+fn epilogue_bound(f: &Function, live: &[ExprId], users: &[Vec<ExprId>]) -> HashSet<ExprId> {
+    let mut bound = HashSet::new();
+    for &id in live {
+        if !elementwise(f, id) {
+            continue;
+        }
+        let fed = f.expr(id).operand_iter().any(|a| {
+            (is_anchor(f, a) || bound.contains(&a))
+                && users[a.index()] == [id]
+                && shape(f, a) == shape(f, id)
+        });
+        if fed {
+            bound.insert(id);
+        }
+    }
+    bound
+}
+
+/// One group under construction.
+struct Group {
+    /// Its output.
+    output: ExprId,
+    /// An anchor closed it.
+    closed: bool,
+    /// It holds an injective op.
+    injective: bool,
+}
+
+/// The fusion groups of `f`, each a list of expressions in topological order (its last one is
+/// the group's output; a concatenation's tuple is in its group), groups in the order of their
+/// outputs.
 pub fn fusion_groups(f: &Function) -> Vec<Vec<ExprId>> {
     let live = f.live_ids();
     let users = f.users();
     let inside = inside_literals(f, &live);
+    let bound = epilogue_bound(f, &live, &users);
     let mut group: BTreeMap<ExprId, usize> = BTreeMap::new();
-    // Per group: its output, and whether an anchor closed it.
-    let mut groups: Vec<(ExprId, bool)> = Vec::new();
+    let mut groups: Vec<Group> = Vec::new();
     for &id in live.iter().rev() {
         if inside.contains(&id) {
             continue;
         }
         let anchor = is_anchor(f, id);
-        if !anchor && !fusable(f, id) {
+        let inj = injective(f, id, &users);
+        if !anchor && !inj && !elementwise(f, id) {
             continue;
         }
-        let us = &users[id.index()];
+        // A concatenation's part is used through its tuple: by the concatenation.
+        let us: Vec<ExprId> = users[id.index()]
+            .iter()
+            .map(|&u| match (f.expr(u), users[u.index()].as_slice()) {
+                (Expr::Tuple(_), &[c]) if injective(f, c, &users) => c,
+                _ => u,
+            })
+            .collect();
         let shared = us
             .first()
             .and_then(|u| group.get(u).copied())
-            .filter(|&g| id != f.body && !groups[g].1)
-            .filter(|&g| us.iter().all(|u| group.get(u) == Some(&g)));
+            .filter(|&g| id != f.body && !groups[g].closed)
+            .filter(|&g| us.iter().all(|u| group.get(u) == Some(&g)))
+            .filter(|&g| !(groups[g].injective && bound.contains(&id)));
         match (shared, anchor) {
-            (Some(g), true) if shape(f, id) == shape(f, groups[g].0) => {
-                groups[g].1 = true;
+            (Some(g), true)
+                if !groups[g].injective && shape(f, id) == shape(f, groups[g].output) =>
+            {
+                groups[g].closed = true;
                 group.insert(id, g);
             }
             (_, true) => {}
             (Some(g), false) => {
+                groups[g].injective |= inj;
                 group.insert(id, g);
             }
             (None, false) => {
                 group.insert(id, groups.len());
-                groups.push((id, false));
+                groups.push(Group {
+                    output: id,
+                    closed: false,
+                    injective: inj,
+                });
             }
         }
     }
-    let n_groups = groups.len();
-    let mut members: Vec<Vec<ExprId>> = vec![Vec::new(); n_groups];
+    let mut members: Vec<Vec<ExprId>> = vec![Vec::new(); groups.len()];
     for (&id, &g) in &group {
         members[g].push(id);
     }
+    let mut members: Vec<Vec<ExprId>> = members
+        .into_iter()
+        .map(|m| with_tuples(f, prune_views(f, m)))
+        .filter(|m| !m.is_empty())
+        .collect();
     members.sort_by_key(|m| m.last().copied());
+    members
+}
+
+/// A group without the views at its edges: a reshape of a group input or of the group's
+/// output moves no data in the executor (it aliases the buffer), while inside a loop it would
+/// cost index arithmetic. A group left without arithmetic (injective ops only) is dropped: its
+/// reference kernels already move each element once, so a compiled loop would only add
+/// compile time.
+fn prune_views(f: &Function, mut members: Vec<ExprId>) -> Vec<ExprId> {
+    loop {
+        let set: HashSet<ExprId> = members.iter().copied().collect();
+        let before = members.len();
+        members
+            .retain(|&id| !is_view(f, id) || f.expr(id).operand_iter().all(|a| set.contains(&a)));
+        if members.last().is_some_and(|&id| is_view(f, id)) {
+            members.pop();
+        }
+        if members.len() == before {
+            break;
+        }
+    }
+    let moves_only = |id: ExprId| {
+        f.expr(id)
+            .as_op_call()
+            .is_some_and(|(op, _)| LOOP_INJECTIVE.contains(&op.name()))
+    };
+    if members.iter().all(|&id| moves_only(id)) {
+        members.clear();
+    }
+    members
+}
+
+/// A group with the tuples of its concatenations added (each used by its concatenation alone).
+fn with_tuples(f: &Function, mut members: Vec<ExprId>) -> Vec<ExprId> {
+    let tuples: Vec<ExprId> = members
+        .iter()
+        .filter_map(|&id| f.expr(id).as_op_call())
+        .filter_map(|(_, call)| call.args.first().copied())
+        .filter(|&a| matches!(f.expr(a), Expr::Tuple(_)))
+        .collect();
+    members.extend(tuples);
+    members.sort();
     members
 }
 
@@ -429,6 +588,122 @@ mod tests {
              }",
         );
         assert_eq!(fused_ops(&m), [vec!["exp"], vec!["add"]]);
+    }
+
+    #[test]
+    fn injective_ops_fuse_with_elementwise_producers_and_consumers() {
+        let m = fused(
+            "def @main(%x: Tensor[(1, 12, 5, 5), float32], %y: Tensor[(1, 4, 5, 5), float32]) {
+               %0 = nn.relu(%x);
+               %1 = reshape(%0, newshape=[1, 3, 4, 5, 5]);
+               %2 = transpose(%1, axes=[0, 2, 1, 3, 4]);
+               %3 = reshape(%2, newshape=[1, 12, 5, 5]);
+               %4 = concatenate((%3, exp(%y)), axis=1);
+               %5 = nn.pad(%4, 0f, pad_width=[[0, 0], [0, 0], [1, 1], [1, 1]]);
+               multiply(%5, 2f)
+             }",
+        );
+        assert_eq!(
+            fused_ops(&m),
+            [[
+                "nn.relu",
+                "reshape",
+                "transpose",
+                "reshape",
+                "exp",
+                "concatenate",
+                "nn.pad",
+                "multiply"
+            ]],
+            "{}",
+            print_module(&m)
+        );
+        assert!(m.main().unwrap().op_names().is_empty());
+    }
+
+    #[test]
+    fn reshapes_at_a_group_edge_stay_outside_and_injective_ops_alone_are_no_group() {
+        let m = fused(
+            "def @main(%x: Tensor[(2, 6), float32]) {
+               %0 = reshape(%x, newshape=[2, 2, 3]);
+               %1 = transpose(%0, axes=[0, 2, 1]);
+               %2 = reshape(%1, newshape=[12]);
+               (%2, reshape(%x, newshape=[12]))
+             }",
+        );
+        assert!(fused_ops(&m).is_empty(), "{}", print_module(&m));
+        assert_eq!(
+            m.main().unwrap().op_names(),
+            ["reshape", "transpose", "reshape", "reshape"]
+        );
+        // With arithmetic, the transpose fuses and the reshapes at the edges stay outside.
+        let m = fused(
+            "def @main(%x: Tensor[(2, 6), float32]) {
+               %0 = reshape(%x, newshape=[2, 2, 3]);
+               %1 = transpose(%0, axes=[0, 2, 1]);
+               reshape(exp(%1), newshape=[12])
+             }",
+        );
+        assert_eq!(
+            fused_ops(&m),
+            [["transpose", "exp"]],
+            "{}",
+            print_module(&m)
+        );
+        assert_eq!(m.main().unwrap().op_names(), ["reshape", "reshape"]);
+    }
+
+    #[test]
+    fn anchored_epilogues_stay_out_of_injective_groups() {
+        let m = fused(
+            "def @main(%x: Tensor[(1, 2, 4, 4), float32], %w: Tensor[(3, 2, 1, 1), float32],
+                       %b: Tensor[(3), float32], %y: Tensor[(1, 2, 4, 4), float32]) {
+               %0 = nn.conv2d(%x, %w);
+               %1 = nn.relu(nn.bias_add(%0, %b));
+               %2 = concatenate((%1, nn.relu(%y)), axis=1);
+               nn.relu(%2)
+             }",
+        );
+        // The conv keeps bias and relu; the other relu, not bound to an anchor, joins the
+        // concatenation and its consumer.
+        assert_eq!(
+            fused_ops(&m),
+            [
+                vec!["nn.conv2d", "nn.bias_add", "nn.relu"],
+                vec!["nn.relu", "concatenate", "nn.relu"]
+            ],
+            "{}",
+            print_module(&m)
+        );
+        // An injective op between an anchor and its consumers ends the anchor's group.
+        let m = fused(
+            "def @main(%x: Tensor[(1, 4), float32], %w: Tensor[(6, 4), float32]) {
+               %0 = nn.dense(%x, %w);
+               %1 = transpose(%0);
+               nn.relu(%1)
+             }",
+        );
+        assert_eq!(
+            fused_ops(&m),
+            [["transpose", "nn.relu"]],
+            "{}",
+            print_module(&m)
+        );
+        assert_eq!(m.main().unwrap().op_names(), ["nn.dense"]);
+    }
+
+    #[test]
+    fn a_concatenation_of_a_shared_tuple_or_a_non_float_type_does_not_fuse() {
+        let m = fused(
+            "def @main(%x: Tensor[(2, 3), float32], %i: Tensor[(2, 3), int32]) {
+               %0 = (%x, %x);
+               %1 = concatenate(%0, axis=0);
+               %2 = concatenate(%0, axis=1);
+               %3 = transpose(%i);
+               (%1, %2, %3)
+             }",
+        );
+        assert!(fused_ops(&m).is_empty(), "{}", print_module(&m));
     }
 
     #[test]

@@ -1,10 +1,10 @@
 //! The fusion groups after the `host-fuse` stage, as `byoc inspect --stage host-fuse --format
-//! json` prints them: one entry per fused host function, with its ops, anchor, inputs and
-//! output.
+//! json` prints them: one entry per fused host function, with its kind, ops, anchor, inputs
+//! and output. The text format prints the module and then one comment line per group.
 
 use byoc_core::byoc::COMPILER;
 use byoc_core::ir::Module;
-use byoc_core::passes::host_fuse::{anchor_op, FUSED_PREFIX, HOST_CODEGEN_TARGET};
+use byoc_core::passes::host_fuse::{anchor_op, group_kind, FUSED_PREFIX, HOST_CODEGEN_TARGET};
 use serde::Serialize;
 
 use super::summary::pretty_json;
@@ -16,6 +16,9 @@ pub struct FusionGroup {
     pub function: String,
     /// Its target (`llvm`), or `None` when it went back to the reference kernels.
     pub target: Option<String>,
+    /// `elementwise`, `injective` (with transposes, concatenations, pads or reshapes) or
+    /// `anchored`.
+    pub kind: &'static str,
     /// Its ops, in order.
     pub ops: Vec<String>,
     /// The op whose output the others rewrite as its epilogue (conv2d, dense, pooling,
@@ -45,6 +48,7 @@ impl FusionSummary {
             .map(|(name, f)| FusionGroup {
                 function: name.to_string(),
                 target: f.attrs.get_str(COMPILER).map(str::to_string),
+                kind: group_kind(f),
                 ops: f.op_names(),
                 anchor: anchor_op(f),
                 inputs: f.param_types().iter().map(|t| t.to_string()).collect(),
@@ -57,6 +61,23 @@ impl FusionSummary {
             target: HOST_CODEGEN_TARGET,
             groups,
         }
+    }
+
+    /// One comment line per group (`// @host_fused_0: injective, llvm: transpose, nn.relu`),
+    /// for the end of the printed module.
+    pub fn to_comments(&self) -> String {
+        self.groups
+            .iter()
+            .map(|g| {
+                format!(
+                    "// @{}: {}, {}: {}\n",
+                    g.function,
+                    g.kind,
+                    g.target.as_deref().unwrap_or("reference kernels"),
+                    g.ops.join(", ")
+                )
+            })
+            .collect()
     }
 
     /// Pretty-printed JSON.

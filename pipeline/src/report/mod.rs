@@ -88,6 +88,13 @@ pub fn render(
     let summary = || summary::Summary::of(result);
     let graph = || graph::ViewGraph::of_main(&result.module, targets).ok_or(ReportError::NoMain);
     Ok(match format {
+        Format::Text if stage == Stage::HostFuse => {
+            let module = byoc_core::text::print_module(&result.module);
+            format!(
+                "{module}{}",
+                fusion::FusionSummary::of(&result.module).to_comments()
+            )
+        }
         Format::Text => byoc_core::text::print_module(&result.module),
         Format::Json if stage == Stage::Partition => summary().to_json(),
         Format::Json if stage == Stage::HostFuse => {
