@@ -1291,6 +1291,20 @@ fn verify_build_and_artifacts_take_dtype() {
         out.contains(" mean_abs_err=") && out.contains("top1_agreement=2/2 ok"),
         "{out}"
     );
+    // The converted side runs compiled by default; on the interpreted loop the errors are the
+    // same to the last digit (the compiled code gives the same bit patterns).
+    let (code, interpreted, err) = byoc_with_posit(&[
+        "verify",
+        model,
+        "--dtype",
+        "custom[posites2]32",
+        "--samples",
+        "2",
+        "--host-codegen",
+        "kernels",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(interpreted, out);
     // An artifact built with --dtype holds the converted module and runs as it was built.
     let artifact = dir.join("small16.byoc");
     let artifact = artifact.to_str().unwrap();

@@ -30,8 +30,8 @@ pub struct HostCodegenArgs {
     /// default) or `kernels` (the reference kernels, one op at a time: the numerical reference).
     #[arg(long = "host-codegen", value_enum, value_name = "CODEGEN")]
     pub host_codegen: Option<HostCodegen>,
-    /// With `--host-codegen llvm` (the default): fail when a fused host function cannot be compiled instead
-    /// of running it on the reference kernels.
+    /// With `--host-codegen llvm` (the default): fail when a fused host function cannot be
+    /// compiled instead of running it on the reference kernels.
     #[arg(long = "strict-host-codegen")]
     pub strict_host_codegen: bool,
 }

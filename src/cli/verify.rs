@@ -66,9 +66,10 @@ pub struct VerifyArgs {
     pub min_cosine: f64,
 }
 
-/// `byoc verify --quantize` and `byoc verify --dtype D`: the float model on the host against
-/// the quantized model, or the model converted to the datatype, (on the host, or partitioned
-/// when targets are given) over `--samples` inputs.
+/// `byoc verify --quantize` and `byoc verify --dtype D`: the float model on the reference
+/// kernels against the quantized model, or the model converted to the datatype, (on the host,
+/// or partitioned when targets are given, its host part compiled as `--host-codegen` says)
+/// over `--samples` inputs.
 fn verify_converted(args: &VerifyArgs) -> Result<()> {
     let name = args.model.display().to_string();
     let float = load(&args.model, &args.input_shapes, &args.targets.plugin_paths)?;
@@ -83,12 +84,20 @@ fn verify_converted(args: &VerifyArgs) -> Result<()> {
     } else {
         (args.targets.in_datatype(&float, &name)?, "converted")
     };
-    let (converted, externals) = if args.targets.is_empty() {
+    let targets = args.targets.with_executor_threads(args.threads);
+    let (converted, externals) = if targets.is_empty() {
         (converted, ExternalModules::new())
     } else {
-        let targets = args.targets.with_executor_threads(args.threads);
         partition_and_compile(&converted, &targets, &name)?
     };
+    let Compiled {
+        module: converted,
+        externals,
+        fallbacks,
+    } = args
+        .host
+        .compile(converted, externals, &targets.compile_options()?, &name)?;
+    print_fallbacks(&fallbacks);
     let options = ExecOptions {
         threads: args.threads,
         profile: false,
