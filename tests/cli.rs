@@ -848,35 +848,37 @@ fn conv2d_transpose_with_huge_strides_is_refused() {
 
 #[test]
 fn run_buffers_over_the_budget_are_refused_with_the_tensor_and_site() {
-    // %0 and %1 are alive together and the result needs its own buffer: three buffers of
-    // 400000 bytes, each within a budget of 1000000 bytes, 1200000 together.
+    // On the reference kernels %0 and %1 are alive together and the result needs its own
+    // buffer: three buffers of 400000 bytes, each within a budget of 1000000 bytes, 1200000
+    // together.
     let model = write(
         "run_budget.relay",
         "def @main(%x: Tensor[(1, 100000), float32]) {\n  %0 = nn.relu(%x);\n  %1 = exp(%x);\n  add(%0, %1)\n}\n",
     );
     let path = model.to_str().expect("utf-8");
-    let out = byoc(&[
-        "run",
-        path,
-        "--random-inputs",
-        "1",
-        "--max-memory",
-        "1000000",
-    ]);
+    let run = |budget: &str, codegen: &str| {
+        byoc(&[
+            "run",
+            path,
+            "--random-inputs",
+            "1",
+            "--max-memory",
+            budget,
+            "--host-codegen",
+            codegen,
+        ])
+    };
+    let out = run("1000000", "kernels");
     assert_refused_once(
         &out,
         &model,
         "@main:%3: the run buffer of Tensor[(1, 100000), float32] (400000 bytes (390.6 KiB)) brings the memory of one run to 1200000 bytes (1.1 MiB), over the memory budget of 1000000 bytes (976.6 KiB) (see --max-memory)",
     );
-    let fits = byoc(&[
-        "run",
-        path,
-        "--random-inputs",
-        "1",
-        "--max-memory",
-        "1300000",
-    ]);
+    let fits = run("1300000", "kernels");
     assert_eq!(fits.status.code(), Some(0), "{}", stderr(&fits));
+    // Compiled, the three ops are one fused loop that writes only the result.
+    let fused = run("1000000", "llvm");
+    assert_eq!(fused.status.code(), Some(0), "{}", stderr(&fused));
 }
 
 #[test]
@@ -1261,11 +1263,12 @@ fn host_fuse_stage_names_the_kind_of_each_group_in_text_and_json() {
 }
 
 #[test]
-fn host_codegen_llvm_runs_builds_and_verifies_like_the_reference_kernels() {
+fn host_codegen_llvm_is_the_default_and_kernels_selects_the_reference() {
     let model = "examples/models/small_cnn.relay";
     let input = "tests/data/small_cnn/input.npz";
     let reference = tmp("small_cnn_kernels.npz");
     let compiled = tmp("small_cnn_llvm.npz");
+    let explicit = tmp("small_cnn_llvm_explicit.npz");
     let from_artifact = tmp("small_cnn_artifact.npz");
     let artifact = tmp("small_cnn_llvm.byoc");
     let path = |p: &PathBuf| p.to_str().expect("utf-8 temp path").to_string();
@@ -1278,27 +1281,47 @@ fn host_codegen_llvm_runs_builds_and_verifies_like_the_reference_kernels() {
         assert!(out.status.success(), "{extra:?}: {}", stderr(&out));
         out
     };
-    run(&[], &reference, model);
-    let profiled = run(&["--host-codegen", "llvm", "--profile"], &compiled, model);
+    // `kernels` selects the reference kernels: no compiled host function runs.
+    let kernels = run(
+        &["--host-codegen", "kernels", "--profile"],
+        &reference,
+        model,
+    );
+    assert!(
+        stderr(&kernels).contains("target default:") && !stderr(&kernels).contains("target llvm:"),
+        "{}",
+        stderr(&kernels)
+    );
+    // Without the flag, the fused host functions run compiled.
+    let profiled = run(&["--profile"], &compiled, model);
     assert!(
         stderr(&profiled).contains("target llvm:"),
         "{}",
         stderr(&profiled)
     );
+    run(&["--host-codegen", "llvm"], &explicit, model);
     let a = path(&artifact);
-    let built = byoc(&["build", model, "--host-codegen", "llvm", "-o", &a]);
+    let built = byoc(&["build", model, "-o", &a]);
     assert!(built.status.success(), "{}", stderr(&built));
     assert!(String::from_utf8_lossy(&built.stdout).contains("plugin host-llvm"));
-    run(&[], &from_artifact, &a);
+    let from = run(&["--profile"], &from_artifact, &a);
+    assert!(stderr(&from).contains("target llvm:"), "{}", stderr(&from));
     let want = read_npz(&reference).expect("reference outputs");
-    for got in [&compiled, &from_artifact] {
+    for got in [&compiled, &explicit, &from_artifact] {
         let got = read_npz(got).expect("outputs written");
         // Same kernels for conv/dense/softmax, bit-identical fused loops: equal outputs.
         assert_eq!(got["output_0"], want["output_0"]);
     }
-    let verified = byoc(&["verify", model, "--host-codegen", "llvm"]);
-    assert_eq!(verified.status.code(), Some(0), "{}", stderr(&verified));
-    assert!(String::from_utf8_lossy(&verified.stdout).contains("output_0: max_abs_err=0.000e0"));
+    // Without a target, verify checks the compiled host code against the reference kernels,
+    // by default as with the flag; with the reference kernels on both sides it needs a target.
+    for extra in [&[][..], &["--host-codegen", "llvm"][..]] {
+        let verified = byoc(&[&["verify", model][..], extra].concat());
+        assert_eq!(verified.status.code(), Some(0), "{}", stderr(&verified));
+        let report = String::from_utf8_lossy(&verified.stdout);
+        assert!(report.contains("output_0: max_abs_err=0.000e0"), "{report}");
+    }
+    let out = byoc(&["verify", model, "--host-codegen", "kernels"]);
+    assert_bad_input(&out, &["give at least one --target"]);
     // The flags do not apply to an artifact, and strict needs llvm.
     let out = byoc(&["run", &a, "--host-codegen", "llvm", "--random-inputs", "1"]);
     assert_bad_input(&out, &["apply to models, not to built artifacts"]);
@@ -1306,10 +1329,20 @@ fn host_codegen_llvm_runs_builds_and_verifies_like_the_reference_kernels() {
         "run",
         model,
         "--strict-host-codegen",
+        "--host-codegen",
+        "kernels",
         "--random-inputs",
         "1",
     ]);
     assert_bad_input(&out, &["--strict-host-codegen needs --host-codegen llvm"]);
+    let out = byoc(&[
+        "run",
+        model,
+        "--strict-host-codegen",
+        "--random-inputs",
+        "1",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
 }
 
 #[test]
@@ -1319,15 +1352,8 @@ fn host_codegen_falls_back_with_a_note_and_strict_refuses() {
         "def @main(%x: Tensor[(4, 8), float32]) {\n  %0 = erf(%x);\n  multiply(%0, 2f)\n}\n",
     );
     let m = model.to_str().expect("utf-8 temp path");
-    let out = byoc(&[
-        "run",
-        m,
-        "--random-inputs",
-        "1",
-        "--host-codegen",
-        "llvm",
-        "--profile",
-    ]);
+    // The default host code generator notes the fallback.
+    let out = byoc(&["run", m, "--random-inputs", "1", "--profile"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("host-codegen: @host_fused_0 (erf, multiply) runs on the reference kernels: erf: not supported"),

@@ -28,15 +28,20 @@ fn num(v: &Value, key: &str) -> f64 {
 
 #[test]
 fn bench_prints_consistent_statistics() {
-    let v = bench_json(&[
-        "examples/models/small_cnn.relay",
-        "--iters",
-        "5",
-        "--warmup",
-        "1",
-        "--threads",
-        "1",
-    ]);
+    let bench = |extra: &[&str]| {
+        let mut args = vec![
+            "examples/models/small_cnn.relay",
+            "--iters",
+            "5",
+            "--warmup",
+            "1",
+            "--threads",
+            "1",
+        ];
+        args.extend_from_slice(extra);
+        bench_json(&args)
+    };
+    let v = bench(&["--host-codegen", "kernels"]);
     let (min, median, max) = (num(&v, "min_ms"), num(&v, "median_ms"), num(&v, "max_ms"));
     assert!(0.0 < min && min <= median && median <= max, "{v}");
     assert_eq!(v["iters"], 5);
@@ -45,6 +50,15 @@ fn bench_prints_consistent_statistics() {
     let shares = v["shares"].as_object().expect("shares object");
     assert_eq!(shares.keys().collect::<Vec<_>>(), ["host"], "{v}");
     assert_eq!(shares["host"].as_f64(), Some(1.0));
+    // By default the fused host functions run compiled: their time is the `llvm` share.
+    let v = bench(&[]);
+    let shares = v["shares"].as_object().expect("shares object");
+    assert_eq!(shares.keys().collect::<Vec<_>>(), ["host", "llvm"], "{v}");
+    let sum: f64 = shares.values().filter_map(Value::as_f64).sum();
+    assert!(
+        (sum - 1.0).abs() < 1e-3 && num(&v["shares"], "llvm") > 0.0,
+        "{v}"
+    );
 }
 
 #[test]

@@ -208,8 +208,9 @@ fn corrupt_shared_object_in_an_artifact_is_a_clear_error() -> Result<()> {
     let mut artifact = Artifact::read(&good)?;
     let part = artifact
         .partitions
-        .first_mut()
-        .ok_or_else(|| anyhow!("no partition"))?;
+        .iter_mut()
+        .find(|p| p.target.plugin == "csource")
+        .ok_or_else(|| anyhow!("no csource partition"))?;
     // The csource module layout: magic, version, header length, header, then the object.
     let b = &mut part.bytes;
     let header = u32::from_le_bytes([b[12], b[13], b[14], b[15]]) as usize;

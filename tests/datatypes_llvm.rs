@@ -376,10 +376,18 @@ fn artifacts_with_compiled_posit_code_run_without_recompiling_and_need_the_plugi
     };
     let (m_out, a_out) = (dir.join("m.npz"), dir.join("a.npz"));
     let (m_out, a_out) = (m_out.to_str().unwrap(), a_out.to_str().unwrap());
+    // The model on the interpreted loop, the reference of the compiled artifact.
     let (code, err) = run_to(
         byoc,
         model,
-        &["--dtype", "custom[posites2]16", "--plugin-path", posit],
+        &[
+            "--dtype",
+            "custom[posites2]16",
+            "--plugin-path",
+            posit,
+            "--host-codegen",
+            "kernels",
+        ],
         m_out,
     );
     assert_eq!(code, 0, "{err}");

@@ -650,8 +650,9 @@ fn verify_compares_partitioned_and_host_runs() {
         "{err}"
     );
 
-    // Without a target there is nothing to compare: bad usage.
-    let none = byoc(&["verify", model]);
+    // Without a target and with the reference kernels on both sides there is nothing to
+    // compare: bad usage.
+    let none = byoc(&["verify", model, "--host-codegen", "kernels"]);
     assert_eq!(none.status.code(), Some(2));
     assert!(stderr(&none).contains("give at least one --target"));
 }

@@ -3,8 +3,9 @@
 //! The model is planned once; `--warmup` untimed runs fill the executor's scratch pool and
 //! caches, then `--iters` timed runs give the median, minimum and maximum wall-clock latency.
 //! Each timed run is profiled, and the kernel time is split by the target that ran it
-//! (`shares`, summing to 1): `host` for the host executor's kernels, and each target chosen
-//! with `--target` (or named by an artifact) for the calls of its partitions. Loading and the
+//! (`shares`, summing to 1): `host` for the host executor's kernels, `llvm` for the compiled
+//! host functions (`--host-codegen llvm`, the default), and each target chosen with
+//! `--target` (or named by an artifact) for the calls of its partitions. Loading and the
 //! iterations show progress on a terminal ([`crate::progress`]); piped output stays quiet and
 //! holds only the JSON.
 

@@ -1,9 +1,10 @@
 //! `--host-codegen` and `--strict-host-codegen`: how `run`, `build`, `bench` and `verify`
-//! execute what stays on the host. `kernels` (the default) runs the reference kernels, one op
-//! at a time; `llvm` fuses elementwise/broadcast chains (HostFuse) and compiles each group to
-//! native code with LLVM (crate `byoc-host-llvm`). A group the code generator cannot compile
-//! runs on the reference kernels with a note (`--profile` prints it), or fails the command
-//! with `--strict-host-codegen`.
+//! execute what stays on the host. `llvm` (the default) fuses the host's ops into groups
+//! (HostFuse) and compiles each group to native code with LLVM (crate `byoc-host-llvm`);
+//! `kernels` runs the reference kernels, one op at a time, and stays the numerical reference
+//! (`byoc verify` checks the compiled side against it). A group the code generator cannot
+//! compile runs on the reference kernels with a note (`--profile` prints it), or fails the
+//! command with `--strict-host-codegen`.
 
 use anyhow::{bail, Context, Result};
 use byoc_core::exec::ExternalModules;
@@ -16,21 +17,21 @@ use clap::{Args, ValueEnum};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum HostCodegen {
     /// The reference kernels, one op at a time (the numerical reference).
-    #[default]
     Kernels,
-    /// Fused loops compiled with LLVM for the host CPU.
+    /// Fused loops compiled with LLVM for the host CPU (the default).
+    #[default]
     Llvm,
 }
 
 /// The host code generation arguments.
 #[derive(Clone, Copy, Debug, Default, Args)]
 pub struct HostCodegenArgs {
-    /// How the host runs what stays on it: `kernels` (reference kernels, the default) or
-    /// `llvm` (fused loops compiled for the host CPU).
+    /// How the host runs what stays on it: `llvm` (fused loops compiled for the host CPU, the
+    /// default) or `kernels` (the reference kernels, one op at a time: the numerical reference).
     #[arg(long = "host-codegen", value_enum, value_name = "CODEGEN")]
     pub host_codegen: Option<HostCodegen>,
-    /// With `--host-codegen llvm`: fail when a fused host function cannot be compiled instead
-    /// of running it on the reference kernels.
+    /// With `--host-codegen llvm` (the default): fail when a fused host function cannot be
+    /// compiled instead of running it on the reference kernels.
     #[arg(long = "strict-host-codegen")]
     pub strict_host_codegen: bool,
 }

@@ -1,5 +1,7 @@
-//! `byoc verify`: run a model host-only and partitioned for targets on the same inputs and
-//! report the largest error of every output; exit code 1 when any exceeds the tolerance.
+//! `byoc verify`: run a model host-only on the reference kernels and as built (partitioned
+//! for targets, its host part compiled with `--host-codegen`, `llvm` by default) on the same
+//! inputs and report the largest error of every output; exit code 1 when any exceeds the
+//! tolerance. Without a target it checks the compiled host code alone.
 //! With `--samples N` it checks N input samples and also reports each output's top-1
 //! agreement (for reduced-precision modes such as dnnl's `dnnl.fpmath=bf16`).
 //! Importing, compiling and both runs show progress on a terminal ([`crate::progress`]).
@@ -23,8 +25,9 @@ use crate::verify::{top1_agreement, verify_partitioned, Accuracy, OutputError};
 pub struct VerifyArgs {
     /// The model (.relay or .onnx).
     pub model: PathBuf,
-    /// Targets and plugins to verify against the host (at least one, unless
-    /// `--host-codegen llvm` checks the compiled host code against the reference kernels).
+    /// Targets and plugins to verify against the host's reference kernels (none: the compiled
+    /// host code of the default `--host-codegen llvm` is checked against them; at least one
+    /// with `--host-codegen kernels`).
     #[command(flatten)]
     pub targets: TargetArgs,
     /// Host code generation of the checked side (the reference side always runs the
@@ -63,9 +66,10 @@ pub struct VerifyArgs {
     pub min_cosine: f64,
 }
 
-/// `byoc verify --quantize` and `byoc verify --dtype D`: the float model on the host against
-/// the quantized model, or the model converted to the datatype, (on the host, or partitioned
-/// when targets are given) over `--samples` inputs.
+/// `byoc verify --quantize` and `byoc verify --dtype D`: the float model on the reference
+/// kernels against the quantized model, or the model converted to the datatype, (on the host,
+/// or partitioned when targets are given, its host part compiled as `--host-codegen` says)
+/// over `--samples` inputs.
 fn verify_converted(args: &VerifyArgs) -> Result<()> {
     let name = args.model.display().to_string();
     let float = load(&args.model, &args.input_shapes, &args.targets.plugin_paths)?;
@@ -80,12 +84,20 @@ fn verify_converted(args: &VerifyArgs) -> Result<()> {
     } else {
         (args.targets.in_datatype(&float, &name)?, "converted")
     };
-    let (converted, externals) = if args.targets.is_empty() {
+    let targets = args.targets.with_executor_threads(args.threads);
+    let (converted, externals) = if targets.is_empty() {
         (converted, ExternalModules::new())
     } else {
-        let targets = args.targets.with_executor_threads(args.threads);
         partition_and_compile(&converted, &targets, &name)?
     };
+    let Compiled {
+        module: converted,
+        externals,
+        fallbacks,
+    } = args
+        .host
+        .compile(converted, externals, &targets.compile_options()?, &name)?;
+    print_fallbacks(&fallbacks);
     let options = ExecOptions {
         threads: args.threads,
         profile: false,
@@ -159,7 +171,7 @@ pub fn verify(args: &VerifyArgs) -> Result<()> {
         return verify_converted(args);
     }
     if args.targets.is_empty() && args.host.codegen() != HostCodegen::Llvm {
-        bail!("verify compares a partitioned build with the host: give at least one --target or --target-spec (or --host-codegen llvm to check the compiled host code)");
+        bail!("verify --host-codegen kernels compares a partitioned build with the reference kernels: give at least one --target or --target-spec (without one, the default --host-codegen llvm checks the compiled host code)");
     }
     let name = args.model.display().to_string();
     let host = load(&args.model, &args.input_shapes, &args.targets.plugin_paths)?;
