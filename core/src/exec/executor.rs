@@ -170,7 +170,7 @@ impl Executor {
         self.pool.install(|| self.execute(inputs))
     }
 
-    /// Runs `@main` on inputs keyed by name (see [`Executor::inputs`]).
+    /// Runs `@main` on inputs keyed by name (see [`Executor::inputs`]), borrowed, not copied.
     pub fn run_named(&self, inputs: &BTreeMap<String, Tensor>) -> Result<Vec<Tensor>, ExecError> {
         if let Some(unknown) = inputs
             .keys()
@@ -194,13 +194,13 @@ impl Executor {
             .map(|i| {
                 inputs
                     .get(&i.name)
-                    .cloned()
+                    .map(Tensor::view)
                     .ok_or_else(|| ExecError::MissingInput {
                         name: i.name.clone(),
                     })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        self.run(&ordered)
+        self.run_views(&ordered)
     }
 
     fn check_inputs(&self, inputs: &[TensorRef<'_>]) -> Result<(), ExecError> {
