@@ -4,7 +4,8 @@ thread count, and prints a table of median latencies and their ratio.
 
 By default the models are the nine ONNX light CNNs with random weights prepared by
 scripts/fetch_onnx_light.sh (under target/onnx-light/<name>/random.onnx, with the seeded
-input random_input.npz). The two engines are timed in alternating rounds (byoc, onnxruntime,
+input random_input.npz). The host-only column runs byoc's reference kernels
+(`--host-codegen kernels`). The two engines are timed in alternating rounds (byoc, onnxruntime,
 byoc, ...) so that load from other processes hits both alike. byoc's median is the median of
 its rounds' medians (`byoc bench`), onnxruntime's the median of all its timed runs; each
 engine's fastest run is reported beside it, and the ratio is byoc's median over onnxruntime's.
@@ -58,13 +59,16 @@ LIGHT = [
 def byoc_times(byoc: str, model: str, inputs: str, threads: int, iters: int, warmup: int,
                target: str | None = None, extra: tuple[str, ...] = ()):
     """One `byoc bench` round: (median, min, max) in ms; `target` (`NAME[:KEY=VALUE,...]`)
-    offloads to that plugin, with those plugin options; the target `HOST_LLVM` runs host-only
+    offloads to that plugin, with those plugin options (the host part compiled, the default);
+    no target runs host-only on the reference kernels; the target `HOST_LLVM` runs host-only
     with compiled host code; `extra` are more `byoc bench` arguments (e.g. `--quantize`)."""
     cmd = [byoc, "bench", model, "--inputs", inputs, "--threads", str(threads),
            "--iters", str(iters), "--warmup", str(warmup), *extra]
-    if target == HOST_LLVM:
+    if target is None:
+        cmd += ["--host-codegen", "kernels"]
+    elif target == HOST_LLVM:
         cmd += ["--host-codegen", "llvm"]
-    elif target:
+    else:
         name, _, options = target.partition(":")
         cmd += ["--target", name, "--plugin-option", f"threads={threads}"]
         for kv in filter(None, options.split(",")):
