@@ -204,6 +204,18 @@ impl HostModule {
     }
 }
 
+/// Serialized host-module bytes: `magic`, format `version` (`u32`), the header's length
+/// (`u64`), the header, the library; what [`read_sections`] splits.
+pub(crate) fn write_sections(magic: &[u8; 8], version: u32, header: &[u8], lib: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(20 + header.len() + lib.len());
+    out.extend_from_slice(magic);
+    out.extend_from_slice(&version.to_le_bytes());
+    out.extend_from_slice(&(header.len() as u64).to_le_bytes());
+    out.extend_from_slice(header);
+    out.extend_from_slice(lib);
+    out
+}
+
 /// Splits serialized host-module bytes (`magic`, format version `u32`, header length `u64`,
 /// header, library) into the header and the library, checking the magic, that the version is
 /// one of `versions`, and each part's bounds; `what` names the module kind in errors.
@@ -326,13 +338,11 @@ impl CompiledModule for HostModule {
 
     fn serialize(&self) -> Result<Vec<u8>, PluginError> {
         let header = serde_json::to_vec(&self.header)?;
-        let lib = self.library.bytes();
-        let mut out = Vec::with_capacity(20 + header.len() + lib.len());
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&VERSION.to_le_bytes());
-        out.extend_from_slice(&(header.len() as u64).to_le_bytes());
-        out.extend_from_slice(&header);
-        out.extend_from_slice(lib);
-        Ok(out)
+        Ok(write_sections(
+            MAGIC,
+            VERSION,
+            &header,
+            self.library.bytes(),
+        ))
     }
 }

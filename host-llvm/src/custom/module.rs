@@ -251,13 +251,11 @@ impl CompiledModule for CustomModule {
 
     fn serialize(&self) -> Result<Vec<u8>, PluginError> {
         let header = serde_json::to_vec(&self.header)?;
-        let lib = self.library.bytes();
-        let mut out = Vec::with_capacity(20 + header.len() + lib.len());
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&VERSION.to_le_bytes());
-        out.extend_from_slice(&(header.len() as u64).to_le_bytes());
-        out.extend_from_slice(&header);
-        out.extend_from_slice(lib);
-        Ok(out)
+        Ok(crate::module::write_sections(
+            MAGIC,
+            VERSION,
+            &header,
+            self.library.bytes(),
+        ))
     }
 }
