@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use anyhow::{bail, Context, Result};
-use byoc_core::exec::{ExecError, ExecOptions, Executor, ExternalModules, Profile};
+use byoc_core::exec::{ConcatParts, ExecError, ExecOptions, Executor, ExternalModules, Profile};
 use byoc_core::{Module, Tensor};
 
 use crate::inputs::output_map;
@@ -189,7 +189,9 @@ pub struct Verification {
 
 /// Runs `host` on the host executor alone and `partitioned` with its compiled partitions
 /// (`externals`) on the same `inputs`, then compares every output with `floor` (see
-/// [`compare_outputs`]). Both runs show a spinner on a terminal.
+/// [`compare_outputs`]). The host-only run is the reference: the reference kernels, each
+/// concatenation copying its parts ([`ConcatParts::Copied`]). Both runs show a spinner on a
+/// terminal.
 pub fn verify_partitioned(
     host: &Module,
     partitioned: &Module,
@@ -203,9 +205,14 @@ pub fn verify_partitioned(
         ..options
     };
     let want = progress::while_running("running host-only", || {
-        Executor::new(host, host_only)
-            .and_then(|e| e.run_named(inputs))
-            .context("host-only run failed")
+        Executor::with_concat_parts(
+            host,
+            host_only,
+            &ExternalModules::new(),
+            ConcatParts::Copied,
+        )
+        .and_then(|e| e.run_named(inputs))
+        .context("host-only run failed")
     })?;
     let (got, profile) = progress::while_running("running partitioned", || {
         let executor = Executor::with_externals(partitioned, options, externals)?;

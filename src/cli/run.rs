@@ -163,6 +163,15 @@ pub fn run(args: &RunArgs) -> Result<()> {
         for t in &profile.targets {
             eprintln!("target {}: {} call(s), {:?}", t.target, t.calls, t.total);
         }
+        let in_place: Vec<_> = profile.calls.iter().filter_map(|c| c.in_place).collect();
+        if !in_place.is_empty() {
+            eprintln!(
+                "concatenate in place: {} call(s), {} of {} part(s) written by their producers",
+                in_place.len(),
+                in_place.iter().map(|p| p.written).sum::<usize>(),
+                in_place.iter().map(|p| p.parts).sum::<usize>()
+            );
+        }
         for op in profile.ops.iter().filter(|o| o.op.starts_with('@')) {
             eprintln!("partition {}: {} call(s), {:?}", op.op, op.calls, op.total);
         }

@@ -14,9 +14,12 @@ use std::time::Instant;
 
 use super::error::ExecError;
 use super::external::ExternalModules;
-use super::plan::{lower, InputInfo, Kernel, Plan};
-use super::profile::{CallTime, Profile};
-use super::storage::{plan_storage, BufferSize, Loc, MemoryReport, OutputSource, StoragePlan};
+use super::plan::{lower, InputInfo, Instr, Kernel, Plan};
+use super::profile::{CallTime, InPlaceParts, Profile};
+use super::storage::{
+    plan_storage, BufferSize, ConcatParts, InPlaceConcat, Loc, MemoryReport, OutputSource,
+    StoragePlan,
+};
 use crate::ir::{Module, Type};
 use crate::memory::{try_buffer, RunTally, SizeError};
 use crate::passes::infer_types;
@@ -80,6 +83,18 @@ impl Executor {
         options: ExecOptions,
         externals: &ExternalModules,
     ) -> Result<Executor, ExecError> {
+        Executor::with_concat_parts(module, options, externals, ConcatParts::InPlace)
+    }
+
+    /// [`Executor::with_externals`], placing the parts of concatenations as `parts` says:
+    /// [`ConcatParts::Copied`] plans every part in a buffer of its own, as the reference side
+    /// of `byoc verify` does.
+    pub fn with_concat_parts(
+        module: &Module,
+        options: ExecOptions,
+        externals: &ExternalModules,
+        parts: ConcatParts,
+    ) -> Result<Executor, ExecError> {
         let plan = if fully_typed(module) {
             lower(module, externals)?
         } else {
@@ -87,7 +102,7 @@ impl Executor {
             infer_types(&mut typed)?;
             lower(&typed, externals)?
         };
-        let storage = plan_storage(&plan);
+        let storage = plan_storage(&plan, parts);
         let mut tally = RunTally::new();
         for size in storage.slot_sizes.iter().chain(&storage.output_sizes) {
             tally
@@ -271,15 +286,33 @@ impl Executor {
         bufs: &mut [AlignedBuf],
         calls: &mut Vec<CallTime>,
     ) -> Result<(), ExecError> {
-        for instr in &self.plan.instrs {
-            // Outputs never share a buffer with the instruction's inputs (storage invariant),
-            // so they are moved out while the inputs are borrowed, and put back afterwards.
-            let mut taken: Vec<(usize, AlignedBuf)> = instr
+        for (instr, in_place) in self.plan.instrs.iter().zip(&self.storage.in_place) {
+            if let Some(concat) = in_place {
+                let t0 = self.profile.then(Instant::now);
+                self.copy_remaining_parts(instr, concat, inputs, bufs);
+                if let Some(t0) = t0 {
+                    calls.push(CallTime {
+                        op: instr.label(),
+                        target: instr.target().to_string(),
+                        site: instr.site.clone(),
+                        time: t0.elapsed(),
+                        in_place: Some(InPlaceParts {
+                            written: concat.in_place,
+                            parts: instr.inputs.len(),
+                        }),
+                    });
+                }
+                continue;
+            }
+            // Outputs never share a buffer with the instruction's inputs, nor with each other
+            // (storage invariant), so they are moved out while the inputs are borrowed, and put
+            // back afterwards.
+            let mut taken: Vec<(usize, usize, AlignedBuf)> = instr
                 .outputs
                 .iter()
                 .map(|&o| {
-                    let b = self.buffer_of(o);
-                    (b, std::mem::take(&mut bufs[b]))
+                    let (b, offset) = self.buffer_of(o);
+                    (b, offset, std::mem::take(&mut bufs[b]))
                 })
                 .collect();
             let ins: Vec<TensorRef<'_>> = instr
@@ -290,11 +323,11 @@ impl Executor {
             let mut outs: Vec<TensorMut<'_>> = taken
                 .iter_mut()
                 .zip(&instr.outputs)
-                .map(|((_, buf), &o)| {
+                .map(|((_, offset, buf), &o)| {
                     let ty = &self.plan.values[o].ty;
                     TensorMut {
                         ty,
-                        bytes: &mut buf.as_bytes_mut()[..ty.size_bytes()],
+                        bytes: &mut buf.as_bytes_mut()[*offset..*offset + ty.size_bytes()],
                     }
                 })
                 .collect();
@@ -325,11 +358,12 @@ impl Executor {
                     target: instr.target().to_string(),
                     site: instr.site.clone(),
                     time: t0.elapsed(),
+                    in_place: None,
                 });
             }
             drop(outs);
             drop(ins);
-            for (b, buf) in taken {
+            for (b, _, buf) in taken {
                 bufs[b] = buf;
             }
             status?;
@@ -337,10 +371,40 @@ impl Executor {
         Ok(())
     }
 
-    /// The run buffer of a produced value.
-    fn buffer_of(&self, v: usize) -> usize {
+    /// A concatenation whose other parts were written in place by their producers: copies
+    /// the parts that were not into their slices of the output.
+    fn copy_remaining_parts(
+        &self,
+        instr: &Instr,
+        concat: &InPlaceConcat,
+        inputs: &[TensorRef<'_>],
+        bufs: &mut [AlignedBuf],
+    ) {
+        let (b, base) = self.buffer_of(instr.outputs[0]);
+        let mut out = std::mem::take(&mut bufs[b]);
+        for &(k, at) in &concat.copies {
+            let v = instr.inputs[k];
+            let start = base + at;
+            match self.storage.locs[v] {
+                // A part placed elsewhere in the same buffer (in another concatenation nested
+                // there): its bytes never overlap the slice it is copied to.
+                Loc::Buffer { buffer, offset } if buffer == b => {
+                    let len = self.plan.values[v].ty.size_bytes();
+                    out.as_bytes_mut().copy_within(offset..offset + len, start);
+                }
+                _ => {
+                    let part = self.tensor_ref(v, inputs, bufs);
+                    out.as_bytes_mut()[start..start + part.bytes.len()].copy_from_slice(part.bytes);
+                }
+            }
+        }
+        bufs[b] = out;
+    }
+
+    /// The run buffer of a produced value and the value's byte offset in it.
+    fn buffer_of(&self, v: usize) -> (usize, usize) {
         match self.storage.locs[v] {
-            Loc::Buffer(b) => b,
+            Loc::Buffer { buffer, offset } => (buffer, offset),
             Loc::Input(_) | Loc::Constant(_) => {
                 unreachable!("instruction outputs are planned into buffers")
             }
@@ -357,7 +421,9 @@ impl Executor {
         let bytes = match &self.storage.locs[v] {
             Loc::Input(i) => inputs[*i].bytes,
             Loc::Constant(t) => t.as_bytes(),
-            Loc::Buffer(b) => &bufs[*b].as_bytes()[..ty.size_bytes()],
+            Loc::Buffer { buffer, offset } => {
+                &bufs[*buffer].as_bytes()[*offset..*offset + ty.size_bytes()]
+            }
         };
         TensorRef { ty, bytes }
     }

@@ -5,7 +5,8 @@
 //! calls of external functions dispatched to their compiled modules, tuples and view ops
 //! resolved to aliases, constants bound in place), every call site's kernel is built,
 //! half-precision ops are promoted to `float32`, and a liveness-based storage plan lets
-//! intermediate values share scratch buffers. [`Executor::run`] then only runs kernels.
+//! intermediate values share scratch buffers, the parts of a concatenation written in place
+//! where they can be. [`Executor::run`] then only runs kernels.
 
 mod error;
 mod executor;
@@ -19,5 +20,5 @@ pub use error::ExecError;
 pub use executor::{ExecOptions, Executor};
 pub use external::{AcceleratorCounters, ExternalModule, ExternalModules};
 pub use plan::InputInfo;
-pub use profile::{CallTime, OpTime, Profile, TargetTime};
-pub use storage::MemoryReport;
+pub use profile::{CallTime, InPlaceParts, OpTime, Profile, TargetTime};
+pub use storage::{ConcatParts, MemoryReport};

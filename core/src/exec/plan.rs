@@ -67,6 +67,10 @@ pub(crate) struct Instr {
     pub inputs: Vec<ValueId>,
     /// Output values (each [`Source::Produced`]), tuple results flattened.
     pub outputs: Vec<ValueId>,
+    /// True for a `concatenate` whose parts lie one after the other in its output (every
+    /// dimension before the axis has extent 1: batch 1 along axis 1, or axis 0), so that each
+    /// part is a contiguous byte range of the output ([`super::storage`] may place it there).
+    pub joins_in_order: bool,
 }
 
 /// A named, typed input of the plan.
@@ -369,6 +373,7 @@ impl<'m> Lowerer<'m> {
             site: site.to_string(),
             inputs,
             outputs: outputs.clone(),
+            joins_in_order: false,
         });
         rebuild(result_ty, &mut outputs.into_iter())
             .ok_or_else(|| lowering(site, format!("@{name} returns {result_ty}, not tensors")))
@@ -424,6 +429,7 @@ impl<'m> Lowerer<'m> {
                     source,
                 }
             })?;
+        let joins_in_order = joins_in_order(op, call, &out_types);
         let outputs: Vec<ValueId> = out_types
             .into_iter()
             .map(|t| self.value(t, Source::Produced))
@@ -436,6 +442,7 @@ impl<'m> Lowerer<'m> {
             site: site.to_string(),
             inputs,
             outputs: outputs.clone(),
+            joins_in_order,
         });
         rebuild(result_ty, &mut outputs.into_iter())
             .ok_or_else(|| lowering(site, format!("{op} returns {result_ty}, not tensors")))
@@ -468,6 +475,21 @@ impl<'m> Lowerer<'m> {
         };
         Ok(Lowered::Tensor(self.value(out.clone(), Source::View(root))))
     }
+}
+
+/// True when `op` is a `concatenate` (attributes `attrs`, result `out`) whose parts are
+/// contiguous, consecutive byte ranges of its result: every dimension before its axis has
+/// extent 1.
+fn joins_in_order(op: &Op, call: &Call, out: &[TensorType]) -> bool {
+    let [out] = out else {
+        return false;
+    };
+    op.name() == "concatenate"
+        && call
+            .attrs
+            .get_int("axis")
+            .and_then(|a| crate::dims::axis(a, out.rank()))
+            .is_some_and(|axis| out.shape[..axis].iter().all(|&d| d == 1))
 }
 
 /// Pairs parameters with arguments.

@@ -1,6 +1,7 @@
 //! Timing of one run: each kernel call's time, the totals per op name (an external call is
 //! named `@function`, so its total is the partition's time) and per target (`default` for the
-//! host).
+//! host). A concatenation whose parts were written in place by their producers keeps its entry,
+//! marked [`CallTime::in_place`]; its time is that of copying the parts that were not.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -16,6 +17,28 @@ pub struct CallTime {
     pub site: String,
     /// Wall-clock time of the kernel.
     pub time: Duration,
+    /// For a concatenation with parts written in place: how many; `None` for any other call.
+    pub in_place: Option<InPlaceParts>,
+}
+
+/// The parts of a concatenation that its producers wrote straight into its output, so that
+/// the concatenation did not copy them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InPlaceParts {
+    /// Parts written in place.
+    pub written: usize,
+    /// All parts.
+    pub parts: usize,
+}
+
+impl std::fmt::Display for InPlaceParts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "in place: {} of {} part(s) written by their producers",
+            self.written, self.parts
+        )
+    }
 }
 
 /// The total time of one op over all its call sites.

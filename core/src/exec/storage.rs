@@ -8,12 +8,51 @@
 //! free slot grown to fit, else a new one. An instruction's outputs are placed before its
 //! inputs are freed, so no kernel writes over its own inputs.
 //!
-//! Invariant: two values whose lifetimes overlap never share a slot.
+//! **Concatenation in place** ([`ConcatParts::InPlace`], the default). A part of a
+//! `concatenate` whose parts lie one after the other in its output ([`Instr::joins_in_order`])
+//! is written by its producer straight into its slice of the output, and the concatenation
+//! copies only the other parts, when the part is
+//! - a value an instruction writes (not an input, a constant or a view of another value),
+//! - not a result of `@main` (those are written into the buffer handed to the caller),
+//! - not placed in another concatenation already, and passed to this one once,
+//! - at a byte offset of the output that is a multiple of [`AlignedBuf::ALIGN`], so the
+//!   producer's output starts as aligned as any run buffer (no kernel, compiled loop or plugin
+//!   sees a less aligned output than without aliasing),
+//! - the only output of its producer placed in place (an instruction borrows each of its
+//!   outputs' buffers separately; two slices of one buffer would alias), and
+//! - not written by an instruction that reads the same buffer (e.g. `y` in
+//!   `concatenate(x, relu(x))` once `x` is placed; the executor borrows an instruction's
+//!   outputs apart from its inputs).
+//!
+//! Other instructions may read a placed part (DenseNet: each layer reads the running
+//! concatenation, which is itself a part of the next one): a byte range of the output belongs
+//! to one value, written once, and the buffer lives until the last read of any value in it.
+//! The producer may be a host kernel, a compiled host function or any external function: they
+//! all write the output they are handed and nothing else. A concatenation's output may itself
+//! be a part of an outer one (its parts then land in the outer output). The output's buffer is
+//! live from the first write into it (the earliest producer of a part) to the last read of
+//! any value in it, and it is the only buffer the parts take, so the arena and the memory
+//! budget count each byte once.
+//!
+//! Invariant: two values whose lifetimes overlap never share bytes, except a part placed in
+//! its concatenation's output, where the two hold the same bytes by construction.
 
 use std::sync::Arc;
 
 use super::plan::{Plan, Source, ValueId};
-use crate::tensor::Tensor;
+use crate::tensor::{AlignedBuf, Tensor};
+
+/// How an executor places the parts of a concatenation (see the module docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ConcatParts {
+    /// Eligible parts are written by their producers into their slice of the output, and the
+    /// concatenation copies only the others.
+    #[default]
+    InPlace,
+    /// Every part gets its own buffer and the concatenation's kernel copies all of them: the
+    /// reference behaviour (`byoc verify` runs its reference side so).
+    Copied,
+}
 
 /// Where a value's bytes are at run time.
 #[derive(Clone, Debug)]
@@ -22,8 +61,9 @@ pub(crate) enum Loc {
     Input(usize),
     /// A constant.
     Constant(Arc<Tensor>),
-    /// Run buffer `b`: arena slots first, then one buffer per returned value root.
-    Buffer(usize),
+    /// Run buffer `buffer` (arena slots first, then one buffer per returned value root), from
+    /// byte `offset` on (not 0 for a part placed in its concatenation's output).
+    Buffer { buffer: usize, offset: usize },
 }
 
 /// How the caller receives one output of `@main`.
@@ -46,6 +86,8 @@ pub struct MemoryReport {
     pub arena_bytes: usize,
     /// Number of scratch arena slots.
     pub arena_slots: usize,
+    /// Concatenation parts written in place by their producers (not copied).
+    pub in_place_parts: usize,
 }
 
 /// A run buffer's size and what it is sized for: the largest value it holds and the
@@ -60,6 +102,15 @@ pub(crate) struct BufferSize {
     pub instr: usize,
 }
 
+/// A concatenation some of whose parts were written in place: what is left for it to copy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct InPlaceConcat {
+    /// Each part still to copy: its input index and its byte offset in the output.
+    pub copies: Vec<(usize, usize)>,
+    /// Parts written in place by their producers.
+    pub in_place: usize,
+}
+
 /// The storage assignment of a plan.
 pub(crate) struct StoragePlan {
     /// Location of every value (views resolved to their root's location).
@@ -70,6 +121,8 @@ pub(crate) struct StoragePlan {
     pub output_sizes: Vec<BufferSize>,
     /// How each output of `@main` is delivered.
     pub outputs: Vec<OutputSource>,
+    /// Per instruction: for a concatenation with parts written in place, what it still copies.
+    pub in_place: Vec<Option<InPlaceConcat>>,
     /// The memory report.
     pub report: MemoryReport,
 }
@@ -81,8 +134,8 @@ enum Place {
     Returned(usize),
 }
 
-/// Plans the storage of `plan`.
-pub(crate) fn plan_storage(plan: &Plan) -> StoragePlan {
+/// Plans the storage of `plan`, placing concatenation parts as `parts` says.
+pub(crate) fn plan_storage(plan: &Plan, parts: ConcatParts) -> StoragePlan {
     let n = plan.values.len();
     // Returned roots: the first output leaf of each produced root takes its buffer.
     let mut returned: Vec<Option<usize>> = vec![None; n];
@@ -98,21 +151,44 @@ pub(crate) fn plan_storage(plan: &Plan) -> StoragePlan {
             outputs.push(OutputSource::Copy(v));
         }
     }
+    let placed = match parts {
+        ConcatParts::InPlace => place_parts(plan, &returned),
+        ConcatParts::Copied => vec![None; n],
+    };
+    // The buffer owner of each produced root and its byte offset there: the root itself, or
+    // the outermost concatenation it was placed in.
+    let home: Vec<(ValueId, usize)> = (0..n)
+        .map(|v| {
+            let (mut owner, mut offset) = (plan.root(v), 0);
+            while let Some((outer, at)) = placed[owner] {
+                owner = outer;
+                offset += at;
+            }
+            (owner, offset)
+        })
+        .collect();
 
-    // The instruction after which each arena root dies: its last use, or its definition
-    // when nothing reads it.
-    let mut last_use: Vec<Option<usize>> = vec![None; n];
+    // The instruction after which each buffer owner dies: the last instruction that reads or
+    // writes any value in its buffer.
+    let mut end: Vec<Option<usize>> = vec![None; n];
     for (i, instr) in plan.instrs.iter().enumerate() {
-        for &v in &instr.inputs {
-            last_use[plan.root(v)] = Some(i);
+        for &v in instr.inputs.iter().chain(&instr.outputs) {
+            end[home[v].0] = Some(i);
         }
     }
     let mut dies_after: Vec<Vec<ValueId>> = vec![Vec::new(); plan.instrs.len()];
+    for (owner, e) in end.iter().enumerate() {
+        if let (Some(i), Source::Produced) = (e, &plan.values[owner].source) {
+            if returned[owner].is_none() && home[owner].0 == owner {
+                dies_after[*i].push(owner);
+            }
+        }
+    }
+    // The instruction that writes each value (for the sites memory errors name).
+    let mut writer: Vec<usize> = vec![0; n];
     for (i, instr) in plan.instrs.iter().enumerate() {
         for &o in &instr.outputs {
-            if returned[o].is_none() {
-                dies_after[last_use[o].unwrap_or(i)].push(o);
-            }
+            writer[o] = i;
         }
     }
 
@@ -123,13 +199,18 @@ pub(crate) fn plan_storage(plan: &Plan) -> StoragePlan {
     let mut naive_bytes: usize = 0;
     for (i, instr) in plan.instrs.iter().enumerate() {
         for &o in &instr.outputs {
+            naive_bytes = naive_bytes.saturating_add(plan.values[o].ty.size_bytes());
+            // A buffer is placed at the first write into it: its owner's, or a part's.
+            let owner = home[o].0;
+            if places[owner].is_some() {
+                continue;
+            }
             let size = BufferSize {
-                bytes: plan.values[o].ty.size_bytes(),
-                value: o,
-                instr: i,
+                bytes: plan.values[owner].ty.size_bytes(),
+                value: owner,
+                instr: writer[owner],
             };
-            naive_bytes = naive_bytes.saturating_add(size.bytes);
-            places[o] = Some(match returned[o] {
+            places[owner] = Some(match returned[owner] {
                 Some(k) => {
                     output_sizes[k] = Some(size);
                     Place::Returned(k)
@@ -148,11 +229,15 @@ pub(crate) fn plan_storage(plan: &Plan) -> StoragePlan {
     let locs = (0..n)
         .map(|v| {
             let r = plan.root(v);
-            match (&plan.values[r].source, places[r]) {
+            let (owner, offset) = home[v];
+            match (&plan.values[r].source, places[owner]) {
                 (Source::Input(i), _) => Loc::Input(*i),
                 (Source::Constant(t), _) => Loc::Constant(t.clone()),
-                (_, Some(Place::Slot(s))) => Loc::Buffer(s),
-                (_, Some(Place::Returned(k))) => Loc::Buffer(n_slots + k),
+                (_, Some(Place::Slot(s))) => Loc::Buffer { buffer: s, offset },
+                (_, Some(Place::Returned(k))) => Loc::Buffer {
+                    buffer: n_slots + k,
+                    offset,
+                },
                 (Source::Produced | Source::View(_), None) => {
                     unreachable!("every produced value is written by an instruction")
                 }
@@ -163,6 +248,7 @@ pub(crate) fn plan_storage(plan: &Plan) -> StoragePlan {
         .into_iter()
         .map(|s| s.expect("every returned root is written by an instruction"))
         .collect();
+    let in_place = in_place_concats(plan, &placed);
     let total = |sizes: &[BufferSize]| {
         sizes
             .iter()
@@ -174,14 +260,117 @@ pub(crate) fn plan_storage(plan: &Plan) -> StoragePlan {
         planned_bytes: arena_bytes.saturating_add(total(&output_sizes)),
         arena_bytes,
         arena_slots: n_slots,
+        in_place_parts: placed.iter().filter(|p| p.is_some()).count(),
     };
     StoragePlan {
         locs,
         slot_sizes,
         output_sizes,
         outputs,
+        in_place,
         report,
     }
+}
+
+/// The concatenation parts placed in their output (see the module docs): for each value,
+/// `Some((output, byte offset))` when its producer writes it there.
+fn place_parts(plan: &Plan, returned: &[Option<usize>]) -> Vec<Option<(ValueId, usize)>> {
+    let n = plan.values.len();
+    let mut producer: Vec<Option<usize>> = vec![None; n];
+    for (i, instr) in plan.instrs.iter().enumerate() {
+        for &o in &instr.outputs {
+            producer[o] = Some(i);
+        }
+    }
+    let mut producer_placed = vec![false; plan.instrs.len()];
+    let mut placed = vec![None; n];
+    for instr in plan.instrs.iter().filter(|i| i.joins_in_order) {
+        let [output] = instr.outputs[..] else {
+            continue;
+        };
+        let mut offset = 0usize;
+        for &part in &instr.inputs {
+            let eligible = matches!(plan.values[part].source, Source::Produced)
+                && placed[part].is_none()
+                && returned[part].is_none()
+                && instr.inputs.iter().filter(|&&v| v == part).count() == 1
+                && offset.is_multiple_of(AlignedBuf::ALIGN);
+            if let Some(p) = producer[part].filter(|&p| eligible && !producer_placed[p]) {
+                producer_placed[p] = true;
+                placed[part] = Some((output, offset));
+            }
+            offset = offset.saturating_add(plan.values[part].ty.size_bytes());
+        }
+    }
+    // An instruction other than a concatenation with parts in place never reads the buffer it
+    // writes (the executor borrows its outputs apart from its inputs): where one would, its
+    // output goes back to a buffer of its own. That only splits buffers, so it creates no
+    // such case in the instructions already checked.
+    let owner = |placed: &[Option<(ValueId, usize)>], v: ValueId| {
+        let mut r = plan.root(v);
+        while let Some((outer, _)) = placed[r] {
+            r = outer;
+        }
+        r
+    };
+    for instr in &plan.instrs {
+        let [output] = instr.outputs[..] else {
+            // Several outputs: at most one is placed; check it the same way.
+            for &o in &instr.outputs {
+                if placed[o].is_some()
+                    && instr
+                        .inputs
+                        .iter()
+                        .any(|&v| owner(&placed, v) == owner(&placed, o))
+                {
+                    placed[o] = None;
+                }
+            }
+            continue;
+        };
+        let copies_parts = instr.joins_in_order
+            && instr
+                .inputs
+                .iter()
+                .any(|&v| placed[v].is_some_and(|(c, _)| c == output));
+        if copies_parts || placed[output].is_none() {
+            continue;
+        }
+        let home = owner(&placed, output);
+        if instr.inputs.iter().any(|&v| owner(&placed, v) == home) {
+            placed[output] = None;
+        }
+    }
+    placed
+}
+
+/// What each concatenation with parts in place still copies (indexed by instruction).
+fn in_place_concats(
+    plan: &Plan,
+    placed: &[Option<(ValueId, usize)>],
+) -> Vec<Option<InPlaceConcat>> {
+    plan.instrs
+        .iter()
+        .map(|instr| {
+            let [output] = instr.outputs[..] else {
+                return None;
+            };
+            let in_here = |v: ValueId| placed[v].is_some_and(|(c, _)| c == output);
+            let in_place = instr.inputs.iter().filter(|&&v| in_here(v)).count();
+            if !instr.joins_in_order || in_place == 0 {
+                return None;
+            }
+            let mut copies = Vec::new();
+            let mut offset = 0usize;
+            for (k, &part) in instr.inputs.iter().enumerate() {
+                if !in_here(part) {
+                    copies.push((k, offset));
+                }
+                offset = offset.saturating_add(plan.values[part].ty.size_bytes());
+            }
+            Some(InPlaceConcat { copies, in_place })
+        })
+        .collect()
 }
 
 /// Best-fit slot choice (see the module docs); returns the slot, removed from `free`. A slot
