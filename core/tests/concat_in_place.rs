@@ -724,3 +724,44 @@ fn random_programs_match_the_evaluator() {
     // The programs do exercise the placement (the count depends only on the fixed seed).
     assert!(placed > 100, "only {placed} parts placed");
 }
+
+/// The memory budget counts a concatenation's buffer once, with its parts in it. The budget is
+/// process-wide: the other tests of this file stay far below both values set here.
+#[test]
+fn the_memory_budget_counts_parts_in_place_once() {
+    // a = relu(x), b = -x, c = concat(a, b), result relu(c); x is [1, 256, 64] (64 KiB).
+    let mut b = FunctionBuilder::new();
+    let x = b.param("x", f32_ty(&[1, 256, 64]));
+    let a = unary(&mut b, "nn.relu", x);
+    let n = unary(&mut b, "negative", x);
+    let c = concat(&mut b, &[a, n], 1);
+    let y = unary(&mut b, "nn.relu", c);
+    let m = Module::from_main(b.finish(vec![x], y, Attrs::new()).unwrap());
+    let plan = |parts| {
+        Executor::with_concat_parts(
+            &m,
+            ExecOptions {
+                threads: 1,
+                profile: false,
+            },
+            &ExternalModules::new(),
+            parts,
+        )
+    };
+    // Copied: a, b and c (256 KiB) plus the result (128 KiB); in place: c and the result.
+    byoc_core::memory::set_budget(300 << 10);
+    let in_place = plan(ConcatParts::InPlace).expect("256 KiB fit in 300 KiB");
+    assert_eq!(in_place.memory_report().planned_bytes, 256 << 10);
+    let err = plan(ConcatParts::Copied).unwrap_err().to_string();
+    assert!(
+        err.contains("to 393216 bytes (384.0 KiB), over the memory budget of 307200 bytes"),
+        "{err}"
+    );
+    // Under 128 KiB the concatenation's result itself is refused, naming it.
+    byoc_core::memory::set_budget(100 << 10);
+    let err = plan(ConcatParts::InPlace).unwrap_err().to_string();
+    assert!(
+        err.contains(&format!("{c}: concatenate")) && err.contains("131072 bytes (128.0 KiB)"),
+        "{err}"
+    );
+}
