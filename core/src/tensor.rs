@@ -113,9 +113,6 @@ pub struct AlignedBuf {
 }
 
 impl AlignedBuf {
-    /// The alignment of the buffer's first byte.
-    pub const ALIGN: usize = std::mem::align_of::<u64>();
-
     /// A zero-filled buffer of `len` bytes.
     pub fn zeroed(len: usize) -> Self {
         AlignedBuf {

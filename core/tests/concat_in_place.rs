@@ -141,7 +141,7 @@ fn check(m: &Module, inputs: &[Tensor], want: &[Val]) -> MemoryReport {
 /// concatenated along the channels; the result is the concatenation's negation.
 fn fire_module(rng: &mut Lcg, returned: bool) -> (Module, Val, Module) {
     let x_shape = [1, 3, 5, 5];
-    let w1 = rng.val(&[4, 3, 1, 1]).tensor();
+    let w1 = rng.val(&[16, 3, 1, 1]).tensor();
     let w2 = rng.val(&[6, 3, 3, 3]).tensor();
     let build = |joined: bool| {
         let mut b = FunctionBuilder::new();
@@ -153,7 +153,7 @@ fn fire_module(rng: &mut Lcg, returned: bool) -> (Module, Val, Module) {
                 "nn.conv2d",
                 &[x, c1],
                 Attrs::new()
-                    .with("channels", 4i64)
+                    .with("channels", 16i64)
                     .with("kernel_size", vec![1i64, 1]),
             )
             .unwrap();
@@ -249,9 +249,9 @@ fn the_profile_marks_a_concatenation_in_place() {
 
 #[test]
 fn parts_in_place_take_no_memory_of_their_own() {
-    // a = relu(x), b = -x, c = concat(a, b), result relu(c); x is [1, 2, 4] (32 bytes).
+    // a = relu(x), b = -x, c = concat(a, b), result relu(c); x is [1, 2, 8] (64 bytes).
     let mut b = FunctionBuilder::new();
-    let x = b.param("x", f32_ty(&[1, 2, 4]));
+    let x = b.param("x", f32_ty(&[1, 2, 8]));
     let a = unary(&mut b, "nn.relu", x);
     let n = unary(&mut b, "negative", x);
     let c = concat(&mut b, &[a, n], 1);
@@ -259,10 +259,10 @@ fn parts_in_place_take_no_memory_of_their_own() {
     let m = Module::from_main(b.finish(vec![x], y, Attrs::new()).unwrap());
     let copied = executor(&m, ConcatParts::Copied, 1, false).memory_report();
     let in_place = executor(&m, ConcatParts::InPlace, 1, false).memory_report();
-    // Copied: a, b and c live at once (32 + 32 + 64 bytes), plus the 64-byte result.
+    // Copied: a, b and c live at once (64 + 64 + 128 bytes), plus the 128-byte result.
     assert_eq!(
         (copied.arena_slots, copied.arena_bytes, copied.planned_bytes),
-        (3, 128, 192)
+        (3, 256, 384)
     );
     // In place: c's buffer holds a and b from their writes on; nothing else is allocated.
     assert_eq!(
@@ -271,10 +271,10 @@ fn parts_in_place_take_no_memory_of_their_own() {
             in_place.arena_bytes,
             in_place.planned_bytes
         ),
-        (1, 64, 128)
+        (1, 128, 256)
     );
     assert_eq!(in_place.naive_bytes, copied.naive_bytes);
-    let xv = Lcg(1).val(&[1, 2, 4]);
+    let xv = Lcg(1).val(&[1, 2, 8]);
     let want = concat_ref(&[&xv.map(relu), &xv.map(|v| -v)], 1).map(relu);
     check(&m, &[xv.tensor()], &[want]);
 }
@@ -315,7 +315,7 @@ fn only_eligible_parts_are_placed() {
     let cases = vec![
         case(
             "two fresh parts",
-            &[1, 2, 3],
+            &[1, 2, 8],
             2,
             |b, x| {
                 let a = unary(b, "nn.relu", x);
@@ -326,7 +326,7 @@ fn only_eligible_parts_are_placed() {
         ),
         case(
             "a part also read by another op",
-            &[1, 2, 3],
+            &[1, 2, 8],
             2,
             |b, x| {
                 let a = unary(b, "nn.relu", x);
@@ -345,7 +345,7 @@ fn only_eligible_parts_are_placed() {
         case(
             // Once `a` is placed, `b = -a` would read and write the same buffer: copied.
             "a part computed from another part",
-            &[1, 2, 3],
+            &[1, 2, 8],
             1,
             |b, x| {
                 let a = unary(b, "nn.relu", x);
@@ -357,7 +357,7 @@ fn only_eligible_parts_are_placed() {
         case(
             // `a` is placed in the first concatenation and copied by the second.
             "a part read by two concatenations",
-            &[1, 2, 3],
+            &[1, 2, 8],
             3,
             |b, x| {
                 let a = unary(b, "nn.relu", x);
@@ -376,7 +376,7 @@ fn only_eligible_parts_are_placed() {
         ),
         case(
             "a part that is a result of @main",
-            &[1, 2, 3],
+            &[1, 2, 8],
             1,
             |b, x| {
                 let a = unary(b, "nn.relu", x);
@@ -388,24 +388,24 @@ fn only_eligible_parts_are_placed() {
         ),
         case(
             "an input and a constant",
-            &[1, 2, 3],
+            &[1, 2, 8],
             1,
             |b, x| {
-                let k = b.constant(Tensor::from_slice(vec![1, 1, 3], &[5.0f32, 6.0, 7.0]).unwrap());
+                let k = b.constant(Tensor::from_slice(vec![1, 1, 8], &[5.0f32; 8]).unwrap());
                 let n = unary(b, "negative", x);
                 concat(b, &[x, n, k], 1)
             },
             |x| {
                 let k = Val {
-                    shape: vec![1, 1, 3],
-                    data: vec![5.0, 6.0, 7.0],
+                    shape: vec![1, 1, 8],
+                    data: vec![5.0; 8],
                 };
                 vec![concat_ref(&[x, &x.map(neg), &k], 1)]
             },
         ),
         case(
             "the same part twice",
-            &[1, 2, 3],
+            &[1, 2, 8],
             0,
             |b, x| {
                 let a = unary(b, "nn.relu", x);
@@ -415,7 +415,7 @@ fn only_eligible_parts_are_placed() {
         ),
         case(
             "batch 2 along axis 1",
-            &[2, 2, 3],
+            &[2, 2, 8],
             0,
             |b, x| {
                 let a = unary(b, "nn.relu", x);
@@ -448,7 +448,7 @@ fn only_eligible_parts_are_placed() {
         ),
         case(
             "axis 2 after extent-1 dimensions",
-            &[1, 1, 2, 2],
+            &[1, 1, 4, 4],
             2,
             |b, x| {
                 let a = unary(b, "nn.relu", x);
@@ -459,7 +459,7 @@ fn only_eligible_parts_are_placed() {
         ),
         case(
             "axis 0",
-            &[2, 3],
+            &[2, 8],
             2,
             |b, x| {
                 let a = unary(b, "nn.relu", x);
@@ -470,7 +470,7 @@ fn only_eligible_parts_are_placed() {
         ),
         case(
             "a negative axis",
-            &[1, 2, 3],
+            &[1, 2, 8],
             2,
             |b, x| {
                 let a = unary(b, "nn.relu", x);
@@ -481,7 +481,7 @@ fn only_eligible_parts_are_placed() {
         ),
         case(
             "a view of a value",
-            &[1, 6],
+            &[1, 16],
             1,
             |b, x| {
                 let a = unary(b, "nn.relu", x);
@@ -489,14 +489,14 @@ fn only_eligible_parts_are_placed() {
                     .call(
                         "reshape",
                         &[a],
-                        Attrs::new().with("newshape", vec![1i64, 2, 3]),
+                        Attrs::new().with("newshape", vec![1i64, 2, 8]),
                     )
                     .unwrap();
                 let xs = b
                     .call(
                         "reshape",
                         &[x],
-                        Attrs::new().with("newshape", vec![1i64, 2, 3]),
+                        Attrs::new().with("newshape", vec![1i64, 2, 8]),
                     )
                     .unwrap();
                 let n = unary(b, "negative", xs);
@@ -504,16 +504,16 @@ fn only_eligible_parts_are_placed() {
             },
             |x| {
                 let x = Val {
-                    shape: vec![1, 2, 3],
+                    shape: vec![1, 2, 8],
                     data: x.data.clone(),
                 };
                 vec![concat_ref(&[&x.map(relu), &x.map(neg)], 1)]
             },
         ),
         case(
-            // Parts of 12 bytes: offsets 0, 12 and 24; 12 is not a multiple of 8.
-            "offsets not aligned to the buffers' alignment",
-            &[1, 1, 3],
+            // Parts of 96 bytes: offsets 0, 96 and 192; 96 is not a multiple of 64.
+            "offsets not multiples of 64 bytes",
+            &[1, 1, 24],
             2,
             |b, x| {
                 let a = unary(b, "nn.relu", x);
@@ -531,7 +531,7 @@ fn only_eligible_parts_are_placed() {
         case(
             // The two outputs of one split: only one is placed.
             "two outputs of one producer",
-            &[1, 4, 3],
+            &[1, 4, 8],
             1,
             |b, x| {
                 let s = b
@@ -549,8 +549,8 @@ fn only_eligible_parts_are_placed() {
             },
             |x| {
                 let half = |k: usize| Val {
-                    shape: vec![1, 2, 3],
-                    data: x.data[k * 6..(k + 1) * 6].to_vec(),
+                    shape: vec![1, 2, 8],
+                    data: x.data[k * 16..(k + 1) * 16].to_vec(),
                 };
                 vec![concat_ref(&[&half(1), &half(0)], 1)]
             },
@@ -558,7 +558,7 @@ fn only_eligible_parts_are_placed() {
         case(
             // Inner parts land in the outer output through the inner concatenation.
             "nested concatenations",
-            &[1, 2, 3],
+            &[1, 2, 8],
             4,
             |b, x| {
                 let a = unary(b, "nn.relu", x);
@@ -577,7 +577,7 @@ fn only_eligible_parts_are_placed() {
             // DenseNet: each block's concatenation feeds a layer and the next concatenation,
             // so the whole chain lands in the last output; each layer writes its slice.
             "a dense block",
-            &[1, 2, 3],
+            &[1, 2, 8],
             6,
             |b, x| {
                 let mut joined = unary(b, "nn.relu", x);
@@ -600,7 +600,7 @@ fn only_eligible_parts_are_placed() {
         case(
             // The layer reads the concatenation it would be placed beside: copied.
             "a layer of one op after a concatenation",
-            &[1, 2, 3],
+            &[1, 2, 8],
             3,
             |b, x| {
                 let a = unary(b, "nn.relu", x);
@@ -624,19 +624,22 @@ fn only_eligible_parts_are_placed() {
 
 #[test]
 fn half_precision_parts_are_placed_and_exact() {
-    let shape = [1, 2, 2];
+    // Quarter steps from -4 to 3.75: exact in float16.
+    let shape = [1, 2, 16];
+    let xs: Vec<f32> = (0..32).map(|i| (i as f32 - 16.0) * 0.25).collect();
     let mut b = FunctionBuilder::new();
     let x = b.param("x", Type::tensor(shape, DType::Float16));
     let a = unary(&mut b, "nn.relu", x);
     let n = unary(&mut b, "negative", x);
     let c = concat(&mut b, &[a, n], 1);
     let m = Module::from_main(b.finish(vec![x], c, Attrs::new()).unwrap());
-    let xs = [1.5f32, -2.0, 0.25, -0.0];
     let halves: Vec<half::f16> = xs.iter().map(|&v| half::f16::from_f32(v)).collect();
     let input = Tensor::from_slice(shape.to_vec(), &halves).unwrap();
-    let want: Vec<half::f16> = [1.5f32, 0.0, 0.25, 0.0, -1.5, 2.0, -0.25, 0.0]
+    let want: Vec<u16> = xs
         .iter()
-        .map(|&v| half::f16::from_f32(v))
+        .map(|&v| relu(v))
+        .chain(xs.iter().map(|&v| -v))
+        .map(|v| half::f16::from_f32(v).to_bits())
         .collect();
     let in_place = executor(&m, ConcatParts::InPlace, 1, false);
     assert_eq!(in_place.memory_report().in_place_parts, 2);
@@ -651,16 +654,15 @@ fn half_precision_parts_are_placed_and_exact() {
         .iter()
         .map(|v| v.to_bits())
         .collect();
-    let want: Vec<u16> = want.iter().map(|v| v.to_bits()).collect();
     assert_eq!(values, want);
 }
 
-/// A random program over `[1, c, 2]` tensors: unary ops, adds of equal shapes and
+/// A random program over `[1, c, 16]` tensors (64 bytes per channel): unary ops, adds of equal shapes and
 /// concatenations along the channels of 2 to 3 earlier values (repeats allowed), with 1 to 3
 /// results. Returns the module, its input and the evaluator's outputs.
 fn random_program(rng: &mut Lcg) -> (Module, Tensor, Vec<Val>) {
     let mut b = FunctionBuilder::new();
-    let x_shape = [1, 1 + rng.below(3), 2];
+    let x_shape = [1, 1 + rng.below(3), 16];
     let x = b.param("x", f32_ty(&x_shape));
     let xv = rng.val(&x_shape);
     let mut ids = vec![x];

@@ -15,9 +15,9 @@
 //! - a value an instruction writes (not an input, a constant or a view of another value),
 //! - not a result of `@main` (those are written into the buffer handed to the caller),
 //! - not placed in another concatenation already, and passed to this one once,
-//! - at a byte offset of the output that is a multiple of [`AlignedBuf::ALIGN`], so the
-//!   producer's output starts as aligned as any run buffer (no kernel, compiled loop or plugin
-//!   sees a less aligned output than without aliasing),
+//! - at a byte offset of the output that is a multiple of [`PART_ALIGN`] (64), so the
+//!   producer's output starts exactly as aligned as a buffer of its own would, up to a cache
+//!   line (see [`PART_ALIGN`]),
 //! - the only output of its producer placed in place (an instruction borrows each of its
 //!   outputs' buffers separately; two slices of one buffer would alias), and
 //! - not written by an instruction that reads the same buffer (e.g. `y` in
@@ -40,7 +40,16 @@
 use std::sync::Arc;
 
 use super::plan::{Plan, Source, ValueId};
-use crate::tensor::{AlignedBuf, Tensor};
+use crate::tensor::Tensor;
+
+/// A part is placed only at an offset of its concatenation's output that is a multiple of this
+/// many bytes. Run buffers are only promised 8-byte alignment (`AlignedBuf`), and the host
+/// kernels and compiled loops need no more than their element's; the allocator gives 16 in
+/// practice, and large buffers often more. A multiple of 64 keeps whatever alignment the
+/// output's buffer has, up to a cache line, for the part: no producer (a plugin's code
+/// included) sees an output less aligned than a buffer of its own. The light models' parts
+/// are whole channel planes of `float32` (multiples of 64 bytes), so this excludes none.
+pub(crate) const PART_ALIGN: usize = 64;
 
 /// How an executor places the parts of a concatenation (see the module docs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -294,7 +303,7 @@ fn place_parts(plan: &Plan, returned: &[Option<usize>]) -> Vec<Option<(ValueId, 
                 && placed[part].is_none()
                 && returned[part].is_none()
                 && instr.inputs.iter().filter(|&&v| v == part).count() == 1
-                && offset.is_multiple_of(AlignedBuf::ALIGN);
+                && offset.is_multiple_of(PART_ALIGN);
             if let Some(p) = producer[part].filter(|&p| eligible && !producer_placed[p]) {
                 producer_placed[p] = true;
                 placed[part] = Some((output, offset));
