@@ -1371,3 +1371,38 @@ fn host_codegen_falls_back_with_a_note_and_strict_refuses() {
     ]);
     assert_bad_input(&out, &["@host_fused_0 (erf, multiply) cannot be compiled"]);
 }
+
+#[test]
+fn concatenation_parts_in_place_show_in_the_profile_and_verify() {
+    // Two poolings (ordinary op calls on either host code generator) concatenated along the
+    // channels with batch 1: both write straight into the concatenation's output.
+    let model = write(
+        "concat_in_place.relay",
+        "def @main(%x: Tensor[(1, 16, 8, 8), float32]) {\n  %0 = nn.max_pool2d(%x, pool_size=[2, 2], strides=[2, 2]);\n  %1 = nn.avg_pool2d(%x, pool_size=[2, 2], strides=[2, 2]);\n  concatenate((%0, %1), axis=1)\n}\n",
+    );
+    let m = model.to_str().expect("utf-8 temp path");
+    for codegen in ["kernels", "llvm"] {
+        let out = byoc(&[
+            "run",
+            m,
+            "--random-inputs",
+            "1",
+            "--profile",
+            "--host-codegen",
+            codegen,
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains(
+                "concatenate in place: 1 call(s), 2 of 2 part(s) written by their producers"
+            ),
+            "{codegen}: {}",
+            stderr(&out)
+        );
+    }
+    // verify's reference side copies the parts: the two plans agree bit for bit.
+    let verified = byoc(&["verify", m]);
+    assert_eq!(verified.status.code(), Some(0), "{}", stderr(&verified));
+    let report = String::from_utf8_lossy(&verified.stdout);
+    assert!(report.contains("output_0: max_abs_err=0.000e0"), "{report}");
+}

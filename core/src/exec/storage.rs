@@ -9,9 +9,9 @@
 //! inputs are freed, so no kernel writes over its own inputs.
 //!
 //! **Concatenation in place** ([`ConcatParts::InPlace`], the default). A part of a
-//! `concatenate` whose parts lie one after the other in its output ([`Instr::joins_in_order`])
-//! is written by its producer straight into its slice of the output, and the concatenation
-//! copies only the other parts, when the part is
+//! `concatenate` whose parts lie one after the other in its output
+//! ([`super::plan::Instr::joins_in_order`]) is written by its producer straight into its slice
+//! of the output, and the concatenation copies only the other parts, when the part is
 //! - a value an instruction writes (not an input, a constant or a view of another value),
 //! - not a result of `@main` (those are written into the buffer handed to the caller),
 //! - not placed in another concatenation already, and passed to this one once,
