@@ -6,7 +6,12 @@
 //! tap and a GEMM with a single output row per group, each tap is added straight into the
 //! output rows it touches. The valid output columns of a tap are computed once per tap (no
 //! bounds test per element), and with stride 1 the inner loop runs over contiguous slices.
-//! Output channels run in parallel when the executor grants threads. Weights are OIHW
+//! When input and output rows also have the same width (stride 1, "same" padding, as in
+//! ShuffleNet and MobileNet), a tap's contributions to a whole plane are one flat run over
+//! the plane instead of one short run per row, the out-of-row columns masked off, so rows of
+//! 7 to 28 pixels no longer end in scalar remainder loops. Either way every output element
+//! takes its in-bounds taps in row-major order, so the two walks give the same results bit
+//! for bit. Output channels run in parallel when the executor grants threads. Weights are OIHW
 //! (`[out_c, 1, KH, KW]`), as [`super::conv::conv2d`] receives them.
 
 use super::conv::{for_chunks, Conv2dGeom, Tail};
@@ -36,6 +41,7 @@ pub(crate) fn depthwise_nchw<A: Widen<T>, B: Widen<T>, T: Acc>(
     let multiplier = g.out_c / g.in_c;
     let (hw_in, hw_out) = (g.in_h * g.in_w, g.out_h * g.out_w);
     let columns = Columns::all(kw, g.dilation[1], g.pad[1], g.strides[1], g.in_w, g.out_w);
+    let masks = flat_masks(g, &columns);
     let simd = Simd::selected();
     for_chunks(y, hw_out, threads, |o, plane| {
         let c = o / multiplier;
@@ -44,14 +50,29 @@ pub(crate) fn depthwise_nchw<A: Widen<T>, B: Widen<T>, T: Acc>(
         match simd {
             // SAFETY: `Simd::selected` returns AVX-512 only when the CPU has it.
             #[cfg(target_arch = "x86_64")]
-            Simd::Avx512 => unsafe { plane_avx512(g, &columns, x_c, w_o, plane) },
-            _ => plane_taps(g, &columns, x_c, w_o, plane),
+            Simd::Avx512 => unsafe { plane_avx512(g, &columns, masks.as_deref(), x_c, w_o, plane) },
+            _ => plane_any(g, &columns, masks.as_deref(), x_c, w_o, plane),
         }
         tail.at(o * hw_out).apply(plane);
     });
 }
 
-/// [`plane_taps`] compiled with AVX-512.
+/// For a convolution whose planes [`plane_flat`] walks (stride 1, input rows as wide as
+/// output rows): every kernel column's mask over an output plane, `kw` planes one after the
+/// other, true where the column's input pixel lies inside its row. `None` otherwise.
+fn flat_masks(g: &Conv2dGeom, columns: &[Columns]) -> Option<Vec<bool>> {
+    if g.strides != [1, 1] || g.in_w != g.out_w {
+        return None;
+    }
+    let w = g.out_w;
+    let masks = columns
+        .iter()
+        .flat_map(|col| (0..g.out_h * w).map(move |i| (col.lo..col.hi).contains(&(i % w))))
+        .collect();
+    Some(masks)
+}
+
+/// [`plane_any`] compiled with AVX-512.
 ///
 /// # Safety
 /// The CPU has AVX-512 F.
@@ -60,11 +81,79 @@ pub(crate) fn depthwise_nchw<A: Widen<T>, B: Widen<T>, T: Acc>(
 unsafe fn plane_avx512<A: Widen<T>, B: Widen<T>, T: Acc>(
     g: &Conv2dGeom,
     columns: &[Columns],
+    masks: Option<&[bool]>,
     x_c: &[A],
     w_o: &[B],
     plane: &mut [T],
 ) {
-    plane_taps(g, columns, x_c, w_o, plane);
+    plane_any(g, columns, masks, x_c, w_o, plane);
+}
+
+/// One output plane: [`plane_flat`] where `masks` allows it, else [`plane_taps`].
+#[inline(always)]
+fn plane_any<A: Widen<T>, B: Widen<T>, T: Acc>(
+    g: &Conv2dGeom,
+    columns: &[Columns],
+    masks: Option<&[bool]>,
+    x_c: &[A],
+    w_o: &[B],
+    plane: &mut [T],
+) {
+    match masks {
+        Some(masks) => plane_flat(g, columns, masks, x_c, w_o, plane),
+        None => plane_taps(g, columns, x_c, w_o, plane),
+    }
+}
+
+/// One output plane of a stride-1 convolution whose input rows are as wide as its output
+/// rows, tap by tap in row-major order: output pixel `i` (flat) reads input pixel `i + d`
+/// for one offset `d` per tap, so each tap is one run over the output rows whose input row
+/// is inside, with `masks` (see [`flat_masks`]) keeping the columns whose input pixel lies
+/// in the neighbouring row unchanged.
+#[inline(always)]
+fn plane_flat<A: Widen<T>, B: Widen<T>, T: Acc>(
+    g: &Conv2dGeom,
+    columns: &[Columns],
+    masks: &[bool],
+    x_c: &[A],
+    w_o: &[B],
+    plane: &mut [T],
+) {
+    let [kh, kw] = g.kernel;
+    let (w, hw) = (g.out_w, plane.len());
+    plane.fill(T::default());
+    for ky in 0..kh {
+        // Input row of output row `oy` under this kernel row: `oy + dy`.
+        let dy = (ky * g.dilation[0]) as isize - g.pad[0] as isize;
+        let oy_lo = (-dy).max(0) as usize;
+        let oy_hi = ((g.in_h as isize - dy).max(0) as usize).min(g.out_h);
+        if oy_lo >= oy_hi {
+            continue;
+        }
+        for (kx, col) in columns.iter().enumerate() {
+            if col.lo == col.hi {
+                continue;
+            }
+            let tap = w_o[ky * kw + kx].widen();
+            // From output pixel (oy_lo, lo) to (oy_hi − 1, hi − 1); the input pixels of the
+            // run lie between those of its ends, so inside the plane.
+            let (start, end) = (oy_lo * w + col.lo, (oy_hi - 1) * w + col.hi);
+            let src0 = (oy_lo as isize + dy) as usize * w + col.first;
+            let out = &mut plane[start..end];
+            let src = &x_c[src0..src0 + out.len()];
+            if col.lo == 0 && col.hi == w {
+                for (o, &v) in out.iter_mut().zip(src) {
+                    *o = o.mul_add(tap, v.widen());
+                }
+            } else {
+                let mask = &masks[kx * hw + start..kx * hw + end];
+                for ((o, &v), &inside) in out.iter_mut().zip(src).zip(mask) {
+                    let sum = o.mul_add(tap, v.widen());
+                    *o = if inside { sum } else { *o };
+                }
+            }
+        }
+    }
 }
 
 /// One output plane from its input plane `x_c` and taps `w_o`: each tap is added straight
@@ -175,6 +264,33 @@ mod tests {
             .collect()
     }
 
+    /// The flat walk gives the row walk's results bit for bit (the same taps in the same
+    /// order per element), including zeros of either sign and a NaN input.
+    #[test]
+    fn flat_planes_equal_row_by_row_planes() {
+        let cases = [
+            geom(2, 1, [14, 14], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1]),
+            geom(2, 1, [29, 21], [5, 5], [1, 1], [1, 1], [2, 2, 2, 2]),
+            geom(2, 1, [9, 10], [3, 5], [1, 1], [2, 1], [0, 1, 4, 3]),
+            geom(1, 1, [3, 17], [5, 3], [1, 1], [1, 1], [3, 0, 1, 2]),
+        ];
+        for g in cases {
+            let mut x = values(g.in_h * g.in_w, 5);
+            x[3] = f32::NAN;
+            x[7] = -0.0;
+            x[8] = 0.0;
+            let w = values(g.kernel[0] * g.kernel[1], 6);
+            let columns = Columns::all(g.kernel[1], g.dilation[1], g.pad[1], 1, g.in_w, g.out_w);
+            let masks = flat_masks(&g, &columns).expect("a flat geometry");
+            let mut flat = vec![7f32; g.out_h * g.out_w];
+            plane_flat(&g, &columns, &masks, &x, &w, &mut flat);
+            let mut rows = vec![7f32; flat.len()];
+            plane_taps(&g, &columns, &x, &w, &mut rows);
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&flat), bits(&rows), "{g:?}");
+        }
+    }
+
     /// The direct kernel, the im2col path it replaces in `conv2d` (run here on the same
     /// geometry with the direct kernel bypassed) and the definition agree.
     #[test]
@@ -185,6 +301,12 @@ mod tests {
             geom(4, 1, [12, 12], [5, 3], [1, 2], [2, 1], [2, 0, 3, 1]),
             geom(3, 3, [5, 6], [3, 3], [1, 1], [1, 1], [0, 0, 0, 0]),
             geom(5, 1, [4, 4], [3, 3], [3, 3], [1, 1], [4, 4, 4, 4]),
+            // Flat planes: stride 1 with rows as wide in as out (ShuffleNet's 3×3 "same").
+            geom(6, 1, [14, 14], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1]),
+            geom(4, 2, [7, 7], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1]),
+            geom(3, 1, [29, 21], [5, 5], [1, 1], [1, 1], [2, 2, 2, 2]),
+            geom(3, 1, [9, 10], [3, 5], [1, 1], [2, 1], [0, 1, 4, 3]),
+            geom(2, 1, [3, 17], [5, 3], [1, 1], [1, 1], [3, 0, 1, 2]),
         ];
         for g in cases {
             let x = values(g.in_c * g.in_h * g.in_w, 1);
