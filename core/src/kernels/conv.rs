@@ -436,9 +436,10 @@ fn for_tiles<T: Copy + Send>(
     }
 }
 
-/// A 1×1, stride-1, unpadded NCHW convolution of one (batch, group): `y = w × x`, cut into
-/// pixel tiles or channel blocks that run in parallel, each a single-threaded GEMM followed by
-/// `tail`'s epilogue.
+/// A 1×1, stride-1, unpadded NCHW convolution of one (batch, group): `y = w × x`, straight
+/// on the input (no im2col). On one thread it is one GEMM into `y` (the GEMM blocks it for
+/// the cache itself); otherwise it is cut into pixel tiles or channel blocks that run in
+/// parallel, each a single-threaded GEMM followed by `tail`'s epilogue.
 #[cfg(feature = "executor")]
 fn conv_nchw_pointwise<A: Widen<T>, B: Widen<T>, T: Gemm>(
     g: &Conv2dGeom,
@@ -451,6 +452,12 @@ fn conv_nchw_pointwise<A: Widen<T>, B: Widen<T>, T: Gemm>(
     let (cin, cout) = (g.in_c / g.groups, g.out_c / g.groups);
     let hw = g.out_h * g.out_w;
     if y.is_empty() {
+        return;
+    }
+    if threads <= 1 {
+        let (lhs, rhs) = (MatRef::row_major(w, cin), MatRef::row_major(x, hw));
+        T::gemm(cout, hw, cin, lhs, rhs, MatMut { data: y, rs: hw }, 1);
+        tail.apply(y);
         return;
     }
     match Split::choose(cin, cout, hw, threads) {
@@ -580,6 +587,13 @@ fn gather_row<E: Element>(g: &Conv2dGeom, src: &[E], kx: usize, ox0: usize, seg:
     let first = ((lo * stride) as isize + off) as usize;
     if stride == 1 {
         inside.copy_from_slice(&src[first..first + inside.len()]);
+    } else if let Some((last, body)) = inside.split_last_mut().filter(|_| stride == 2) {
+        // Whole pairs, so the copy becomes vector loads and shuffles; the last element's
+        // partner may lie past the row.
+        for (v, pair) in body.iter_mut().zip(src[first..].chunks_exact(2)) {
+            *v = pair[0];
+        }
+        *last = src[first + 2 * body.len()];
     } else {
         for (v, &x) in inside.iter_mut().zip(src[first..].iter().step_by(stride)) {
             *v = x;
