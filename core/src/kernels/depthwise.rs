@@ -5,7 +5,8 @@
 //! taps, so there is nothing for a GEMM to share: instead of an im2col matrix of one row per
 //! tap and a GEMM with a single output row per group, each tap is added straight into the
 //! output rows it touches. The valid output columns of a tap are computed once per tap (no
-//! bounds test per element), and with stride 1 the inner loop runs over contiguous slices.
+//! bounds test per element), and the inner loop runs over contiguous slices (with a column
+//! stride above 1, over the input row's stride phases, split once per row).
 //! When input and output rows also have the same width (stride 1, "same" padding, as in
 //! ShuffleNet and MobileNet), a tap's contributions to a whole plane are one flat run over
 //! the plane instead of one short run per row, the out-of-row columns masked off, so rows of
@@ -16,8 +17,9 @@
 
 use super::conv::{for_chunks, Conv2dGeom, Tail};
 use super::numeric::{Acc, Widen};
+use super::scratch;
 use super::simd::Simd;
-use super::window::Columns;
+use super::window::{deinterleave, phase_index, Columns};
 
 /// True when `g` is a depthwise convolution this kernel computes: NCHW data, one input
 /// channel per group.
@@ -43,16 +45,22 @@ pub(crate) fn depthwise_nchw<A: Widen<T>, B: Widen<T>, T: Acc>(
     let columns = Columns::all(kw, g.dilation[1], g.pad[1], g.strides[1], g.in_w, g.out_w);
     let masks = flat_masks(g, &columns);
     let simd = Simd::selected();
+    let phases_len = if g.strides[1] > 1 { g.in_w } else { 0 };
     for_chunks(y, hw_out, threads, |o, plane| {
         let c = o / multiplier;
         let x_c = &x[c * hw_in..(c + 1) * hw_in];
         let w_o = &w[o * kh * kw..(o + 1) * kh * kw];
-        match simd {
+        let taps = Taps {
+            g,
+            columns: &columns,
+            masks: masks.as_deref(),
+        };
+        scratch::with_one(phases_len, |phases: &mut [A]| match simd {
             // SAFETY: `Simd::selected` returns AVX-512 only when the CPU has it.
             #[cfg(target_arch = "x86_64")]
-            Simd::Avx512 => unsafe { plane_avx512(g, &columns, masks.as_deref(), x_c, w_o, plane) },
-            _ => plane_any(g, &columns, masks.as_deref(), x_c, w_o, plane),
-        }
+            Simd::Avx512 => unsafe { plane_avx512(&taps, x_c, w_o, plane, phases) },
+            _ => taps.plane(x_c, w_o, plane, phases),
+        });
         tail.at(o * hw_out).apply(plane);
     });
 }
@@ -72,36 +80,45 @@ fn flat_masks(g: &Conv2dGeom, columns: &[Columns]) -> Option<Vec<bool>> {
     Some(masks)
 }
 
-/// [`plane_any`] compiled with AVX-512.
+/// What every output plane of one depthwise convolution shares: the geometry, every kernel
+/// column's [`Columns`] and, for the flat walk, their masks (see [`flat_masks`]).
+struct Taps<'a> {
+    g: &'a Conv2dGeom,
+    columns: &'a [Columns],
+    masks: Option<&'a [bool]>,
+}
+
+/// [`Taps::plane`] compiled with AVX-512.
 ///
 /// # Safety
 /// The CPU has AVX-512 F.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn plane_avx512<A: Widen<T>, B: Widen<T>, T: Acc>(
-    g: &Conv2dGeom,
-    columns: &[Columns],
-    masks: Option<&[bool]>,
+    taps: &Taps<'_>,
     x_c: &[A],
     w_o: &[B],
     plane: &mut [T],
+    phases: &mut [A],
 ) {
-    plane_any(g, columns, masks, x_c, w_o, plane);
+    taps.plane(x_c, w_o, plane, phases);
 }
 
-/// One output plane: [`plane_flat`] where `masks` allows it, else [`plane_taps`].
-#[inline(always)]
-fn plane_any<A: Widen<T>, B: Widen<T>, T: Acc>(
-    g: &Conv2dGeom,
-    columns: &[Columns],
-    masks: Option<&[bool]>,
-    x_c: &[A],
-    w_o: &[B],
-    plane: &mut [T],
-) {
-    match masks {
-        Some(masks) => plane_flat(g, columns, masks, x_c, w_o, plane),
-        None => plane_taps(g, columns, x_c, w_o, plane),
+impl Taps<'_> {
+    /// One output plane: [`plane_flat`] where the masks allow it, else [`plane_taps`]
+    /// (`phases`: `in_w` elements of scratch when the column stride is above 1).
+    #[inline(always)]
+    fn plane<A: Widen<T>, B: Widen<T>, T: Acc>(
+        &self,
+        x_c: &[A],
+        w_o: &[B],
+        plane: &mut [T],
+        phases: &mut [A],
+    ) {
+        match self.masks {
+            Some(masks) => plane_flat(self.g, self.columns, masks, x_c, w_o, plane),
+            None => plane_taps(self.g, self.columns, x_c, w_o, plane, phases),
+        }
     }
 }
 
@@ -157,7 +174,9 @@ fn plane_flat<A: Widen<T>, B: Widen<T>, T: Acc>(
 }
 
 /// One output plane from its input plane `x_c` and taps `w_o`: each tap is added straight
-/// into the output rows it touches, taps in row-major order.
+/// into the output rows it touches, taps in row-major order. With a column stride above 1,
+/// each input row is first split into its stride phases (`phases`, `in_w` elements), where
+/// every tap's run is contiguous.
 #[inline(always)]
 fn plane_taps<A: Widen<T>, B: Widen<T>, T: Acc>(
     g: &Conv2dGeom,
@@ -165,6 +184,7 @@ fn plane_taps<A: Widen<T>, B: Widen<T>, T: Acc>(
     x_c: &[A],
     w_o: &[B],
     plane: &mut [T],
+    phases: &mut [A],
 ) {
     let [kh, kw] = g.kernel;
     let (in_w, stride_w) = (g.in_w, g.strides[1]);
@@ -176,22 +196,21 @@ fn plane_taps<A: Widen<T>, B: Widen<T>, T: Acc>(
                 continue;
             }
             let x_row = &x_c[iy as usize * in_w..(iy as usize + 1) * in_w];
+            let src: &[A] = if stride_w == 1 {
+                x_row
+            } else {
+                deinterleave(x_row, stride_w, phases);
+                phases
+            };
             for (kx, col) in columns.iter().enumerate() {
                 if col.lo == col.hi {
                     continue;
                 }
                 let tap = w_o[ky * kw + kx].widen();
-                let out = &mut row[col.lo..col.hi];
-                if stride_w == 1 {
-                    let src = &x_row[col.first..col.first + out.len()];
-                    for (out, &v) in out.iter_mut().zip(src) {
-                        *out = out.mul_add(tap, v.widen());
-                    }
-                } else {
-                    let src = x_row[col.first..].iter().step_by(stride_w);
-                    for (out, &v) in out.iter_mut().zip(src) {
-                        *out = out.mul_add(tap, v.widen());
-                    }
+                let at = phase_index(col.first, stride_w, in_w);
+                let run = &src[at..at + (col.hi - col.lo)];
+                for (out, &v) in row[col.lo..col.hi].iter_mut().zip(run) {
+                    *out = out.mul_add(tap, v.widen());
                 }
             }
         }
@@ -285,7 +304,7 @@ mod tests {
             let mut flat = vec![7f32; g.out_h * g.out_w];
             plane_flat(&g, &columns, &masks, &x, &w, &mut flat);
             let mut rows = vec![7f32; flat.len()];
-            plane_taps(&g, &columns, &x, &w, &mut rows);
+            plane_taps(&g, &columns, &x, &w, &mut rows, &mut []);
             let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&flat), bits(&rows), "{g:?}");
         }
@@ -301,6 +320,9 @@ mod tests {
             geom(4, 1, [12, 12], [5, 3], [1, 2], [2, 1], [2, 0, 3, 1]),
             geom(3, 3, [5, 6], [3, 3], [1, 1], [1, 1], [0, 0, 0, 0]),
             geom(5, 1, [4, 4], [3, 3], [3, 3], [1, 1], [4, 4, 4, 4]),
+            // Stride-2 rows long enough for vector loops, odd and even widths.
+            geom(3, 1, [20, 57], [3, 3], [2, 2], [1, 1], [1, 1, 1, 1]),
+            geom(2, 1, [9, 56], [3, 3], [2, 2], [1, 1], [1, 1, 1, 1]),
             // Flat planes: stride 1 with rows as wide in as out (ShuffleNet's 3×3 "same").
             geom(6, 1, [14, 14], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1]),
             geom(4, 2, [7, 7], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1]),

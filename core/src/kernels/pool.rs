@@ -8,7 +8,10 @@
 
 #[cfg(feature = "executor")]
 use {
-    super::numeric::Real, super::scratch, super::simd::Simd, super::window::Columns,
+    super::numeric::Real,
+    super::scratch,
+    super::simd::Simd,
+    super::window::{deinterleave, phase_index, Columns},
     rayon::prelude::*,
 };
 
@@ -250,43 +253,6 @@ impl Rows<'_> {
     }
 }
 
-/// Splits `row` into its `stride` phases, one after the other in `out` (`row.len()`
-/// elements): phase `p` holds `row[p], row[p + stride], …`.
-#[cfg(feature = "executor")]
-#[inline(always)]
-fn deinterleave<T: Copy>(row: &[T], stride: usize, out: &mut [T]) {
-    let out = &mut out[..row.len()];
-    if stride == 2 {
-        // Pairs, so the compiler turns the loop into vector loads and shuffles.
-        let (even, odd) = out.split_at_mut(row.len().div_ceil(2));
-        for (pair, (e, o)) in row.chunks_exact(2).zip(even.iter_mut().zip(odd)) {
-            *e = pair[0];
-            *o = pair[1];
-        }
-        if let (Some(&last), true) = (row.last(), row.len() % 2 == 1) {
-            even[even.len() - 1] = last;
-        }
-    } else {
-        let mut k = 0;
-        for p in 0..stride.min(row.len()) {
-            for &v in row[p..].iter().step_by(stride) {
-                out[k] = v;
-                k += 1;
-            }
-        }
-    }
-}
-
-/// Where input column `c` of a row of `width` lands among the row's phases for `stride`
-/// (see [`deinterleave`]; `c` itself for stride 1).
-#[cfg(feature = "executor")]
-#[inline(always)]
-fn phase_index(c: usize, stride: usize, width: usize) -> usize {
-    let p = c % stride;
-    // Phase q holds width / stride elements, plus one when q < width % stride.
-    p * (width / stride) + p.min(width % stride) + c / stride
-}
-
 /// Folds one tap per output column into `acc`: the maximum, or the sum for averages.
 #[cfg(feature = "executor")]
 #[inline(always)]
@@ -353,25 +319,6 @@ mod tests {
                     0.0
                 } else {
                     acc / d as f32
-                }
-            }
-        }
-    }
-
-    /// Every column's phase index finds it in the deinterleaved row.
-    #[test]
-    fn phases_hold_every_column() {
-        for stride in 1..5 {
-            for width in 0..12 {
-                let row: Vec<usize> = (0..width).collect();
-                let mut out = vec![usize::MAX; width];
-                if stride == 1 {
-                    out.copy_from_slice(&row);
-                } else {
-                    deinterleave(&row, stride, &mut out);
-                }
-                for c in 0..width {
-                    assert_eq!(out[phase_index(c, stride, width)], c, "{stride} {width}");
                 }
             }
         }
