@@ -2,7 +2,11 @@
 """CPU time per inference of byoc's host executor and onnxruntime on the light models, for
 comparisons on a machine that other work keeps busy (where wall-clock latencies are noise).
 
-Both engines run single-threaded. byoc's time per inference is the difference of the child
+Both engines run single-threaded unless `--threads N` asks for more; then the CPU time is
+that of all N threads together (work split overhead included, so comparing `--threads 1` with
+`--threads 2` shows what the split costs), and onnxruntime's intra-op threads do not spin
+while idle (`session.intra_op.allow_spinning = 0`), so that its CPU time is work as well.
+byoc's time per inference is the difference of the child
 CPU time (user + system, from `resource.getrusage`) of two `byoc bench` runs with different
 iteration counts (after an untimed run), divided by the difference of the counts, so loading
 and compiling the model cancel out; onnxruntime's is `time.process_time()` over its timed runs in this process. Each
@@ -13,7 +17,7 @@ paths are compared in one run.
 
 Usage:
     python3 bench/cpu_time_ort.py [--byoc target/release/byoc ...] [--dir target/onnx-light]
-        [--iters 20] [--host-codegen llvm] [--env NAME=VALUE ...] [LIGHT_NAME ...]
+        [--iters 20] [--threads 1] [--host-codegen llvm] [--env NAME=VALUE ...] [LIGHT_NAME ...]
 """
 from __future__ import annotations
 
@@ -39,8 +43,8 @@ def child_cpu() -> float:
 def byoc_cpu(args, byoc: str, model: str, inputs: str, env: dict[str, str]) -> float:
     """CPU ms per inference of `byoc bench` (see the module doc)."""
     def run(iters: int) -> float:
-        cmd = [byoc, "bench", model, "--inputs", inputs, "--threads", "1", "--iters",
-               str(iters), "--warmup", "1", "--host-codegen", args.host_codegen]
+        cmd = [byoc, "bench", model, "--inputs", inputs, "--threads", str(args.threads),
+               "--iters", str(iters), "--warmup", "1", "--host-codegen", args.host_codegen]
         before = child_cpu()
         subprocess.run(cmd, check=True, capture_output=True, env={**os.environ, **env})
         return child_cpu() - before
@@ -49,11 +53,13 @@ def byoc_cpu(args, byoc: str, model: str, inputs: str, env: dict[str, str]) -> f
     return (run(high) - run(low)) / (high - low) * 1e3
 
 
-def ort_cpu(model: str, inputs: str, iters: int) -> float:
-    """CPU ms per inference of onnxruntime, one thread."""
+def ort_cpu(model: str, inputs: str, iters: int, threads: int) -> float:
+    """CPU ms per inference of onnxruntime on `threads` intra-op threads (not spinning)."""
     opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 1
+    opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
+    if threads > 1:
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     opts.log_severity_level = 3
     sess = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
     feeds = dict(np.load(inputs))
@@ -72,12 +78,16 @@ def main() -> None:
                     help="a byoc binary to time (repeatable; default target/release/byoc)")
     ap.add_argument("--dir", default="target/onnx-light")
     ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="threads of both engines (CPU time then sums them)")
     ap.add_argument("--host-codegen", default="llvm", choices=["kernels", "llvm"])
     ap.add_argument("--env", action="append", default=[],
                     help="NAME=VALUE: also time byoc with this variable set (repeatable)")
     args = ap.parse_args()
     if args.iters < 2:
         sys.exit("--iters must be at least 2")
+    if args.threads < 1:
+        sys.exit("--threads must be at least 1")
     binaries = args.byoc or ["target/release/byoc"]
     envs = [("", {})]
     for kv in args.env:
@@ -97,7 +107,7 @@ def main() -> None:
         inputs = os.path.join(folder, "random_input.npz")
         if not os.path.exists(model):
             sys.exit(f"{model} is missing: run scripts/fetch_onnx_light.sh first")
-        ort_ms = ort_cpu(model, inputs, args.iters)
+        ort_ms = ort_cpu(model, inputs, args.iters, args.threads)
         cells = []
         for _, byoc, env in columns:
             ms = byoc_cpu(args, byoc, model, inputs, env)

@@ -2,9 +2,12 @@
 //!
 //! conv2d lowers each (batch, group) to GEMMs over im2col blocks (or over the input itself for
 //! a 1×1, stride-1, unpadded kernel); depthwise NCHW convolutions (one input channel per
-//! group) take the direct kernel of [`super::depthwise`] instead. For NCHW data the kernel splits the work itself: tiles of
-//! output pixels, each with its own cache-sized im2col block and a single-threaded GEMM, run in
-//! parallel; with few output pixels, blocks of output channels share one im2col matrix. NHWC
+//! group) take the direct kernel of [`super::depthwise`] instead. For NCHW data the kernel
+//! splits the work itself: tiles of output pixels, as many as a multiple of the threads, each
+//! with its own cache-sized im2col block and a single-threaded GEMM into a per-thread output
+//! tile that is copied into its columns of the output, run in parallel (the blocks and tiles
+//! are the per-thread buffers of [`super::scratch`], neither allocated nor zero-filled per
+//! tile); with few output pixels, blocks of output channels share one im2col matrix. NHWC
 //! data uses one GEMM per (batch, group) with the GEMM's own threads. conv2d_transpose is a
 //! GEMM followed by a col2im scatter-add. Weights arrive repacked by [`pack4`]: OIHW for channels-first data,
 //! HWIO for channels-last data, IOHW for the transposed convolution.
@@ -14,6 +17,7 @@ use {
     super::depthwise::{self, depthwise_nchw},
     super::gemm::{Gemm, MatMut, MatRef},
     super::numeric::Widen,
+    super::scratch,
     super::window::Columns,
     crate::op::OutputEpilogue,
     crate::tensor::Element,
@@ -248,10 +252,11 @@ pub(crate) fn conv2d<A: Widen<T>, B: Widen<T>, T: Gemm>(
     tail.apply(y);
 }
 
-/// One batch of an NCHW convolution, group by group. With at least as many groups as threads
-/// (grouped and depthwise convolutions), the groups run in parallel, one thread each; otherwise
-/// they run in order and split their own work over the threads. Each finished block goes
-/// through `tail`'s epilogue.
+/// One batch of an NCHW convolution, group by group. When the groups share out evenly over
+/// the threads (a multiple of them, or at least four per thread), they run in parallel, one
+/// thread each; otherwise (e.g. 3 groups on 2 threads, which would leave one thread idle a
+/// third of the time) they run in order and split their own work over the threads. Each
+/// finished block goes through `tail`'s epilogue.
 #[cfg(feature = "executor")]
 pub(super) fn conv_nchw_groups<A: Widen<T>, B: Widen<T>, T: Gemm>(
     g: &Conv2dGeom,
@@ -265,7 +270,9 @@ pub(super) fn conv_nchw_groups<A: Widen<T>, B: Widen<T>, T: Gemm>(
     let (cin_g, cout_g) = (g.in_c / g.groups, g.out_c / g.groups);
     let kk = cin_g * kh * kw;
     let (hw_in, hw_out) = (g.in_h * g.in_w, g.out_h * g.out_w);
-    let across_groups = g.groups > 1 && g.groups >= threads;
+    let across_groups = g.groups > 1
+        && g.groups >= threads
+        && (g.groups.is_multiple_of(threads.max(1)) || g.groups >= 4 * threads);
     let inner_threads = if across_groups { 1 } else { threads };
     let group = |gi: usize, y_g: &mut [T]| {
         let w_g = &w[gi * cout_g * kk..(gi + 1) * cout_g * kk];
@@ -297,7 +304,8 @@ const MIN_TILE_PIXELS: usize = 64;
 /// How one (batch, group) of an NCHW convolution is cut into independent GEMMs.
 #[cfg(feature = "executor")]
 enum Split {
-    /// Column tiles of this many output pixels (the last may be shorter).
+    /// Column tiles of this many output pixels (the last may be shorter), as many as a
+    /// multiple of the threads so that each thread gets the same work.
     Pixels(usize),
     /// Blocks of this many output channels over the whole im2col matrix.
     Channels(usize),
@@ -309,8 +317,8 @@ impl Split {
         let threads = threads.max(1);
         if hw_out >= threads * MIN_TILE_PIXELS || cout < 2 * threads {
             let by_cache = (TILE_ELEMS / kk.max(1)).max(MIN_TILE_PIXELS);
-            let by_threads = hw_out.div_ceil(threads);
-            Split::Pixels(by_cache.min(by_threads).clamp(1, hw_out.max(1)))
+            let tiles = hw_out.div_ceil(by_cache).next_multiple_of(threads);
+            Split::Pixels(hw_out.div_ceil(tiles).max(1))
         } else {
             // Multiples of 16 rows keep the GEMM's register tiles full.
             Split::Channels(cout.div_ceil(threads).next_multiple_of(16).min(cout))
@@ -343,22 +351,95 @@ fn tile_tail<T: Element>(tail: Tail<'_>, out: &mut [T], len: usize, p0: usize, h
     }
 }
 
-/// Copies the pixel-tiled result `tiles` (tile after tile, each `cout × len` row-major) into
-/// the row-major `cout × hw_out` output.
+/// One pixel tile's share of a row-major `rows × hw` output: columns `p0..p0 + len` of every
+/// row. Tiles of one output never overlap, so they are written in parallel.
 #[cfg(feature = "executor")]
-fn untile<T: Copy>(tiles: &[T], y: &mut [T], cout: usize, hw_out: usize, tile: usize) {
-    for (t, block) in tiles.chunks(cout * tile).enumerate() {
-        let p0 = t * tile;
-        let len = block.len() / cout;
-        for (row, src) in y.chunks_mut(hw_out).zip(block.chunks(len)) {
-            row[p0..p0 + len].copy_from_slice(src);
+struct TileDst<'a, T> {
+    base: *mut T,
+    rows: usize,
+    hw: usize,
+    p0: usize,
+    len: usize,
+    _output: std::marker::PhantomData<&'a mut [T]>,
+}
+
+#[cfg(feature = "executor")]
+impl<T: Copy> TileDst<'_, T> {
+    /// Copies `tile` (`rows × len`, row-major) into this tile's columns of the output.
+    fn write(&mut self, tile: &[T]) {
+        assert_eq!(tile.len(), self.rows * self.len, "tile shape");
+        for (r, src) in tile.chunks_exact(self.len.max(1)).enumerate() {
+            // SAFETY: `for_tiles` built `self` from an output of `rows × hw` elements with
+            // `p0 + len <= hw`, so row `r < rows` spans `r·hw + p0 .. r·hw + p0 + len` inside
+            // it; no other tile covers these columns, and `&mut self` hands out one row at a time.
+            let row = unsafe {
+                std::slice::from_raw_parts_mut(self.base.add(r * self.hw + self.p0), self.len)
+            };
+            row.copy_from_slice(src);
         }
     }
 }
 
-/// A 1×1, stride-1, unpadded NCHW convolution of one (batch, group): `y = w × x`, cut into
-/// pixel tiles or channel blocks that run in parallel, each a single-threaded GEMM followed by
-/// `tail`'s epilogue.
+/// The output's base pointer, shared by the tile tasks (each writes only its own columns).
+#[cfg(feature = "executor")]
+struct SharedOut<T>(*mut T);
+
+// SAFETY: the pointer is only turned into slices of disjoint columns (see `TileDst`), one task
+// per tile, while `for_tiles` holds the output's unique borrow.
+#[cfg(feature = "executor")]
+unsafe impl<T: Send> Send for SharedOut<T> {}
+#[cfg(feature = "executor")]
+unsafe impl<T: Send> Sync for SharedOut<T> {}
+
+#[cfg(feature = "executor")]
+impl<T> SharedOut<T> {
+    fn get(&self) -> *mut T {
+        self.0
+    }
+}
+
+/// Runs `f(p0, len, dst)` for the column tiles of `tile` pixels of the row-major `rows × hw`
+/// output `y` (the last may be shorter), in parallel when `threads > 1`; `dst` writes the
+/// tile's columns straight into `y`.
+#[cfg(feature = "executor")]
+fn for_tiles<T: Copy + Send>(
+    y: &mut [T],
+    hw: usize,
+    tile: usize,
+    threads: usize,
+    f: impl Fn(usize, usize, TileDst<'_, T>) + Send + Sync,
+) {
+    if hw == 0 || tile == 0 {
+        return;
+    }
+    let rows = y.len() / hw;
+    assert_eq!(rows * hw, y.len(), "output is rows of hw pixels");
+    let base = SharedOut(y.as_mut_ptr());
+    let run = |t: usize| {
+        let p0 = t * tile;
+        let len = tile.min(hw - p0);
+        let dst = TileDst {
+            base: base.get(),
+            rows,
+            hw,
+            p0,
+            len,
+            _output: std::marker::PhantomData,
+        };
+        f(p0, len, dst);
+    };
+    let tiles = hw.div_ceil(tile);
+    if threads > 1 && tiles > 1 {
+        (0..tiles).into_par_iter().for_each(run);
+    } else {
+        (0..tiles).for_each(run);
+    }
+}
+
+/// A 1×1, stride-1, unpadded NCHW convolution of one (batch, group): `y = w × x`, straight
+/// on the input (no im2col). On one thread it is one GEMM into `y` (the GEMM blocks it for
+/// the cache itself); otherwise it is cut into pixel tiles or channel blocks that run in
+/// parallel, each a single-threaded GEMM followed by `tail`'s epilogue.
 #[cfg(feature = "executor")]
 fn conv_nchw_pointwise<A: Widen<T>, B: Widen<T>, T: Gemm>(
     g: &Conv2dGeom,
@@ -373,23 +454,29 @@ fn conv_nchw_pointwise<A: Widen<T>, B: Widen<T>, T: Gemm>(
     if y.is_empty() {
         return;
     }
+    if threads <= 1 {
+        let (lhs, rhs) = (MatRef::row_major(w, cin), MatRef::row_major(x, hw));
+        T::gemm(cout, hw, cin, lhs, rhs, MatMut { data: y, rs: hw }, 1);
+        tail.apply(y);
+        return;
+    }
     match Split::choose(cin, cout, hw, threads) {
-        Split::Pixels(tile) => {
-            let mut tiles = vec![T::default(); cout * hw];
-            for_pieces(&mut tiles, cout * tile, threads, |t, out| {
-                let p0 = t * tile;
-                let len = out.len() / cout;
+        Split::Pixels(tile) => for_tiles(y, hw, tile, threads, |p0, len, mut dst| {
+            scratch::with_one(cout * len, |out: &mut [T]| {
                 let rhs = MatRef {
                     data: &x[p0..],
                     rs: hw,
                     cs: 1,
                 };
-                let dst = MatMut { data: out, rs: len };
-                T::gemm(cout, len, cin, MatRef::row_major(w, cin), rhs, dst, 1);
+                let gemm_dst = MatMut {
+                    data: &mut *out,
+                    rs: len,
+                };
+                T::gemm(cout, len, cin, MatRef::row_major(w, cin), rhs, gemm_dst, 1);
                 tile_tail(tail, out, len, p0, hw);
+                dst.write(out);
             });
-            untile(&tiles, y, cout, hw, tile);
-        }
+        }),
         Split::Channels(rows) => {
             for_pieces(y, rows * hw, threads, |b, out| {
                 let m = out.len() / hw;
@@ -423,24 +510,22 @@ fn conv_nchw_im2col<A: Widen<T>, B: Widen<T>, T: Gemm>(
         return;
     }
     match Split::choose(kk, cout, hw, threads) {
-        Split::Pixels(tile) => {
-            let mut tiles = vec![T::default(); cout * hw];
-            for_pieces(&mut tiles, cout * tile, threads, |t, out| {
-                let p0 = t * tile;
-                let len = out.len() / cout;
-                let mut col = vec![A::zeroed(); kk * len];
-                im2col_nchw_pixels(g, x, p0, len, &mut col);
-                let dst = MatMut { data: out, rs: len };
-                let rhs = MatRef::row_major(&col, len);
-                T::gemm(cout, len, kk, MatRef::row_major(w, kk), rhs, dst, 1);
+        Split::Pixels(tile) => for_tiles(y, hw, tile, threads, |p0, len, mut dst| {
+            scratch::with_two(kk * len, cout * len, |col: &mut [A], out: &mut [T]| {
+                im2col_nchw_pixels(g, x, p0, len, col);
+                let gemm_dst = MatMut {
+                    data: &mut *out,
+                    rs: len,
+                };
+                let rhs = MatRef::row_major(&*col, len);
+                T::gemm(cout, len, kk, MatRef::row_major(w, kk), rhs, gemm_dst, 1);
                 tile_tail(tail, out, len, p0, hw);
+                dst.write(out);
             });
-            untile(&tiles, y, cout, hw, tile);
-        }
-        Split::Channels(rows) => {
-            let mut col = vec![A::zeroed(); kk * hw];
-            im2col_nchw(g, x, &mut col, threads);
-            let col = &col;
+        }),
+        Split::Channels(rows) => scratch::with_one(kk * hw, |col: &mut [A]| {
+            im2col_nchw(g, x, col, threads);
+            let col = &*col;
             for_pieces(y, rows * hw, threads, |b, out| {
                 let m = out.len() / hw;
                 let lhs = MatRef::row_major(&w[b * rows * kk..], kk);
@@ -448,7 +533,7 @@ fn conv_nchw_im2col<A: Widen<T>, B: Widen<T>, T: Gemm>(
                 T::gemm(m, hw, kk, lhs, MatRef::row_major(col, hw), dst, 1);
                 tail.at(b * rows * hw).apply(out);
             });
-        }
+        }),
     }
 }
 
@@ -502,6 +587,13 @@ fn gather_row<E: Element>(g: &Conv2dGeom, src: &[E], kx: usize, ox0: usize, seg:
     let first = ((lo * stride) as isize + off) as usize;
     if stride == 1 {
         inside.copy_from_slice(&src[first..first + inside.len()]);
+    } else if let Some((last, body)) = inside.split_last_mut().filter(|_| stride == 2) {
+        // Whole pairs, so the copy becomes vector loads and shuffles; the last element's
+        // partner may lie past the row.
+        for (v, pair) in body.iter_mut().zip(src[first..].chunks_exact(2)) {
+            *v = pair[0];
+        }
+        *last = src[first + 2 * body.len()];
     } else {
         for (v, &x) in inside.iter_mut().zip(src[first..].iter().step_by(stride)) {
             *v = x;

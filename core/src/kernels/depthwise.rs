@@ -5,14 +5,21 @@
 //! taps, so there is nothing for a GEMM to share: instead of an im2col matrix of one row per
 //! tap and a GEMM with a single output row per group, each tap is added straight into the
 //! output rows it touches. The valid output columns of a tap are computed once per tap (no
-//! bounds test per element), and with stride 1 the inner loop runs over contiguous slices.
-//! Output channels run in parallel when the executor grants threads. Weights are OIHW
+//! bounds test per element), and the inner loop runs over contiguous slices (with a column
+//! stride above 1, over the input row's stride phases, split once per row).
+//! When input and output rows also have the same width (stride 1, "same" padding, as in
+//! ShuffleNet and MobileNet), a tap's contributions to a whole plane are one flat run over
+//! the plane instead of one short run per row, the out-of-row columns masked off, so rows of
+//! 7 to 28 pixels no longer end in scalar remainder loops. Either way every output element
+//! takes its in-bounds taps in row-major order, so the two walks give the same results bit
+//! for bit. Output channels run in parallel when the executor grants threads. Weights are OIHW
 //! (`[out_c, 1, KH, KW]`), as [`super::conv::conv2d`] receives them.
 
 use super::conv::{for_chunks, Conv2dGeom, Tail};
 use super::numeric::{Acc, Widen};
+use super::scratch;
 use super::simd::Simd;
-use super::window::Columns;
+use super::window::{deinterleave, phase_index, Columns};
 
 /// True when `g` is a depthwise convolution this kernel computes: NCHW data, one input
 /// channel per group.
@@ -36,39 +43,140 @@ pub(crate) fn depthwise_nchw<A: Widen<T>, B: Widen<T>, T: Acc>(
     let multiplier = g.out_c / g.in_c;
     let (hw_in, hw_out) = (g.in_h * g.in_w, g.out_h * g.out_w);
     let columns = Columns::all(kw, g.dilation[1], g.pad[1], g.strides[1], g.in_w, g.out_w);
+    let masks = flat_masks(g, &columns);
     let simd = Simd::selected();
+    let phases_len = if g.strides[1] > 1 { g.in_w } else { 0 };
     for_chunks(y, hw_out, threads, |o, plane| {
         let c = o / multiplier;
         let x_c = &x[c * hw_in..(c + 1) * hw_in];
         let w_o = &w[o * kh * kw..(o + 1) * kh * kw];
-        match simd {
+        let taps = Taps {
+            g,
+            columns: &columns,
+            masks: masks.as_deref(),
+        };
+        scratch::with_one(phases_len, |phases: &mut [A]| match simd {
             // SAFETY: `Simd::selected` returns AVX-512 only when the CPU has it.
             #[cfg(target_arch = "x86_64")]
-            Simd::Avx512 => unsafe { plane_avx512(g, &columns, x_c, w_o, plane) },
-            _ => plane_taps(g, &columns, x_c, w_o, plane),
-        }
+            Simd::Avx512 => unsafe { plane_avx512(&taps, x_c, w_o, plane, phases) },
+            _ => taps.plane(x_c, w_o, plane, phases),
+        });
         tail.at(o * hw_out).apply(plane);
     });
 }
 
-/// [`plane_taps`] compiled with AVX-512.
+/// For a convolution whose planes [`plane_flat`] walks (stride 1, input rows as wide as
+/// output rows): every kernel column's mask over an output plane, `kw` planes one after the
+/// other, true where the column's input pixel lies inside its row. `None` otherwise.
+fn flat_masks(g: &Conv2dGeom, columns: &[Columns]) -> Option<Vec<bool>> {
+    if g.strides != [1, 1] || g.in_w != g.out_w {
+        return None;
+    }
+    let w = g.out_w;
+    let masks = columns
+        .iter()
+        .flat_map(|col| (0..g.out_h * w).map(move |i| (col.lo..col.hi).contains(&(i % w))))
+        .collect();
+    Some(masks)
+}
+
+/// What every output plane of one depthwise convolution shares: the geometry, every kernel
+/// column's [`Columns`] and, for the flat walk, their masks (see [`flat_masks`]).
+struct Taps<'a> {
+    g: &'a Conv2dGeom,
+    columns: &'a [Columns],
+    masks: Option<&'a [bool]>,
+}
+
+/// [`Taps::plane`] compiled with AVX-512.
 ///
 /// # Safety
 /// The CPU has AVX-512 F.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn plane_avx512<A: Widen<T>, B: Widen<T>, T: Acc>(
+    taps: &Taps<'_>,
+    x_c: &[A],
+    w_o: &[B],
+    plane: &mut [T],
+    phases: &mut [A],
+) {
+    taps.plane(x_c, w_o, plane, phases);
+}
+
+impl Taps<'_> {
+    /// One output plane: [`plane_flat`] where the masks allow it, else [`plane_taps`]
+    /// (`phases`: `in_w` elements of scratch when the column stride is above 1).
+    #[inline(always)]
+    fn plane<A: Widen<T>, B: Widen<T>, T: Acc>(
+        &self,
+        x_c: &[A],
+        w_o: &[B],
+        plane: &mut [T],
+        phases: &mut [A],
+    ) {
+        match self.masks {
+            Some(masks) => plane_flat(self.g, self.columns, masks, x_c, w_o, plane),
+            None => plane_taps(self.g, self.columns, x_c, w_o, plane, phases),
+        }
+    }
+}
+
+/// One output plane of a stride-1 convolution whose input rows are as wide as its output
+/// rows, tap by tap in row-major order: output pixel `i` (flat) reads input pixel `i + d`
+/// for one offset `d` per tap, so each tap is one run over the output rows whose input row
+/// is inside, with `masks` (see [`flat_masks`]) keeping the columns whose input pixel lies
+/// in the neighbouring row unchanged.
+#[inline(always)]
+fn plane_flat<A: Widen<T>, B: Widen<T>, T: Acc>(
     g: &Conv2dGeom,
     columns: &[Columns],
+    masks: &[bool],
     x_c: &[A],
     w_o: &[B],
     plane: &mut [T],
 ) {
-    plane_taps(g, columns, x_c, w_o, plane);
+    let [kh, kw] = g.kernel;
+    let (w, hw) = (g.out_w, plane.len());
+    plane.fill(T::default());
+    for ky in 0..kh {
+        // Input row of output row `oy` under this kernel row: `oy + dy`.
+        let dy = (ky * g.dilation[0]) as isize - g.pad[0] as isize;
+        let oy_lo = (-dy).max(0) as usize;
+        let oy_hi = ((g.in_h as isize - dy).max(0) as usize).min(g.out_h);
+        if oy_lo >= oy_hi {
+            continue;
+        }
+        for (kx, col) in columns.iter().enumerate() {
+            if col.lo == col.hi {
+                continue;
+            }
+            let tap = w_o[ky * kw + kx].widen();
+            // From output pixel (oy_lo, lo) to (oy_hi − 1, hi − 1); the input pixels of the
+            // run lie between those of its ends, so inside the plane.
+            let (start, end) = (oy_lo * w + col.lo, (oy_hi - 1) * w + col.hi);
+            let src0 = (oy_lo as isize + dy) as usize * w + col.first;
+            let out = &mut plane[start..end];
+            let src = &x_c[src0..src0 + out.len()];
+            if col.lo == 0 && col.hi == w {
+                for (o, &v) in out.iter_mut().zip(src) {
+                    *o = o.mul_add(tap, v.widen());
+                }
+            } else {
+                let mask = &masks[kx * hw + start..kx * hw + end];
+                for ((o, &v), &inside) in out.iter_mut().zip(src).zip(mask) {
+                    let sum = o.mul_add(tap, v.widen());
+                    *o = if inside { sum } else { *o };
+                }
+            }
+        }
+    }
 }
 
 /// One output plane from its input plane `x_c` and taps `w_o`: each tap is added straight
-/// into the output rows it touches, taps in row-major order.
+/// into the output rows it touches, taps in row-major order. With a column stride above 1,
+/// each input row is first split into its stride phases (`phases`, `in_w` elements), where
+/// every tap's run is contiguous.
 #[inline(always)]
 fn plane_taps<A: Widen<T>, B: Widen<T>, T: Acc>(
     g: &Conv2dGeom,
@@ -76,6 +184,7 @@ fn plane_taps<A: Widen<T>, B: Widen<T>, T: Acc>(
     x_c: &[A],
     w_o: &[B],
     plane: &mut [T],
+    phases: &mut [A],
 ) {
     let [kh, kw] = g.kernel;
     let (in_w, stride_w) = (g.in_w, g.strides[1]);
@@ -87,22 +196,21 @@ fn plane_taps<A: Widen<T>, B: Widen<T>, T: Acc>(
                 continue;
             }
             let x_row = &x_c[iy as usize * in_w..(iy as usize + 1) * in_w];
+            let src: &[A] = if stride_w == 1 {
+                x_row
+            } else {
+                deinterleave(x_row, stride_w, phases);
+                phases
+            };
             for (kx, col) in columns.iter().enumerate() {
                 if col.lo == col.hi {
                     continue;
                 }
                 let tap = w_o[ky * kw + kx].widen();
-                let out = &mut row[col.lo..col.hi];
-                if stride_w == 1 {
-                    let src = &x_row[col.first..col.first + out.len()];
-                    for (out, &v) in out.iter_mut().zip(src) {
-                        *out = out.mul_add(tap, v.widen());
-                    }
-                } else {
-                    let src = x_row[col.first..].iter().step_by(stride_w);
-                    for (out, &v) in out.iter_mut().zip(src) {
-                        *out = out.mul_add(tap, v.widen());
-                    }
+                let at = phase_index(col.first, stride_w, in_w);
+                let run = &src[at..at + (col.hi - col.lo)];
+                for (out, &v) in row[col.lo..col.hi].iter_mut().zip(run) {
+                    *out = out.mul_add(tap, v.widen());
                 }
             }
         }
@@ -175,6 +283,33 @@ mod tests {
             .collect()
     }
 
+    /// The flat walk gives the row walk's results bit for bit (the same taps in the same
+    /// order per element), including zeros of either sign and a NaN input.
+    #[test]
+    fn flat_planes_equal_row_by_row_planes() {
+        let cases = [
+            geom(2, 1, [14, 14], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1]),
+            geom(2, 1, [29, 21], [5, 5], [1, 1], [1, 1], [2, 2, 2, 2]),
+            geom(2, 1, [9, 10], [3, 5], [1, 1], [2, 1], [0, 1, 4, 3]),
+            geom(1, 1, [3, 17], [5, 3], [1, 1], [1, 1], [3, 0, 1, 2]),
+        ];
+        for g in cases {
+            let mut x = values(g.in_h * g.in_w, 5);
+            x[3] = f32::NAN;
+            x[7] = -0.0;
+            x[8] = 0.0;
+            let w = values(g.kernel[0] * g.kernel[1], 6);
+            let columns = Columns::all(g.kernel[1], g.dilation[1], g.pad[1], 1, g.in_w, g.out_w);
+            let masks = flat_masks(&g, &columns).expect("a flat geometry");
+            let mut flat = vec![7f32; g.out_h * g.out_w];
+            plane_flat(&g, &columns, &masks, &x, &w, &mut flat);
+            let mut rows = vec![7f32; flat.len()];
+            plane_taps(&g, &columns, &x, &w, &mut rows, &mut []);
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&flat), bits(&rows), "{g:?}");
+        }
+    }
+
     /// The direct kernel, the im2col path it replaces in `conv2d` (run here on the same
     /// geometry with the direct kernel bypassed) and the definition agree.
     #[test]
@@ -185,6 +320,15 @@ mod tests {
             geom(4, 1, [12, 12], [5, 3], [1, 2], [2, 1], [2, 0, 3, 1]),
             geom(3, 3, [5, 6], [3, 3], [1, 1], [1, 1], [0, 0, 0, 0]),
             geom(5, 1, [4, 4], [3, 3], [3, 3], [1, 1], [4, 4, 4, 4]),
+            // Stride-2 rows long enough for vector loops, odd and even widths.
+            geom(3, 1, [20, 57], [3, 3], [2, 2], [1, 1], [1, 1, 1, 1]),
+            geom(2, 1, [9, 56], [3, 3], [2, 2], [1, 1], [1, 1, 1, 1]),
+            // Flat planes: stride 1 with rows as wide in as out (ShuffleNet's 3×3 "same").
+            geom(6, 1, [14, 14], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1]),
+            geom(4, 2, [7, 7], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1]),
+            geom(3, 1, [29, 21], [5, 5], [1, 1], [1, 1], [2, 2, 2, 2]),
+            geom(3, 1, [9, 10], [3, 5], [1, 1], [2, 1], [0, 1, 4, 3]),
+            geom(2, 1, [3, 17], [5, 3], [1, 1], [1, 1], [3, 0, 1, 2]),
         ];
         for g in cases {
             let x = values(g.in_c * g.in_h * g.in_w, 1);

@@ -3,6 +3,9 @@
 //! operands are 8-bit (read unwidened), otherwise (or when that module selects the portable
 //! path) an exact wrapping int32 loop that widens each operand element.
 //!
+//! A one-row float product (a dense layer at batch 1) splits its columns over the threads
+//! itself, since `gemm` runs matrix-vector products on one thread.
+//!
 //! Invariant (checked): every matrix's slice covers all the elements its shape and strides
 //! address, so the raw-pointer call into `gemm` never reads or writes out of bounds.
 
@@ -121,6 +124,25 @@ macro_rules! gemm_float {
                 if !prepare(m, n, k, &lhs, &rhs, &mut dst) {
                     return;
                 }
+                // `gemm` multiplies a one-row product (a dense layer at batch 1) as a
+                // matrix-vector product on one thread whatever the parallelism asked: split
+                // its columns over the threads instead (each output's sum is unchanged).
+                if m == 1 && n > 1 && super::parallel(threads, n * k) {
+                    let block = n.div_ceil(threads);
+                    dst.data[..n]
+                        .par_chunks_mut(block)
+                        .enumerate()
+                        .for_each(|(b, out)| {
+                            let rhs_b = MatRef {
+                                data: &rhs.data[b * block * rhs.cs..],
+                                ..rhs
+                            };
+                            let len = out.len();
+                            let dst_b = MatMut { data: out, rs: len };
+                            Self::gemm(1, len, k, lhs, rhs_b, dst_b, 1);
+                        });
+                    return;
+                }
                 // Only the type itself widens to a float: these borrow, never copy.
                 let (lhs_data, rhs_data) = (widen_slice(lhs.data), widen_slice(rhs.data));
                 let parallelism = if threads > 1 {
@@ -227,5 +249,61 @@ fn widening_loop<L: Widen<i32>, R: Widen<i32>>(
             .take(m)
             .enumerate()
             .for_each(row);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A one-row float product split over threads equals the one-thread product bit for bit
+    /// and the f64 product closely, with row-major and transposed weights.
+    #[test]
+    fn one_row_products_split_over_threads() {
+        let (n, k) = (300, 517);
+        let a: Vec<f32> = (0..k)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 64.0)
+            .collect();
+        let b: Vec<f32> = (0..k * n)
+            .map(|i| ((i * 53 % 97) as f32 - 48.0) / 32.0)
+            .collect();
+        for transposed in [false, true] {
+            let rhs = if transposed {
+                MatRef::transposed(&b, k)
+            } else {
+                MatRef::row_major(&b, n)
+            };
+            let want: Vec<f64> = (0..n)
+                .map(|j| {
+                    (0..k)
+                        .map(|p| f64::from(a[p]) * f64::from(b[p * rhs.rs + j * rhs.cs]))
+                        .sum()
+                })
+                .collect();
+            let run = |threads: usize| {
+                let mut y = vec![f32::NAN; n];
+                let dst = MatMut {
+                    data: &mut y,
+                    rs: n,
+                };
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .expect("thread pool");
+                pool.install(|| f32::gemm(1, n, k, MatRef::row_major(&a, k), rhs, dst, threads));
+                y
+            };
+            let one = run(1);
+            for threads in [2, 3] {
+                let split = run(threads);
+                assert_eq!(split, one, "threads {threads} transposed {transposed}");
+            }
+            for (j, (&got, &w)) in one.iter().zip(&want).enumerate() {
+                assert!(
+                    (f64::from(got) - w).abs() <= 1e-3 * (1.0 + w.abs()),
+                    "[{j}] {got} vs {w}"
+                );
+            }
+        }
     }
 }

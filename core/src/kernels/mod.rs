@@ -34,6 +34,8 @@ pub(crate) mod resize;
 #[cfg(feature = "executor")]
 mod scalar;
 #[cfg(feature = "executor")]
+mod scratch;
+#[cfg(feature = "executor")]
 pub(crate) mod simd;
 #[cfg(feature = "executor")]
 pub(crate) mod transform;

@@ -7,7 +7,13 @@
 //! count gives 0 (average) or the dtype's lowest value (max), as TVM does.
 
 #[cfg(feature = "executor")]
-use {super::numeric::Real, super::simd::Simd, super::window::Columns, rayon::prelude::*};
+use {
+    super::numeric::Real,
+    super::scratch,
+    super::simd::Simd,
+    super::window::{deinterleave, phase_index, Columns},
+    rayon::prelude::*,
+};
 
 /// Geometry of a 2-D pooling in logical N, C, H, W terms.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -154,14 +160,22 @@ pub(crate) fn pool2d<T: Real>(
         let plane_len = g.out_h * g.out_w;
         let columns = Columns::all(g.kernel[1], dx, g.pad[1], g.strides[1], g.in_w, g.out_w);
         let simd = Simd::selected();
+        let phases_len = if g.strides[1] > 1 { g.in_w } else { 0 };
         let plane = |(p, out): (usize, &mut [T])| {
             let src = &x[p * hw_in..(p + 1) * hw_in];
-            match simd {
+            let rows = Rows {
+                g,
+                kind,
+                ys: &ys,
+                xs: &xs,
+                columns: &columns,
+            };
+            scratch::with_one(phases_len, |phases: &mut [T]| match simd {
                 // SAFETY: `Simd::selected` returns AVX-512 only when the CPU has it.
                 #[cfg(target_arch = "x86_64")]
-                Simd::Avx512 => unsafe { plane_avx512(g, kind, &ys, &xs, &columns, src, out) },
-                _ => plane_rows(g, kind, &ys, &xs, &columns, src, out),
-            }
+                Simd::Avx512 => unsafe { plane_avx512(&rows, src, out, phases) },
+                _ => rows.plane(src, out, phases),
+            });
         };
         if plane_len == 0 {
             return;
@@ -174,63 +188,66 @@ pub(crate) fn pool2d<T: Real>(
     }
 }
 
-/// [`plane_rows`] compiled with AVX-512.
+/// What every NCHW output plane of one pooling shares: the geometry, the window spans of
+/// every output row and column, and every kernel column's [`Columns`].
+#[cfg(feature = "executor")]
+struct Rows<'a> {
+    g: &'a Pool2dGeom,
+    kind: PoolKind,
+    ys: &'a [Span],
+    xs: &'a [Span],
+    columns: &'a [Columns],
+}
+
+/// [`Rows::plane`] compiled with AVX-512.
 ///
 /// # Safety
 /// The CPU has AVX-512 F.
 #[cfg(all(feature = "executor", target_arch = "x86_64"))]
 #[target_feature(enable = "avx512f")]
-unsafe fn plane_avx512<T: Real>(
-    g: &Pool2dGeom,
-    kind: PoolKind,
-    ys: &[Span],
-    xs: &[Span],
-    columns: &[Columns],
-    src: &[T],
-    out: &mut [T],
-) {
-    plane_rows(g, kind, ys, xs, columns, src, out);
+unsafe fn plane_avx512<T: Real>(rows: &Rows<'_>, src: &[T], out: &mut [T], phases: &mut [T]) {
+    rows.plane(src, out, phases);
 }
 
-/// One NCHW output plane, row by row: each window tap inside the input is folded into the
-/// output columns it reaches (a contiguous run, so the loop runs across the row), taps in
-/// row-major order as the definition visits them; averages then divide.
 #[cfg(feature = "executor")]
-#[inline(always)]
-fn plane_rows<T: Real>(
-    g: &Pool2dGeom,
-    kind: PoolKind,
-    ys: &[Span],
-    xs: &[Span],
-    columns: &[Columns],
-    src: &[T],
-    out: &mut [T],
-) {
-    let (dy, stride) = (g.dilation[0], g.strides[1]);
-    for (sy, row) in ys.iter().zip(out.chunks_mut(g.out_w)) {
-        row.fill(match kind {
-            PoolKind::Max => T::MIN,
-            PoolKind::Avg { .. } => T::ZERO,
-        });
-        for ty in 0..sy.inside {
-            let in_row = &src[(sy.first + ty * dy) * g.in_w..][..g.in_w];
-            for col in columns {
-                let acc = &mut row[col.lo..col.hi];
-                if stride == 1 {
-                    fold(kind, acc, &in_row[col.first..col.first + acc.len()]);
+impl Rows<'_> {
+    /// One NCHW output plane, row by row: each window tap inside the input is folded into
+    /// the output columns it reaches (a contiguous run, so the loop runs across the row), taps
+    /// in row-major order as the definition visits them; averages then divide. With a column
+    /// stride above 1, each input row is first split into its stride phases (`phases`, `in_w`
+    /// elements), where every tap's run is contiguous too.
+    #[inline(always)]
+    fn plane<T: Real>(&self, src: &[T], out: &mut [T], phases: &mut [T]) {
+        let (g, kind) = (self.g, self.kind);
+        let (dy, stride) = (g.dilation[0], g.strides[1]);
+        for (sy, row) in self.ys.iter().zip(out.chunks_mut(g.out_w)) {
+            row.fill(match kind {
+                PoolKind::Max => T::MIN,
+                PoolKind::Avg { .. } => T::ZERO,
+            });
+            for ty in 0..sy.inside {
+                let in_row = &src[(sy.first + ty * dy) * g.in_w..][..g.in_w];
+                let taps: &[T] = if stride == 1 {
+                    in_row
                 } else {
-                    fold(kind, acc, in_row[col.first..].iter().step_by(stride));
+                    deinterleave(in_row, stride, phases);
+                    phases
+                };
+                for col in self.columns {
+                    let acc = &mut row[col.lo..col.hi];
+                    let at = phase_index(col.first, stride, g.in_w);
+                    fold(kind, acc, &taps[at..at + acc.len()]);
                 }
             }
-        }
-        if let PoolKind::Avg { count_include_pad } = kind {
-            for (sx, v) in xs.iter().zip(row.iter_mut()) {
-                *v = average(
-                    *v,
-                    count_include_pad,
-                    sy.inside * sx.inside,
-                    sy.padded * sx.padded,
-                );
+            if let PoolKind::Avg { count_include_pad } = kind {
+                for (sx, v) in self.xs.iter().zip(row.iter_mut()) {
+                    *v = average(
+                        *v,
+                        count_include_pad,
+                        sy.inside * sx.inside,
+                        sy.padded * sx.padded,
+                    );
+                }
             }
         }
     }
@@ -239,7 +256,7 @@ fn plane_rows<T: Real>(
 /// Folds one tap per output column into `acc`: the maximum, or the sum for averages.
 #[cfg(feature = "executor")]
 #[inline(always)]
-fn fold<'a, T: Real>(kind: PoolKind, acc: &mut [T], taps: impl IntoIterator<Item = &'a T>) {
+fn fold<T: Real>(kind: PoolKind, acc: &mut [T], taps: &[T]) {
     match kind {
         PoolKind::Max => {
             for (a, &t) in acc.iter_mut().zip(taps) {
@@ -308,8 +325,10 @@ mod tests {
     }
 
     /// Max and average pooling (with and without padding in the divisor) equal the
-    /// definition bit for bit in both layouts: strides, dilations, asymmetric padding, windows
-    /// hanging past the input (ceil-mode rows), a global window, 1 and 2 threads.
+    /// definition bit for bit in both layouts and on both SIMD levels: strides (the
+    /// deinterleaved rows of strides 2 and 3, rows long enough for vector loops), dilations,
+    /// asymmetric padding, windows hanging past the input (ceil-mode rows), a global window,
+    /// NaN inputs, 1 and 2 threads.
     #[test]
     fn pooling_matches_the_definition() {
         let geoms = [
@@ -321,6 +340,10 @@ mod tests {
             (3, [5, 6], [3, 3], [3, 3], [2, 2], [1, 1], [0, 0, 1, 1]),
             (3, [8, 9], [8, 9], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1]),
             (2, [9, 8], [6, 7], [3, 3], [1, 1], [2, 1], [0, 0, 1, 1]),
+            // Rows long enough for the vector loops, odd and even widths, stride 2 and 3.
+            (3, [9, 71], [4, 35], [3, 3], [2, 2], [1, 1], [0, 0, 0, 0]),
+            (2, [8, 56], [4, 28], [3, 3], [2, 2], [1, 1], [1, 1, 0, 0]),
+            (2, [7, 50], [3, 17], [3, 3], [2, 3], [1, 1], [0, 1, 0, 1]),
         ];
         let kinds = [
             PoolKind::Max,
@@ -347,8 +370,12 @@ mod tests {
                     pad,
                     channels_last,
                 };
+                // A NaN every 97 elements: max skips it as `f32::max` does, in the same order.
                 let x: Vec<f32> = (0..2 * c * h * w)
-                    .map(|i| ((i * 7919 + s * 31) % 1009) as f32 / 97.0 - 5.0)
+                    .map(|i| match (i * 7919 + s * 31) % 1009 {
+                        v if v % 97 == 3 => f32::NAN,
+                        v => v as f32 / 97.0 - 5.0,
+                    })
                     .collect();
                 for kind in kinds {
                     let mut want = Vec::new();

@@ -15,6 +15,7 @@ pub(crate) fn strided_gather<W: Copy>(
     if dst.is_empty() {
         return;
     }
+    let (shape, step) = coalesce(shape, step);
     let Some((&inner, outer)) = shape.split_last() else {
         dst[0] = src[base];
         return;
@@ -24,7 +25,7 @@ pub(crate) fn strided_gather<W: Copy>(
     for row in dst.chunks_mut(inner) {
         let start = idx
             .iter()
-            .zip(step)
+            .zip(&step)
             .fold(base as isize, |acc, (&i, &s)| acc + i as isize * s);
         if inner_step == 1 {
             let start = start as usize;
@@ -43,6 +44,30 @@ pub(crate) fn strided_gather<W: Copy>(
             idx[d] = 0;
         }
     }
+}
+
+/// `shape` and `step` with size-1 dimensions dropped and each dimension merged into the one
+/// outside it where that one steps over exactly it (`step[d] == step[d + 1] · shape[d + 1]`):
+/// the same addresses in the same order, in fewer and longer rows (a channel shuffle's
+/// transpose keeps whole planes as rows instead of rows of one image row).
+fn coalesce(shape: &[usize], step: &[isize]) -> (Vec<usize>, Vec<isize>) {
+    let (mut dims, mut steps): (Vec<usize>, Vec<isize>) = (Vec::new(), Vec::new());
+    for (&n, &s) in shape.iter().zip(step) {
+        if n == 1 {
+            continue;
+        }
+        match (dims.last_mut(), steps.last_mut()) {
+            (Some(outer_n), Some(outer_s)) if *outer_s == s * n as isize => {
+                *outer_n *= n;
+                *outer_s = s;
+            }
+            _ => {
+                dims.push(n);
+                steps.push(s);
+            }
+        }
+    }
+    (dims, steps)
 }
 
 /// Transposes `src` of shape `shape` so output dimension `i` is input dimension `axes[i]`.
@@ -94,5 +119,59 @@ pub(crate) fn take(
             out[at..at + block].copy_from_slice(&data[from..from + block]);
             at += block;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Transposes of every axis order of small shapes (size-1 axes, mergeable and
+    /// non-mergeable neighbours) and negative steps equal indexing by definition.
+    #[test]
+    fn gathers_match_the_definition() {
+        let shapes: [&[usize]; 5] = [&[2, 3, 4], &[1, 4, 3, 5], &[2, 1, 3, 1], &[4, 2, 3, 2], &[]];
+        for shape in shapes {
+            let n: usize = shape.iter().product();
+            let src: Vec<u32> = (0..n as u32).collect();
+            let s = strides(shape);
+            let rank = shape.len();
+            let mut axes: Vec<usize> = (0..rank).collect();
+            // Every permutation, by Heap's algorithm over swaps of the running order.
+            let mut perms = vec![axes.clone()];
+            let mut c = vec![0; rank];
+            let mut i = 0;
+            while i < rank {
+                if c[i] < i {
+                    let j = if i % 2 == 0 { 0 } else { c[i] };
+                    axes.swap(j, i);
+                    perms.push(axes.clone());
+                    c[i] += 1;
+                    i = 0;
+                } else {
+                    c[i] = 0;
+                    i += 1;
+                }
+            }
+            for axes in perms {
+                let out_shape: Vec<usize> = axes.iter().map(|&a| shape[a]).collect();
+                let mut want = Vec::with_capacity(n);
+                let out_strides = strides(&out_shape);
+                for o in 0..n {
+                    let at: usize = (0..rank)
+                        .map(|d| (o / out_strides[d] % out_shape[d]) * s[axes[d]])
+                        .sum();
+                    want.push(src[at]);
+                }
+                let mut got = vec![u32::MAX; n];
+                permute(&src, &mut got, shape, &axes);
+                assert_eq!(got, want, "{shape:?} {axes:?}");
+            }
+        }
+        // Reversed rows: a negative inner step from the end of each row.
+        let src: Vec<u32> = (0..12).collect();
+        let mut got = vec![0; 12];
+        strided_gather(&src, &mut got, &[3, 4], 3, &[4, -1]);
+        assert_eq!(got, [3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8]);
     }
 }
