@@ -21,6 +21,13 @@
 //! and the injective ops above name; anything else is an [`Unsupported`] error that sends the
 //! group back to the reference kernels.
 //!
+//! A group with a reduction (see HostFuse and [`crate::reduction`]) is a [`Reduction`]: a
+//! folding loop over the reduction's input, its producers lowered into it like any group's
+//! DAG over that input's space, accumulating into the output; then the rest of the group (the
+//! average's division, the consumers) is an epilogue kernel over the output reading the
+//! folded value as [`Node::Acc`]. Its producers hold no concatenation or pad (HostFuse keeps
+//! them out), so the folding loop is one box, walked in the reference kernel's order.
+//!
 //! A group with an anchor (conv2d, dense, pooling, softmax: see HostFuse) is an [`Anchor`]
 //! plus an epilogue kernel: the anchor's host kernel computes the output and the kernel
 //! rewrites blocks of it in place, reading the anchor's value as [`Node::Acc`]. Such a group
@@ -31,11 +38,12 @@ use std::collections::HashMap;
 
 use byoc_core::ir::{Attrs, DType, Expr, ExprId, Function, FunctionBuilder, Module, Type};
 use byoc_core::op::HostKernel;
-use byoc_core::passes::host_fuse::is_anchor;
+use byoc_core::passes::host_fuse::{is_anchor, is_reduction};
 use byoc_core::passes::infer_types;
 use byoc_core::text::{parse_module, print_module};
 
 use crate::index_map::{boxes, broadcast, cuts, reshape, Affine, Map, Region, ReshapeError, Visit};
+use crate::reduction::{ReduceOp, Reduction};
 
 /// Why a fused function cannot be compiled: the op (or `@function` for the function
 /// itself) and the reason.
@@ -115,9 +123,11 @@ pub enum Node {
     Unary(Unary, usize),
     /// A binary op.
     Binary(Binary, usize, usize),
-    /// The anchor's value at the current position: the output element itself, before the
-    /// epilogue rewrites it.
+    /// The anchor's (or reduction's) value at the current position: the output element
+    /// itself, before the epilogue rewrites it.
     Acc,
+    /// A constant.
+    Const(f32),
     /// `x < lo ? lo : x > hi ? hi : x`, bounds converted to `float32`.
     Clip {
         /// The operand.
@@ -174,6 +184,9 @@ pub struct Kernel {
     pub len: usize,
     /// The op whose output this kernel rewrites as its epilogue, if any.
     pub anchor: Option<Anchor>,
+    /// The folding loop that fills the output before the pieces (its epilogue) run, if the
+    /// group has a reduction.
+    pub reduction: Option<Reduction>,
 }
 
 /// The anchor op of a group: one call, kept as a module in the text format (`@main` takes the
@@ -297,6 +310,8 @@ enum Op {
     Param(usize),
     /// The anchor's output.
     Acc,
+    /// The reduction's output: the folded value, divided by `divisor` for an average.
+    Reduced(Option<f32>),
     Unary(Unary, ExprId),
     Binary(Binary, ExprId, ExprId),
     /// `data + bias` with `bias` along `axis` of `data`.
@@ -373,8 +388,8 @@ fn axis_of(axis: i64, rank: usize, op: &str) -> Result<usize, Unsupported> {
 }
 
 impl Graph {
-    /// The graph of `f` and its anchor, if any.
-    fn of(f: &Function) -> Result<(Graph, Option<Anchor>), Unsupported> {
+    /// The graph of `f`, its anchor and its reduction, if any.
+    fn of(f: &Function) -> Result<(Graph, Option<Anchor>, Option<ReduceOp>), Unsupported> {
         let out_shape = f32_shape(f, f.body, "the result")?;
         let mut g = Graph {
             ops: HashMap::new(),
@@ -382,6 +397,7 @@ impl Graph {
             names: HashMap::new(),
         };
         let mut anchor = None;
+        let mut reduction: Option<ReduceOp> = None;
         for (k, &p) in f.params.iter().enumerate() {
             g.shapes.insert(p, f32_shape(f, p, "an input")?);
             g.ops.insert(p, Op::Param(k));
@@ -409,7 +425,16 @@ impl Graph {
                     .copied()
                     .ok_or_else(|| unsupported(name, format!("operand {i} is missing")))
             };
-            let kind = if is_anchor(f, id) {
+            let kind = if is_reduction(f, id) {
+                if reduction.is_some() {
+                    return Err(unsupported(name, "a second reduction in one group"));
+                }
+                let input = arg(0)?;
+                let op = ReduceOp::of(name, &call.attrs, input, &f32_shape(f, input, name)?)?;
+                let divisor = op.divisor;
+                reduction = Some(op);
+                Op::Reduced(divisor)
+            } else if is_anchor(f, id) {
                 if anchor.is_some() {
                     return Err(unsupported(name, "a second anchor in one group"));
                 }
@@ -510,7 +535,13 @@ impl Graph {
             g.shapes.insert(id, shape);
             g.names.insert(id, name.to_string());
         }
-        Ok((g, anchor))
+        if anchor.is_some() && reduction.is_some() {
+            return Err(unsupported(
+                "the function",
+                "an anchor and a reduction in one group",
+            ));
+        }
+        Ok((g, anchor, reduction))
     }
 
     fn shape(&self, id: ExprId) -> Result<&[usize], Unsupported> {
@@ -626,7 +657,7 @@ impl<'g> Space<'g> {
             Ok((x, broadcast(map, shape, self.graph.shape(x)?, self.rank())))
         };
         Ok(match self.graph.op(id)? {
-            Op::Param(_) | Op::Acc => Vec::new(),
+            Op::Param(_) | Op::Acc | Op::Reduced(_) => Vec::new(),
             Op::Unary(_, x) | Op::Clip { x, .. } => vec![same(*x)?],
             Op::Binary(_, x, y) => vec![same(*x)?, same(*y)?],
             Op::BiasAdd { data, bias, axis } => {
@@ -755,7 +786,13 @@ impl<'g> Space<'g> {
                 };
                 Some(Node::Load(k))
             }
-            Op::Acc => Some(Node::Acc),
+            Op::Acc | Op::Reduced(None) => Some(Node::Acc),
+            Op::Reduced(Some(divisor)) => {
+                piece.nodes.push(Node::Acc);
+                piece.nodes.push(Node::Const(divisor));
+                let n = piece.nodes.len();
+                Some(Node::Binary(Binary::Divide, n - 2, n - 1))
+            }
             Op::Unary(u, _) => Some(Node::Unary(u, args[0])),
             Op::Binary(b, ..) => Some(Node::Binary(b, args[0], args[1])),
             Op::BiasAdd { .. } => Some(Node::Binary(Binary::Add, args[0], args[1])),
@@ -820,9 +857,13 @@ fn row_major(shape: &[usize]) -> Vec<usize> {
 impl Kernel {
     /// The kernel of a fused function (typed; parameters are its inputs, in order).
     pub fn from_function(f: &Function) -> Result<Kernel, Unsupported> {
-        let (graph, anchor) = Graph::of(f)?;
+        let (graph, anchor, reduce) = Graph::of(f)?;
         let out_shape = graph.shape(f.body)?.to_vec();
         let len: usize = out_shape.iter().product();
+        let reduction = match &reduce {
+            Some(op) if len > 0 => Some(folding_loop(&graph, op, &out_shape)?),
+            _ => None,
+        };
         if matches!(graph.op(f.body)?, Op::Param(_) | Op::Acc) {
             return Err(unsupported(
                 "the function",
@@ -835,7 +876,9 @@ impl Kernel {
             .map(|&p| graph.shape(p).map(|s| s.iter().product()))
             .collect::<Result<_, _>>()?;
         let mut pieces = Vec::new();
-        if len > 0 {
+        // A sum, product, maximum or minimum is its own result: no epilogue.
+        let folded_only = matches!(graph.op(f.body)?, Op::Reduced(None));
+        if len > 0 && !folded_only {
             let rank = out_shape.len();
             let root = Affine::identity(rank);
             box_pieces(
@@ -858,8 +901,72 @@ impl Kernel {
             input_lens,
             len,
             anchor,
+            reduction,
         })
     }
+
+    /// The output positions one call of the kernel must start and end at (multiples of it,
+    /// or the end): 1, or a reduction's accumulator row.
+    pub fn grain(&self) -> usize {
+        self.reduction.as_ref().map_or(1, |r| r.row.max(1))
+    }
+
+    /// Loop positions per output element, for sizing parallel tasks: 1, or the elements a
+    /// reduction folds into each.
+    pub fn work(&self) -> usize {
+        self.reduction.as_ref().map_or(1, |r| r.count)
+    }
+}
+
+/// The folding loop of reduction `op` (see [`crate::reduction`]) whose output has shape
+/// `out_shape`: the reduction's input in loop order is the iteration space, its producers are
+/// lowered over it, and the output is written through the map that drops (or pins to 0, with
+/// `keepdims`) the reduced axes.
+fn folding_loop(
+    graph: &Graph,
+    op: &ReduceOp,
+    out_shape: &[usize],
+) -> Result<Reduction, Unsupported> {
+    let shape = graph.shape(op.input)?.to_vec();
+    let rank = shape.len();
+    let (order, row) = op.loop_order(&shape);
+    let dims: Vec<usize> = order.iter().map(|&a| shape[a]).collect();
+    let mut position = vec![0; rank];
+    for (p, &a) in order.iter().enumerate() {
+        position[a] = p;
+    }
+    let mut space = Space::new(graph, dims.clone());
+    let piece = space.refining(|s| {
+        let ordered = s.box_map(&Affine::identity(rank), &vec![0; rank], &dims)?;
+        let input: Map = (0..rank).map(|a| ordered[position[a]].clone()).collect();
+        let output: Map = (0..rank)
+            .filter_map(|a| match (op.axes.contains(&a), op.keepdims) {
+                (false, _) => Some(ordered[position[a]].clone()),
+                (true, true) => Some(Affine::constant(0, s.rank())),
+                (true, false) => None,
+            })
+            .collect();
+        let mut b = PieceBuilder::default();
+        let value = s.lower(op.input, input, &mut b)?;
+        if value + 1 != b.nodes.len() {
+            b.nodes.push(Node::Unary(Unary::Copy, value));
+        }
+        let (out_offset, out_strides) = s.strided(out_shape, &output)?;
+        Ok(Piece::collapsed(
+            &s.dims,
+            out_offset,
+            &out_strides,
+            b.loads,
+            b.nodes,
+        ))
+    })?;
+    Ok(Reduction {
+        fold: op.fold,
+        init: op.init,
+        piece,
+        count: op.axes.iter().map(|&a| shape[a]).product(),
+        row,
+    })
 }
 
 /// Appends the pieces of the box at `lo` with `extents` of a space whose output map is `root`

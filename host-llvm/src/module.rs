@@ -5,8 +5,11 @@
 //!
 //! Serialized form (integers little-endian): `"BYOCHOST"`, format version `u32`, header length
 //! `u64`, the header (JSON: symbol, input and output element counts, the anchor if any), then
-//! the shared library. Reading checks each part's bounds before using it; version 1 (no
-//! anchors) still reads.
+//! the shared library. Reading checks each part's bounds before using it; versions 1 (no
+//! anchors) and 2 (no reductions) still read.
+//!
+//! A reduction's kernel is split over threads only at multiples of its accumulator row
+//! ([`Split::grain`]), so that no two calls fold into one output element.
 
 use std::ops::RangeInclusive;
 use std::sync::{Arc, Mutex};
@@ -18,15 +21,30 @@ use byoc_core::tensor::{TensorMut, TensorRef};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::kernel::Anchor;
+use crate::kernel::{Anchor, Kernel};
 use crate::library::{self, KernelFn, Library};
 
 /// The first bytes of a serialized module.
 const MAGIC: &[u8; 8] = b"BYOCHOST";
-/// The serialized format's version (2 added the anchor).
-const VERSION: u32 = 2;
+/// The serialized format's version (2 added the anchor, 3 the split of reductions).
+const VERSION: u32 = 3;
 /// Output elements per parallel task, at least.
 const MIN_CHUNK: usize = 1 << 14;
+
+/// How a kernel's range of output positions may be split over threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Split {
+    /// Calls start and end at multiples of it (or the end).
+    pub grain: usize,
+    /// Loop positions per output position (sizes the parallel tasks).
+    pub work: usize,
+}
+
+impl Default for Split {
+    fn default() -> Self {
+        Split { grain: 1, work: 1 }
+    }
+}
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 struct Header {
@@ -35,6 +53,8 @@ struct Header {
     output_len: usize,
     #[serde(default)]
     anchor: Option<Anchor>,
+    #[serde(default)]
+    split: Split,
 }
 
 /// One compiled fused function.
@@ -83,18 +103,24 @@ impl Buffers {
     }
 }
 
-/// Calls `f(lo, hi)` over `0..n` in chunks: in parallel tasks of at least [`MIN_CHUNK`]
-/// elements (at most four per thread), or at once.
-fn for_ranges(n: usize, threads: usize, f: impl Fn(usize, usize) + Sync) {
-    let tasks = (n / MIN_CHUNK).clamp(1, threads * 4);
+/// Calls `f(lo, hi)` over `0..n` in chunks that start and end at multiples of
+/// `split.grain` (or `n`): in parallel tasks of at least [`MIN_CHUNK`] loop positions (at most
+/// four per thread), or at once.
+fn for_ranges(n: usize, split: Split, threads: usize, f: impl Fn(usize, usize) + Sync) {
+    let grain = split.grain.max(1);
+    let units = n.div_ceil(grain);
+    let positions = n.saturating_mul(split.work.max(1));
+    let tasks = (positions / MIN_CHUNK)
+        .clamp(1, threads * 4)
+        .min(units.max(1));
     if tasks == 1 || threads == 1 {
         if n > 0 {
             f(0, n);
         }
     } else {
-        let chunk = n.div_ceil(tasks);
+        let chunk = units.div_ceil(tasks) * grain;
         (0..tasks).into_par_iter().for_each(|t| {
-            let lo = t * chunk;
+            let lo = (t * chunk).min(n);
             let hi = (lo + chunk).min(n);
             if lo < hi {
                 f(lo, hi);
@@ -136,7 +162,7 @@ impl OutputEpilogue for Epilogue<'_> {
         }
         let block = Buffers(vec![block.as_mut_ptr().cast::<f32>()]);
         let kernel = self.kernel;
-        for_ranges(n, self.threads, |lo, hi| {
+        for_ranges(n, Split::default(), self.threads, |lo, hi| {
             // `lo < n`, so the pointer stays inside the block.
             let bufs = self.bufs.with_output(block.with_output_offset(lo));
             // SAFETY: the block holds elements `offset..offset + n` of the output (checked
@@ -148,16 +174,23 @@ impl OutputEpilogue for Epilogue<'_> {
 }
 
 impl HostModule {
-    /// The kernel `symbol` of `library`, with its inputs' and output's element counts and its
-    /// anchor (when the kernel is the anchor's epilogue).
+    /// The kernel `symbol` of `library`, with its inputs' and output's element counts, its
+    /// anchor (when the kernel is the anchor's epilogue) and how its range splits.
     pub fn new(
         library: Arc<Library>,
         symbol: &str,
         input_lens: Vec<usize>,
         output_len: usize,
         anchor: Option<Anchor>,
+        split: Split,
         threads: usize,
     ) -> Result<HostModule, PluginError> {
+        if split.grain == 0 || split.work == 0 {
+            return Err(PluginError::new(format!(
+                "host kernel {symbol}: a split of grain {} and work {}",
+                split.grain, split.work
+            )));
+        }
         let kernel = library.kernel(symbol).map_err(|e| PluginError::new(e.0))?;
         let anchor_kernel = match &anchor {
             Some(a) => {
@@ -177,12 +210,35 @@ impl HostModule {
                 input_lens,
                 output_len,
                 anchor,
+                split,
             },
             library,
             kernel,
             anchor: anchor_kernel,
             threads: threads.max(1),
         })
+    }
+
+    /// The compiled `kernel`, symbol `symbol` of `library`.
+    pub fn of_kernel(
+        library: Arc<Library>,
+        symbol: &str,
+        kernel: &Kernel,
+        threads: usize,
+    ) -> Result<HostModule, PluginError> {
+        let split = Split {
+            grain: kernel.grain(),
+            work: kernel.work(),
+        };
+        HostModule::new(
+            library,
+            symbol,
+            kernel.input_lens.clone(),
+            kernel.len,
+            kernel.anchor.clone(),
+            split,
+            threads,
+        )
     }
 
     /// Reads the bytes of [`CompiledModule::serialize`].
@@ -199,6 +255,7 @@ impl HostModule {
             header.input_lens,
             header.output_len,
             header.anchor,
+            header.split,
             threads,
         )
     }
@@ -304,7 +361,7 @@ impl CompiledModule for HostModule {
         let bufs = Buffers(ptrs);
         let kernel = self.kernel;
         let (Some(anchor), Some(anchor_kernel)) = (&h.anchor, &self.anchor) else {
-            for_ranges(h.output_len, self.threads, |lo, hi| {
+            for_ranges(h.output_len, h.split, self.threads, |lo, hi| {
                 // SAFETY: every buffer was checked to hold its kernel's element count, the
                 // output does not overlap the inputs (the executor's storage rule), and
                 // concurrent calls write disjoint ranges of it.

@@ -5,93 +5,16 @@
 //! modules. Results must be bit-identical (NaN compared as NaN) except for the libm calls,
 //! which are the same C functions on both sides and so are bit-identical here too.
 
+mod common;
+
 use std::sync::Arc;
 
-use byoc_core::exec::{ExecOptions, Executor, ExternalModules};
-use byoc_core::ir::Module;
-use byoc_core::passes::infer_types;
-use byoc_core::sdk::{CompileOptions, Plugin};
+use byoc_core::exec::ExternalModules;
+use byoc_core::sdk::Plugin;
 use byoc_core::tensor::Tensor;
-use byoc_core::text::parse_module;
 use byoc_host_llvm::{compile_host, HostCodegenError, HostLlvm};
+use common::{bits, check, inputs, options, parse, run};
 use proptest::prelude::*;
-use rand::{Rng, SeedableRng};
-
-fn parse(src: &str) -> Module {
-    let mut m = parse_module(src).expect("the test module parses");
-    infer_types(&mut m).expect("the test module types");
-    m
-}
-
-fn options(threads: usize) -> CompileOptions {
-    CompileOptions::new().with(byoc_core::sdk::THREADS_OPTION, threads.to_string())
-}
-
-/// Random float32 inputs for `m`'s parameters, with a few special values mixed in.
-fn inputs(m: &Module, seed: u64) -> Vec<Tensor> {
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let main = m.main().unwrap();
-    main.params
-        .iter()
-        .map(|&p| {
-            let ty = main.var(p).unwrap().ty.clone();
-            let t = ty.as_tensor().expect("tensor parameter").clone();
-            let n = t.num_elements();
-            let data: Vec<f32> = (0..n)
-                .map(|i| match i % 97 {
-                    13 => 0.0,
-                    29 => -0.0,
-                    41 => f32::NAN,
-                    _ => rng.gen_range(-4.0f32..4.0),
-                })
-                .collect();
-            Tensor::from_vec(t.shape.clone(), data).unwrap()
-        })
-        .collect()
-}
-
-fn run(m: &Module, ext: &ExternalModules, threads: usize, x: &[Tensor]) -> Vec<Tensor> {
-    Executor::with_externals(
-        m,
-        ExecOptions {
-            threads,
-            profile: false,
-        },
-        ext,
-    )
-    .expect("the module plans")
-    .run(x)
-    .expect("the module runs")
-}
-
-fn bits(t: &Tensor) -> Vec<u32> {
-    t.as_slice::<f32>()
-        .unwrap()
-        .iter()
-        .map(|v| if v.is_nan() { u32::MAX } else { v.to_bits() })
-        .collect()
-}
-
-/// Compiles `src` with the host code generator and checks it against the reference kernels
-/// on random inputs, with 1 and 3 threads; returns the number of compiled functions.
-fn check(src: &str) -> usize {
-    let m = parse(src);
-    let x = inputs(&m, 7);
-    let want = run(&m, &ExternalModules::new(), 1, &x);
-    let mut compiled = 0;
-    for threads in [1, 3] {
-        let host = compile_host(&m, &options(threads), true).expect("host code compiles");
-        assert!(host.fallbacks.is_empty(), "{:?}", host.fallbacks);
-        let got = run(&host.module, &host.externals, threads, &x);
-        assert_eq!(got.len(), want.len());
-        for (g, w) in got.iter().zip(&want) {
-            assert_eq!(g.ty(), w.ty());
-            assert_eq!(bits(g), bits(w), "{src}");
-        }
-        compiled = host.externals.len();
-    }
-    compiled
-}
 
 #[test]
 fn each_unary_op_matches_the_reference_kernel() {
