@@ -17,6 +17,10 @@
 //! a row of neighbouring outputs (which vectorizes). The pieces then rewrite `lo..hi` as the
 //! reduction's epilogue, reading the folded value as [`Node::Acc`].
 //!
+//! A softmax kernel takes two scratch buffers after its inputs (`bufs[1 + inputs]` maxima,
+//! `bufs[2 + inputs]` sums, one per line): it sets and folds both for the lines of `lo..hi`
+//! (whole lines) the same way, and its pieces then read them.
+//!
 //! An epilogue kernel (one with an anchor) rewrites a block of its output in place: `bufs[0]`
 //! then points at the block holding elements `lo..hi`, so element `i` sits at `bufs[0][i -
 //! lo]`, and [`Node::Acc`] loads it before the store overwrites it.
@@ -42,7 +46,7 @@ use inkwell::values::{FloatValue, FunctionValue, IntValue, PointerValue};
 use inkwell::{AddressSpace, FloatPredicate, IntPredicate, OptimizationLevel};
 
 use crate::kernel::{Binary, Kernel, Node, Piece, Unary};
-use crate::reduction::Fold;
+use crate::reduction::{Fold, Reduction};
 
 /// A code generation failure (LLVM refused the IR, or the target is unavailable).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -178,7 +182,7 @@ impl<'a, 'c> Emitter<'a, 'c> {
         // entry: load the buffer pointers.
         let entry = ctx.append_basic_block(function, "entry");
         b.position_at_end(entry);
-        let n_bufs = 1 + k.input_lens.len();
+        let n_bufs = 1 + k.input_lens.len() + k.scratch().len();
         let mut ptrs: Vec<PointerValue<'c>> = Vec::with_capacity(n_bufs);
         for i in 0..n_bufs {
             // SAFETY (of the generated code): the runtime passes n_bufs pointers.
@@ -187,26 +191,27 @@ impl<'a, 'c> Emitter<'a, 'c> {
             ptrs.push(b.build_load(slot, "buf").map_err(err)?.into_pointer_value());
         }
         if let Some(r) = &k.reduction {
-            let init = Piece {
-                dims: vec![k.len],
-                out_offset: 0,
-                out_strides: vec![1],
-                loads: Vec::new(),
-                nodes: vec![Node::Const(r.init)],
-            };
-            self.piece(function, &init, &ptrs, (lo, hi), (0, k.len), Store::Write)?;
             let count = self.i64(r.count);
             let from = b.build_int_mul(lo, count, "fold_lo").map_err(err)?;
             let to = b.build_int_mul(hi, count, "fold_hi").map_err(err)?;
-            let positions = (0, r.piece.positions());
-            self.piece(
-                function,
-                &r.piece,
-                &ptrs,
-                (from, to),
-                positions,
-                Store::Fold(r.fold),
-            )?;
+            self.fold_loop(function, r, &ptrs, (lo, hi), (from, to), k.len)?;
+        }
+        if let Some(softmax) = &k.softmax {
+            // The lines of lo..hi (a multiple of whole lines), each folded twice into its
+            // scratch buffer.
+            let line = softmax.max.count;
+            let first = b
+                .build_int_unsigned_div(lo, self.i64(line), "first_line")
+                .map_err(err)?;
+            let last = b
+                .build_int_unsigned_div(hi, self.i64(line), "last_line")
+                .map_err(err)?;
+            let scratch = 1 + k.input_lens.len();
+            for (r, buf) in [(&softmax.max, scratch), (&softmax.sum, scratch + 1)] {
+                let mut into = ptrs.clone();
+                into[0] = ptrs[buf];
+                self.fold_loop(function, r, &into, (first, last), (lo, hi), k.len / line)?;
+            }
         }
         // Each piece walks the part of lo..hi inside its own range of the iteration space.
         let mut start = 0usize;
@@ -228,6 +233,36 @@ impl<'a, 'c> Emitter<'a, 'c> {
         }
         b.build_return(None).map_err(err)?;
         Ok(function)
+    }
+
+    /// A reduction's accumulators `accs` (of `len`) of `bufs[0]` set to its initial value,
+    /// then its folding loop over positions `inputs` of its input.
+    fn fold_loop(
+        &self,
+        function: FunctionValue<'c>,
+        r: &Reduction,
+        ptrs: &[PointerValue<'c>],
+        accs: (IntValue<'c>, IntValue<'c>),
+        inputs: (IntValue<'c>, IntValue<'c>),
+        len: usize,
+    ) -> Result<(), CodegenError> {
+        let init = Piece {
+            dims: vec![len],
+            out_offset: 0,
+            out_strides: vec![1],
+            loads: Vec::new(),
+            nodes: vec![Node::Const(r.init)],
+        };
+        self.piece(function, &init, ptrs, accs, (0, len), Store::Write)?;
+        let positions = (0, r.piece.positions());
+        self.piece(
+            function,
+            &r.piece,
+            ptrs,
+            inputs,
+            positions,
+            Store::Fold(r.fold),
+        )
     }
 
     /// The loops of one piece, whose positions are `start..end` of the kernel's iteration

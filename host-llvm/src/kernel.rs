@@ -28,7 +28,11 @@
 //! folded value as [`Node::Acc`]. Its producers hold no concatenation or pad (HostFuse keeps
 //! them out), so the folding loop is one box, walked in the reference kernel's order.
 //!
-//! A group with an anchor (conv2d, dense, pooling, softmax: see HostFuse) is an [`Anchor`]
+//! A group with a softmax is a [`Softmax`]: two folding loops over its input into scratch
+//! buffers (each line's maximum, then its sum of exponentials), then the pieces compute the
+//! softmax and its consumers over the output.
+//!
+//! A group with an anchor (conv2d, dense, windowed pooling: see HostFuse) is an [`Anchor`]
 //! plus an epilogue kernel: the anchor's host kernel computes the output and the kernel
 //! rewrites blocks of it in place, reading the anchor's value as [`Node::Acc`]. Such a group
 //! has no injective op (HostFuse keeps them apart), so its one box is the whole output.
@@ -43,7 +47,7 @@ use byoc_core::passes::infer_types;
 use byoc_core::text::{parse_module, print_module};
 
 use crate::index_map::{boxes, broadcast, cuts, reshape, Affine, Map, Region, ReshapeError, Visit};
-use crate::reduction::{ReduceOp, Reduction};
+use crate::reduction::{Fold, ReduceOp, Reduction};
 
 /// Why a fused function cannot be compiled: the op (or `@function` for the function
 /// itself) and the reason.
@@ -187,6 +191,22 @@ pub struct Kernel {
     /// The folding loop that fills the output before the pieces (its epilogue) run, if the
     /// group has a reduction.
     pub reduction: Option<Reduction>,
+    /// The folding loops that fill the scratch buffers before the pieces run, if the group
+    /// has a softmax.
+    pub softmax: Option<Softmax>,
+}
+
+/// A softmax's (or log-softmax's) lines folded as the reference kernel folds them: per line,
+/// the maximum (`f32::max` from `-inf`) into scratch buffer `inputs`, then the sum of
+/// `expf(x - max)` (from 0) into scratch buffer `inputs + 1`, each with the producers of `x`
+/// computed inline; the pieces then compute `expf(x - max) / sum` (or `x - max - logf(sum)`)
+/// and the consumers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Softmax {
+    /// The maxima.
+    pub max: Reduction,
+    /// The sums.
+    pub sum: Reduction,
 }
 
 /// The anchor op of a group: one call, kept as a module in the text format (`@main` takes the
@@ -312,6 +332,14 @@ enum Op {
     Acc,
     /// The reduction's output: the folded value, divided by `divisor` for an average.
     Reduced(Option<f32>),
+    /// A softmax of `x` along `axis` (a log-softmax when `log`), reading its maxima and sums
+    /// from scratch buffers `scratch` and `scratch + 1`.
+    Softmax {
+        x: ExprId,
+        axis: usize,
+        log: bool,
+        scratch: usize,
+    },
     Unary(Unary, ExprId),
     Binary(Binary, ExprId, ExprId),
     /// `data + bias` with `bias` along `axis` of `data`.
@@ -431,9 +459,17 @@ impl Graph {
                 }
                 let input = arg(0)?;
                 let op = ReduceOp::of(name, &call.attrs, input, &f32_shape(f, input, name)?)?;
-                let divisor = op.divisor;
+                let kind = match op.softmax {
+                    Some(log) => Op::Softmax {
+                        x: input,
+                        axis: op.axes[0],
+                        log,
+                        scratch: f.params.len(),
+                    },
+                    None => Op::Reduced(op.divisor),
+                };
                 reduction = Some(op);
-                Op::Reduced(divisor)
+                kind
             } else if is_anchor(f, id) {
                 if anchor.is_some() {
                     return Err(unsupported(name, "a second anchor in one group"));
@@ -658,7 +694,7 @@ impl<'g> Space<'g> {
         };
         Ok(match self.graph.op(id)? {
             Op::Param(_) | Op::Acc | Op::Reduced(_) => Vec::new(),
-            Op::Unary(_, x) | Op::Clip { x, .. } => vec![same(*x)?],
+            Op::Unary(_, x) | Op::Clip { x, .. } | Op::Softmax { x, .. } => vec![same(*x)?],
             Op::Binary(_, x, y) => vec![same(*x)?, same(*y)?],
             Op::BiasAdd { data, bias, axis } => {
                 if self.graph.shape(*bias)?.len() != 1 {
@@ -772,19 +808,13 @@ impl<'g> Space<'g> {
         let node = match *self.graph.op(id)? {
             Op::Param(input) => {
                 let (offset, strides) = self.strided(self.graph.shape(id)?, &map)?;
-                let load = Load {
+                let n = piece.load(Load {
                     input,
                     offset,
                     strides,
-                };
-                let k = match piece.loads.iter().position(|l| *l == load) {
-                    Some(k) => k,
-                    None => {
-                        piece.loads.push(load);
-                        piece.loads.len() - 1
-                    }
-                };
-                Some(Node::Load(k))
+                });
+                piece.memo.insert((id, map), n);
+                return Ok(n);
             }
             Op::Acc | Op::Reduced(None) => Some(Node::Acc),
             Op::Reduced(Some(divisor)) => {
@@ -792,6 +822,36 @@ impl<'g> Space<'g> {
                 piece.nodes.push(Node::Const(divisor));
                 let n = piece.nodes.len();
                 Some(Node::Binary(Binary::Divide, n - 2, n - 1))
+            }
+            Op::Softmax {
+                axis, log, scratch, ..
+            } => {
+                // The line's maximum and sum, read where the folding loops left them.
+                let mut lines = self.graph.shape(id)?.to_vec();
+                lines[axis] = 1;
+                let mut at = map.clone();
+                at[axis] = Affine::constant(0, self.rank());
+                let (offset, strides) = self.strided(&lines, &at)?;
+                let mut read = |input: usize| {
+                    piece.load(Load {
+                        input,
+                        offset,
+                        strides: strides.clone(),
+                    })
+                };
+                let (max, sum) = (read(scratch), read(scratch + 1));
+                let mut push = |node: Node| {
+                    piece.nodes.push(node);
+                    piece.nodes.len() - 1
+                };
+                let shifted = push(Node::Binary(Binary::Subtract, args[0], max));
+                Some(if log {
+                    let lse = push(Node::Unary(Unary::Log, sum));
+                    Node::Binary(Binary::Subtract, shifted, lse)
+                } else {
+                    let e = push(Node::Unary(Unary::Exp, shifted));
+                    Node::Binary(Binary::Divide, e, sum)
+                })
             }
             Op::Unary(u, _) => Some(Node::Unary(u, args[0])),
             Op::Binary(b, ..) => Some(Node::Binary(b, args[0], args[1])),
@@ -843,6 +903,27 @@ struct PieceBuilder {
     memo: HashMap<(ExprId, Map), usize>,
 }
 
+impl PieceBuilder {
+    /// The node reading `load` (one load node per distinct load).
+    fn load(&mut self, load: Load) -> usize {
+        let k = match self.loads.iter().position(|l| *l == load) {
+            Some(k) => k,
+            None => {
+                self.loads.push(load);
+                self.loads.len() - 1
+            }
+        };
+        let node = Node::Load(k);
+        match self.nodes.iter().position(|n| *n == node) {
+            Some(n) => n,
+            None => {
+                self.nodes.push(node);
+                self.nodes.len() - 1
+            }
+        }
+    }
+}
+
 /// Row-major strides of `shape`.
 fn row_major(shape: &[usize]) -> Vec<usize> {
     let mut strides = vec![0; shape.len()];
@@ -861,7 +942,17 @@ impl Kernel {
         let out_shape = graph.shape(f.body)?.to_vec();
         let len: usize = out_shape.iter().product();
         let reduction = match &reduce {
-            Some(op) if len > 0 => Some(folding_loop(&graph, op, &out_shape)?),
+            Some(op) if len > 0 && op.softmax.is_none() => {
+                Some(folding_loop(&graph, op, &out_shape, None)?)
+            }
+            _ => None,
+        };
+        let softmax = match &reduce {
+            Some(
+                op @ ReduceOp {
+                    softmax: Some(_), ..
+                },
+            ) if len > 0 => Some(softmax_loops(&graph, op, f.params.len())?),
             _ => None,
         };
         if matches!(graph.op(f.body)?, Op::Param(_) | Op::Acc) {
@@ -902,30 +993,76 @@ impl Kernel {
             len,
             anchor,
             reduction,
+            softmax,
         })
     }
 
     /// The output positions one call of the kernel must start and end at (multiples of it,
-    /// or the end): 1, or a reduction's accumulator row.
+    /// or the end): 1, a reduction's accumulator row, or a softmax's lines of one outer
+    /// position.
     pub fn grain(&self) -> usize {
-        self.reduction.as_ref().map_or(1, |r| r.row.max(1))
+        match (&self.reduction, &self.softmax) {
+            (Some(r), _) => r.row.max(1),
+            (_, Some(s)) => (s.max.row * s.max.count).max(1),
+            _ => 1,
+        }
     }
 
-    /// Loop positions per output element, for sizing parallel tasks: 1, or the elements a
-    /// reduction folds into each.
+    /// Loop positions per output element, for sizing parallel tasks: 1, the elements a
+    /// reduction folds into each, or a softmax's three passes.
     pub fn work(&self) -> usize {
-        self.reduction.as_ref().map_or(1, |r| r.count)
+        match (&self.reduction, &self.softmax) {
+            (Some(r), _) => r.count,
+            (_, Some(_)) => 3,
+            _ => 1,
+        }
     }
+
+    /// The `float32` scratch buffers the runtime passes after the inputs, by element count: a
+    /// softmax's maxima and sums, one per line.
+    pub fn scratch(&self) -> Vec<usize> {
+        match &self.softmax {
+            Some(s) => vec![self.len / s.max.count; 2],
+            None => Vec::new(),
+        }
+    }
+}
+
+/// The two folding loops of a softmax (see [`Softmax`]) over its line axis, into scratch
+/// buffers `inputs` (maxima) and `inputs + 1` (sums).
+fn softmax_loops(graph: &Graph, op: &ReduceOp, inputs: usize) -> Result<Softmax, Unsupported> {
+    let mut lines = graph.shape(op.input)?.to_vec();
+    for &a in &op.axes {
+        lines[a] = 1;
+    }
+    let max = ReduceOp {
+        fold: Fold::MaxNum,
+        init: f32::NEG_INFINITY,
+        ..op.clone()
+    };
+    let sum = ReduceOp {
+        fold: Fold::Sum,
+        init: 0.0,
+        ..op.clone()
+    };
+    Ok(Softmax {
+        max: folding_loop(graph, &max, &lines, None)?,
+        sum: folding_loop(graph, &sum, &lines, Some(inputs))?,
+    })
 }
 
 /// The folding loop of reduction `op` (see [`crate::reduction`]) whose output has shape
 /// `out_shape`: the reduction's input in loop order is the iteration space, its producers are
 /// lowered over it, and the output is written through the map that drops (or pins to 0, with
 /// `keepdims`) the reduced axes.
+///
+/// With `minus_max` (a softmax's sum), the value folded is `expf(x - max)`, `max` read from
+/// input `minus_max` through the output's map.
 fn folding_loop(
     graph: &Graph,
     op: &ReduceOp,
     out_shape: &[usize],
+    minus_max: Option<usize>,
 ) -> Result<Reduction, Unsupported> {
     let shape = graph.shape(op.input)?.to_vec();
     let rank = shape.len();
@@ -948,10 +1085,18 @@ fn folding_loop(
             .collect();
         let mut b = PieceBuilder::default();
         let value = s.lower(op.input, input, &mut b)?;
-        if value + 1 != b.nodes.len() {
+        let (out_offset, out_strides) = s.strided(out_shape, &output)?;
+        if let Some(k) = minus_max {
+            let max = b.load(Load {
+                input: k,
+                offset: out_offset,
+                strides: out_strides.clone(),
+            });
+            b.nodes.push(Node::Binary(Binary::Subtract, value, max));
+            b.nodes.push(Node::Unary(Unary::Exp, b.nodes.len() - 1));
+        } else if value + 1 != b.nodes.len() {
             b.nodes.push(Node::Unary(Unary::Copy, value));
         }
-        let (out_offset, out_strides) = s.strided(out_shape, &output)?;
         Ok(Piece::collapsed(
             &s.dims,
             out_offset,

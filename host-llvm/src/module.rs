@@ -26,7 +26,8 @@ use crate::library::{self, KernelFn, Library};
 
 /// The first bytes of a serialized module.
 const MAGIC: &[u8; 8] = b"BYOCHOST";
-/// The serialized format's version (2 added the anchor, 3 the split of reductions).
+/// The serialized format's version (2 added the anchor, 3 the split and scratch buffers of
+/// reductions).
 const VERSION: u32 = 3;
 /// Output elements per parallel task, at least.
 const MIN_CHUNK: usize = 1 << 14;
@@ -55,6 +56,9 @@ struct Header {
     anchor: Option<Anchor>,
     #[serde(default)]
     split: Split,
+    /// Element counts of the `float32` scratch buffers the kernel takes after its inputs.
+    #[serde(default)]
+    scratch: Vec<usize>,
 }
 
 /// One compiled fused function.
@@ -211,6 +215,7 @@ impl HostModule {
                 output_len,
                 anchor,
                 split,
+                scratch: Vec::new(),
             },
             library,
             kernel,
@@ -230,7 +235,7 @@ impl HostModule {
             grain: kernel.grain(),
             work: kernel.work(),
         };
-        HostModule::new(
+        let mut m = HostModule::new(
             library,
             symbol,
             kernel.input_lens.clone(),
@@ -238,7 +243,22 @@ impl HostModule {
             kernel.anchor.clone(),
             split,
             threads,
-        )
+        )?;
+        m.set_scratch(kernel.scratch())?;
+        Ok(m)
+    }
+
+    /// Sets the scratch buffers the kernel takes after its inputs (element counts), each at
+    /// most the output's size.
+    fn set_scratch(&mut self, scratch: Vec<usize>) -> Result<(), PluginError> {
+        if let Some(n) = scratch.iter().find(|&&n| n > self.header.output_len) {
+            return Err(PluginError::new(format!(
+                "host kernel {}: a scratch buffer of {n} elements for an output of {}",
+                self.header.symbol, self.header.output_len
+            )));
+        }
+        self.header.scratch = scratch;
+        Ok(())
     }
 
     /// Reads the bytes of [`CompiledModule::serialize`].
@@ -249,7 +269,7 @@ impl HostModule {
             serde_json::from_slice(header).map_err(|e| bad(&format!("header: {e}")))?;
         let library =
             library::load(Arc::new(library.to_vec())).map_err(|e| PluginError::new(e.0))?;
-        HostModule::new(
+        let mut m = HostModule::new(
             library,
             &header.symbol,
             header.input_lens,
@@ -257,7 +277,9 @@ impl HostModule {
             header.anchor,
             header.split,
             threads,
-        )
+        )?;
+        m.set_scratch(header.scratch)?;
+        Ok(m)
     }
 }
 
@@ -358,6 +380,10 @@ impl CompiledModule for HostModule {
         for (k, (t, &len)) in inputs.iter().zip(&h.input_lens).enumerate() {
             ptrs.push(f32_view(t, len, &format!("input {k}"))?.cast_mut());
         }
+        // Scratch buffers (checked no larger than the output), disjoint per call as the
+        // output's ranges are.
+        let mut scratch: Vec<Vec<f32>> = h.scratch.iter().map(|&n| vec![0.0; n]).collect();
+        ptrs.extend(scratch.iter_mut().map(|s| s.as_mut_ptr()));
         let bufs = Buffers(ptrs);
         let kernel = self.kernel;
         let (Some(anchor), Some(anchor_kernel)) = (&h.anchor, &self.anchor) else {

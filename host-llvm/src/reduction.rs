@@ -8,7 +8,9 @@
 //! converted to `float32`), `prod` from `1` with `*`, `max` from `-inf` keeping `x` when
 //! `x > acc`, `min` from `+inf` keeping `x` when `x < acc`; `nn.global_avg_pool2d` sums
 //! (rows, then columns) and divides by `H * W`, `nn.global_max_pool2d` folds with `f32::max`
-//! (`llvm.maxnum`) from `f32::MIN`. The compiled loop walks the reduction's input in the
+//! (`llvm.maxnum`) from `f32::MIN`; `nn.softmax` and `nn.log_softmax` fold each line twice
+//! (its maximum with `f32::max` from `-inf`, then the sum of `expf(x - max)` from 0) and
+//! compute `expf(x - max) / sum` or `x - max - logf(sum)`. The compiled loop walks the reduction's input in the
 //! order *outer kept axes* (the kept axes before the last reduced one), *reduced axes*,
 //! *trailing kept axes* (those after the last reduced one): each output still sees its
 //! elements in the reference order, the trailing kept axes form a row of neighbouring outputs
@@ -49,6 +51,9 @@ pub struct ReduceOp {
     pub init: f32,
     /// The divisor of an average (`mean`, `nn.global_avg_pool2d`), applied to the sum.
     pub divisor: Option<f32>,
+    /// For `nn.softmax` (`false`) and `nn.log_softmax` (`true`): the one axis is the line
+    /// the kernel folds twice ([`crate::kernel::Softmax`]).
+    pub softmax: Option<bool>,
 }
 
 impl ReduceOp {
@@ -62,11 +67,23 @@ impl ReduceOp {
     ) -> Result<ReduceOp, Unsupported> {
         let rank = shape.len();
         let flag = |key: &str| attrs.get(key).and_then(|v| v.as_bool()).unwrap_or(false);
+        let softmax = match name {
+            "nn.softmax" => Some(false),
+            "nn.log_softmax" => Some(true),
+            _ => None,
+        };
         let (axes, keepdims) = if name.starts_with("nn.global_") {
             if rank != 4 {
                 return Err(unsupported(name, "the data is not 4-D"));
             }
             (vec![2, 3], true)
+        } else if softmax.is_some() {
+            let axis = attrs.get("axis").and_then(|v| v.as_int()).unwrap_or(-1);
+            let a = if axis < 0 { axis + rank as i64 } else { axis };
+            if !(0..rank as i64).contains(&a) {
+                return Err(unsupported(name, format!("axis {axis} out of range")));
+            }
+            (vec![a as usize], true)
         } else {
             let listed = match attrs.get("axis").filter(|v| !v.is_none()) {
                 None => None,
@@ -107,6 +124,8 @@ impl ReduceOp {
             "min" => (Fold::Min, f32::INFINITY, None),
             "nn.global_avg_pool2d" => (Fold::Sum, 0.0, Some(count as f64 as f32)),
             "nn.global_max_pool2d" => (Fold::MaxNum, f32::MIN, None),
+            // Folded twice, as the kernel's `Softmax` says.
+            "nn.softmax" | "nn.log_softmax" => (Fold::MaxNum, f32::NEG_INFINITY, None),
             _ => return Err(unsupported(name, "not a reduction the host loops compile")),
         };
         Ok(ReduceOp {
@@ -116,6 +135,7 @@ impl ReduceOp {
             fold,
             init,
             divisor,
+            softmax,
         })
     }
 

@@ -1,6 +1,7 @@
 //! Reductions compiled as loops of their own against the reference kernels, bit for bit:
 //! `sum`, `mean`, `max`, `min`, `prod` over random axes (with `keepdims` and `exclude`) with
 //! elementwise and injective producers and elementwise consumers, the global poolings,
+//! `nn.softmax` and `nn.log_softmax` over each axis,
 //! reductions whose folds run across a row of outputs and split over threads, a property test
 //! over random chains with one reduction, fallback of a group that cannot compile, and the
 //! serialized modules.
@@ -127,6 +128,31 @@ fn global_poolings_fold_their_producers_and_consumers() {
 }
 
 #[test]
+fn softmax_over_each_axis_with_producers_and_consumers() {
+    for op in ["nn.softmax", "nn.log_softmax"] {
+        for axis in [0, 1, 2, -1] {
+            check_reduction(
+                &format!(
+                    "def @main(%x: Tensor[(3, 6, 7), float32], %b: Tensor[(7), float32]) {{
+                       %0 = add(multiply(%x, 2f), %b);
+                       %1 = {op}(tanh(%0), axis={axis});
+                       multiply(%1, 0.5f)
+                     }}"
+                ),
+                op,
+            );
+        }
+    }
+    // A long last axis, split over threads by rows.
+    check_reduction(
+        "def @main(%x: Tensor[(64, 1000), float32]) {
+           nn.softmax(multiply(%x, 3f))
+         }",
+        "nn.softmax",
+    );
+}
+
+#[test]
 fn reductions_read_through_transposes_and_reshapes() {
     check_reduction(
         "def @main(%x: Tensor[(4, 6, 5), float32]) {
@@ -192,26 +218,32 @@ fn a_reduction_group_that_cannot_compile_falls_back_and_strict_refuses_it() {
 
 #[test]
 fn reduction_modules_serialize_and_load_without_recompiling() {
-    let m = parse(
+    for src in [
         "def @main(%x: Tensor[(16, 32, 40), float32]) {
            %0 = mean(sigmoid(%x), axis=[0], keepdims=True);
            add(%0, 1f)
          }",
-    );
-    let host = compile_host(&m, &options(3), true).unwrap();
-    assert_eq!(host.externals.len(), 1);
-    let x = finite(&m, 4);
-    let want = run(&m, &ExternalModules::new(), 1, &x);
-    let mut loaded = ExternalModules::new();
-    for (name, e) in host.externals.iter() {
-        let bytes = e.module.serialize().unwrap();
-        let module = HostLlvm.deserialize(&bytes, &options(3)).unwrap();
-        let mut e = e.clone();
-        e.module = Arc::from(module);
-        loaded.insert(name, e);
+        "def @main(%x: Tensor[(16, 32, 40), float32]) {
+           %0 = nn.log_softmax(sigmoid(%x), axis=1);
+           add(%0, 1f)
+         }",
+    ] {
+        let m = parse(src);
+        let host = compile_host(&m, &options(3), true).unwrap();
+        assert_eq!(host.externals.len(), 1);
+        let x = finite(&m, 4);
+        let want = run(&m, &ExternalModules::new(), 1, &x);
+        let mut loaded = ExternalModules::new();
+        for (name, e) in host.externals.iter() {
+            let bytes = e.module.serialize().unwrap();
+            let module = HostLlvm.deserialize(&bytes, &options(3)).unwrap();
+            let mut e = e.clone();
+            e.module = Arc::from(module);
+            loaded.insert(name, e);
+        }
+        let got = run(&host.module, &loaded, 3, &x);
+        assert_eq!(bits(&got[0]), bits(&want[0]), "{src}");
     }
-    let got = run(&host.module, &loaded, 3, &x);
-    assert_eq!(bits(&got[0]), bits(&want[0]));
 }
 
 /// A random chain over a rank-3 input: elementwise and injective producers (a transpose, a
@@ -221,7 +253,7 @@ fn reduction_chain_strategy() -> impl Strategy<Value = String> {
     let before = prop::collection::vec(0usize..5, 0..4);
     let after = prop::collection::vec(0usize..3, 0..3);
     let reduce = (
-        0usize..5,
+        0usize..7,
         prop::collection::vec(any::<bool>(), 3),
         any::<bool>(),
         any::<bool>(),
@@ -248,14 +280,19 @@ fn reduction_chain_strategy() -> impl Strategy<Value = String> {
             body.push_str(&format!("%{i} = {expr};\n"));
             last = format!("%{i}");
         }
-        let name = ["sum", "mean", "max", "min", "prod"][op];
+        let name = ["sum", "mean", "max", "min", "prod", "nn.softmax", "nn.log_softmax"][op];
         let axes: Vec<usize> = (0..3).filter(|&a| axes[a]).collect();
-        body.push_str(&format!(
-            "%r = {name}({last}, axis=[{}], keepdims={}, exclude={});\n",
-            list(&axes),
-            if keepdims { "True" } else { "False" },
-            if exclude { "True" } else { "False" },
-        ));
+        if op >= 5 {
+            let axis = axes.first().copied().unwrap_or(2);
+            body.push_str(&format!("%r = {name}({last}, axis={axis});\n"));
+        } else {
+            body.push_str(&format!(
+                "%r = {name}({last}, axis=[{}], keepdims={}, exclude={});\n",
+                list(&axes),
+                if keepdims { "True" } else { "False" },
+                if exclude { "True" } else { "False" },
+            ));
+        }
         last = "%r".to_string();
         for (i, op) in after.iter().enumerate() {
             let expr = match op {

@@ -21,7 +21,7 @@
 //! concatenation's tuple joins its group when the concatenation alone uses it.
 //!
 //! An op whose output takes elementwise consumers ([`OpPattern::OutEWiseFusable`]: conv2d,
-//! dense, pooling, softmax) joins the group of its users under the same rule when its result
+//! dense, windowed pooling; softmax and the NCHW global poolings are reductions) joins the group of its users under the same rule when its result
 //! has the group's output shape; it becomes the group's *anchor* and closes the group, so its
 //! own arguments stay outside (TVM fuses nothing into a conv's inputs). The code generator
 //! runs the anchor's host kernel and applies the rest of the group to its output in place, as
@@ -32,7 +32,7 @@
 //! of their results stays on its reference kernel.
 //!
 //! A reduction of [`LOOP_REDUCTIONS`] (`sum`, `mean`, `max`, `min`, `prod` on `float32`, the
-//! global poolings over NCHW data: TVM's `kCommReduce`) joins the group of its users under
+//! global poolings over NCHW data: TVM's `kCommReduce`; and `nn.softmax`, `nn.log_softmax`) joins the group of its users under
 //! the same rule when its result has the group's output shape and the group holds no
 //! injective op (its elementwise consumers become its epilogue), or starts a group. The
 //! members joining past it are its *producers*, computed inside the reduction's loop and
@@ -152,7 +152,8 @@ fn injective(f: &Function, id: ExprId, users: &[Vec<ExprId>]) -> bool {
 }
 
 /// The reductions HostFuse compiles as loops of their own: the `float32` reductions over
-/// axes, and the global poolings over NCHW data (reductions over H and W).
+/// axes, the global poolings over NCHW data (reductions over H and W), and softmax (a
+/// maximum and a sum per line).
 pub const LOOP_REDUCTIONS: &[&str] = &[
     "sum",
     "mean",
@@ -161,6 +162,8 @@ pub const LOOP_REDUCTIONS: &[&str] = &[
     "prod",
     "nn.global_avg_pool2d",
     "nn.global_max_pool2d",
+    "nn.softmax",
+    "nn.log_softmax",
 ];
 
 /// True for the [`LOOP_REDUCTIONS`] op calls on `float32` (a global pooling only over NCHW

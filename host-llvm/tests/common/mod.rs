@@ -1,6 +1,9 @@
 //! Helpers shared by the host code generator's tests: parsing, random inputs, running a
 //! module on the reference kernels or with compiled host code, and bit-exact comparison.
-#![allow(dead_code, reason = "each test crate uses its own subset of the helpers")]
+#![allow(
+    dead_code,
+    reason = "each test crate uses its own subset of the helpers"
+)]
 
 use byoc_core::exec::{ExecOptions, Executor, ExternalModules};
 use byoc_core::ir::Module;
