@@ -154,6 +154,10 @@ impl<'a, 'c> Emitter<'a, 'c> {
         self.context.i64_type().const_int(v as u64, false)
     }
 
+    fn signed(&self, v: i64) -> IntValue<'c> {
+        self.context.i64_type().const_int(v as u64, true)
+    }
+
     fn kernel(&self, symbol: &str, k: &Kernel) -> Result<FunctionValue<'c>, CodegenError> {
         let ctx = self.context;
         let b = &self.builder;
@@ -358,12 +362,12 @@ impl<'a, 'c> Emitter<'a, 'c> {
             rest = b.build_int_unsigned_div(rest, e, "rest").map_err(err)?;
         }
         // The element an access reads at the row's first position.
-        let base = |offset: usize, strides: &[usize]| -> Result<IntValue<'c>, CodegenError> {
+        let base = |offset: usize, strides: &[i64]| -> Result<IntValue<'c>, CodegenError> {
             let mut at = self.i64(offset);
             for (d, &s) in strides.iter().enumerate() {
                 let i = if d < idx.len() { idx[d] } else { col };
                 if s != 0 {
-                    let off = b.build_int_mul(i, self.i64(s), "off").map_err(err)?;
+                    let off = b.build_int_mul(i, self.signed(s), "off").map_err(err)?;
                     at = b.build_int_add(at, off, "base").map_err(err)?;
                 }
             }
@@ -381,7 +385,7 @@ impl<'a, 'c> Emitter<'a, 'c> {
             .map(|l| base(l.offset, &l.strides))
             .collect::<Result<Vec<_>, _>>()?;
         // Loads that do not move along the row happen once per row.
-        let inner_stride = |s: &[usize]| s.last().copied().unwrap_or(0);
+        let inner_stride = |s: &[i64]| s.last().copied().unwrap_or(0);
         let mut invariant = Vec::with_capacity(p.loads.len());
         for (l, &at) in p.loads.iter().zip(&bases) {
             invariant.push(if inner_stride(&l.strides) == 0 {
@@ -420,11 +424,11 @@ impl<'a, 'c> Emitter<'a, 'c> {
         };
         let jv = j.as_basic_value().into_int_value();
         // base + j * stride.
-        let at = |base: IntValue<'c>, stride: usize| -> Result<IntValue<'c>, CodegenError> {
+        let at = |base: IntValue<'c>, stride: i64| -> Result<IntValue<'c>, CodegenError> {
             let step = match stride {
                 0 => return Ok(base),
                 1 => jv,
-                s => b.build_int_mul(jv, self.i64(s), "step").map_err(err)?,
+                s => b.build_int_mul(jv, self.signed(s), "step").map_err(err)?,
             };
             b.build_int_add(base, step, "at").map_err(err)
         };

@@ -4,7 +4,7 @@
 //!
 //! Which input element an output element reads comes from the group's index maps
 //! ([`crate::index_map`]): elementwise and broadcast ops pass the index on, the injective ops
-//! `transpose`, `concatenate`, constant `nn.pad` and the reshapes (`reshape`, `squeeze`,
+//! `transpose`, `strided_slice`, `concatenate`, constant `nn.pad` and the reshapes (`reshape`, `squeeze`,
 //! `expand_dims`, `nn.batch_flatten`) rewrite it, and `nn.bias_add` reads its bias along its
 //! axis. Concatenations and pads choose per element which part (or the pad value) to read;
 //! the output is cut into boxes inside which every choice is fixed, so each box is a plain
@@ -41,7 +41,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use byoc_core::ir::{Attrs, DType, Expr, ExprId, Function, FunctionBuilder, Module, Type};
-use byoc_core::op::HostKernel;
+use byoc_core::op::{strided_slice_window, HostKernel};
 use byoc_core::passes::host_fuse::{is_anchor, is_reduction};
 use byoc_core::passes::infer_types;
 use byoc_core::text::{parse_module, print_module};
@@ -150,8 +150,9 @@ pub struct Load {
     pub input: usize,
     /// The element read at the piece's first position.
     pub offset: usize,
-    /// Its element stride along each of the piece's dims (0 where it does not move).
-    pub strides: Vec<usize>,
+    /// Its element stride along each of the piece's dims (0 where it does not move, negative
+    /// where a slice reads backwards).
+    pub strides: Vec<i64>,
 }
 
 /// One box of the output, computed by one loop nest.
@@ -162,7 +163,7 @@ pub struct Piece {
     /// The output element written at the first position.
     pub out_offset: usize,
     /// The output's element stride along each of `dims`.
-    pub out_strides: Vec<usize>,
+    pub out_strides: Vec<i64>,
     /// The distinct loads.
     pub loads: Vec<Load>,
     /// The DAG, in evaluation order; the last node is the output.
@@ -355,6 +356,12 @@ enum Op {
     },
     /// Result dimension `i` is operand dimension `axes[i]`.
     Transpose(ExprId, Vec<usize>),
+    /// Result index `i` along dimension `d` reads operand index `begin[d] + step[d] * i`.
+    Slice {
+        x: ExprId,
+        begin: Vec<i64>,
+        step: Vec<i64>,
+    },
     /// The same elements under another shape.
     Reshape(ExprId),
     /// Part `p` covers `starts[p]..starts[p + 1]` along `axis`.
@@ -510,6 +517,18 @@ impl Graph {
                 "reshape" | "squeeze" | "expand_dims" | "nn.batch_flatten"
             ) {
                 Op::Reshape(arg(0)?)
+            } else if name == "strided_slice" {
+                let x = arg(0)?;
+                let Some(Type::Tensor(input)) = f.ty(x) else {
+                    return Err(unsupported(name, "its operand is not a typed tensor"));
+                };
+                let (begin, step) = strided_slice_window(&call.attrs, input)
+                    .map_err(|e| unsupported(name, e.to_string()))?;
+                Op::Slice {
+                    x,
+                    begin: begin.into_iter().map(|b| b as i64).collect(),
+                    step: step.into_iter().map(|s| s as i64).collect(),
+                }
             } else if name == "transpose" {
                 let rank = shape.len();
                 let axes = match call.attrs.get("axes").filter(|v| !v.is_none()) {
@@ -702,6 +721,14 @@ impl<'g> Space<'g> {
                 }
                 vec![same(*data)?, (*bias, vec![map[*axis].clone()])]
             }
+            Op::Slice { x, begin, step } => {
+                let m = map
+                    .iter()
+                    .zip(begin.iter().zip(step))
+                    .map(|(a, (&b, &s))| a.scaled(s).shifted(b))
+                    .collect();
+                vec![(*x, m)]
+            }
             Op::Transpose(x, axes) => {
                 let mut m = vec![Affine::constant(0, self.rank()); axes.len()];
                 for (i, &a) in axes.iter().enumerate() {
@@ -858,7 +885,11 @@ impl<'g> Space<'g> {
             Op::BiasAdd { .. } => Some(Node::Binary(Binary::Add, args[0], args[1])),
             Op::Clip { lo, hi, .. } => Some(Node::Clip { x: args[0], lo, hi }),
             // Injective ops only move loads.
-            Op::Transpose(..) | Op::Reshape(_) | Op::Concat { .. } | Op::Pad { .. } => None,
+            Op::Transpose(..)
+            | Op::Slice { .. }
+            | Op::Reshape(_)
+            | Op::Concat { .. }
+            | Op::Pad { .. } => None,
         };
         let n = match node {
             Some(node) => {
@@ -872,8 +903,9 @@ impl<'g> Space<'g> {
     }
 
     /// The element of a row-major buffer of shape `shape` read with `map` at this space's
-    /// first position, and its stride along each dimension of the space.
-    fn strided(&self, shape: &[usize], map: &Map) -> Result<(usize, Vec<usize>), Unsupported> {
+    /// first position, and its stride along each dimension of the space; an error when some
+    /// position would read before the buffer's start.
+    fn strided(&self, shape: &[usize], map: &Map) -> Result<(usize, Vec<i64>), Unsupported> {
         let mut offset = 0i64;
         let mut strides = vec![0i64; self.rank()];
         let mut run = 1i64;
@@ -884,14 +916,18 @@ impl<'g> Space<'g> {
             }
             run *= extent as i64;
         }
-        let bad = || unsupported("the function", "an index map reads backwards");
-        Ok((
-            usize::try_from(offset).map_err(|_| bad())?,
-            strides
-                .into_iter()
-                .map(|s| usize::try_from(s).map_err(|_| bad()))
-                .collect::<Result<_, _>>()?,
-        ))
+        let lowest = strides
+            .iter()
+            .zip(&self.dims)
+            .map(|(&s, &e)| s.min(0) * (e as i64 - 1))
+            .sum::<i64>();
+        match usize::try_from(offset) {
+            Ok(first) if offset + lowest >= 0 => Ok((first, strides)),
+            _ => Err(unsupported(
+                "the function",
+                "an index map reads before the start of a buffer",
+            )),
+        }
     }
 }
 
@@ -1209,11 +1245,11 @@ impl Piece {
     fn collapsed(
         extents: &[usize],
         out_offset: usize,
-        out_strides: &[usize],
+        out_strides: &[i64],
         loads: Vec<Load>,
         nodes: Vec<Node>,
     ) -> Piece {
-        let mut all: Vec<Vec<usize>> = vec![out_strides.to_vec()];
+        let mut all: Vec<Vec<i64>> = vec![out_strides.to_vec()];
         all.extend(loads.iter().map(|l| l.strides.clone()));
         let (dims, strides) = merge_dims(extents, &all);
         let mut strides = strides.into_iter();
@@ -1236,9 +1272,9 @@ impl Piece {
 /// `extents` with each access's `strides` collapsed: extent-1 dimensions dropped, and
 /// neighbours merged where every access steps across them as across one dimension. Never
 /// empty (`[1]` with stride 0 for a single element).
-pub fn merge_dims(extents: &[usize], strides: &[Vec<usize>]) -> (Vec<usize>, Vec<Vec<usize>>) {
+pub fn merge_dims(extents: &[usize], strides: &[Vec<i64>]) -> (Vec<usize>, Vec<Vec<i64>>) {
     let mut dims: Vec<usize> = Vec::new();
-    let mut out: Vec<Vec<usize>> = vec![Vec::new(); strides.len()];
+    let mut out: Vec<Vec<i64>> = vec![Vec::new(); strides.len()];
     for (d, &extent) in extents.iter().enumerate() {
         if extent == 1 {
             continue;
@@ -1247,7 +1283,7 @@ pub fn merge_dims(extents: &[usize], strides: &[Vec<usize>]) -> (Vec<usize>, Vec
             && strides
                 .iter()
                 .zip(&out)
-                .all(|(s, o)| o[o.len() - 1] == s[d] * extent);
+                .all(|(s, o)| o[o.len() - 1] == s[d] * extent as i64);
         if merges {
             let last = dims.len() - 1;
             dims[last] *= extent;
@@ -1273,7 +1309,7 @@ pub fn merge_dims(extents: &[usize], strides: &[Vec<usize>]) -> (Vec<usize>, Vec
 /// over the inputs' broadcast strides.
 pub fn collapse(out: &[usize], inputs: &[Vec<usize>]) -> (Vec<usize>, Vec<Vec<usize>>) {
     let rank = out.len();
-    let strides: Vec<Vec<usize>> = inputs
+    let strides: Vec<Vec<i64>> = inputs
         .iter()
         .map(|s| {
             let own = row_major(s);
@@ -1283,13 +1319,19 @@ pub fn collapse(out: &[usize], inputs: &[Vec<usize>]) -> (Vec<usize>, Vec<Vec<us
                     if d < pad || s[d - pad] == 1 {
                         0
                     } else {
-                        own[d - pad]
+                        own[d - pad] as i64
                     }
                 })
                 .collect()
         })
         .collect();
-    merge_dims(out, &strides)
+    let (dims, strides) = merge_dims(out, &strides);
+    // Row-major strides of broadcast inputs are never negative.
+    let strides = strides
+        .into_iter()
+        .map(|s| s.into_iter().map(|v| v.unsigned_abs() as usize).collect())
+        .collect();
+    (dims, strides)
 }
 
 #[cfg(test)]

@@ -660,6 +660,51 @@ fn injective_groups_keep_anchored_epilogues_whole() {
 }
 
 #[test]
+fn strided_slices_read_through_affine_maps_with_the_kernel_s_clamping() {
+    for (slice, shape) in [
+        // Positive strides, begin and end past the axis clamped.
+        (
+            "begin=[1, -100, 0], end=[3, 100, 7], strides=[1, 2, 3]",
+            "(2, 3, 3)",
+        ),
+        // Negative strides, from the end and from past the end.
+        (
+            "begin=[-1, 4, 100], end=[-100, 0, -100], strides=[-1, -2, -3]",
+            "(3, 2, 3)",
+        ),
+        // One stride for every sliced axis; the other axes whole.
+        ("begin=[2], end=[0], strides=[-1]", "(2, 5, 7)"),
+        // Sliced axes named, sizes instead of ends.
+        (
+            "begin=[1, 2], end=[2, -1], axes=[0, 2], slice_mode=\"size\"",
+            "(2, 5, 5)",
+        ),
+    ] {
+        let n = check(&format!(
+            "def @main(%x: Tensor[(3, 5, 7), float32], %y: Tensor[{shape}, float32]) {{
+               %0 = strided_slice(exp(%x), {slice});
+               add(%0, %y)
+             }}"
+        ));
+        assert_eq!(n, 1, "{slice}");
+    }
+    // A slice between producers and a reduction, and a slice of a concatenation.
+    check(
+        "def @main(%x: Tensor[(4, 6, 8), float32]) {
+           %0 = strided_slice(nn.relu(%x), begin=[3, 1], end=[-100, 6], strides=[-1, 2]);
+           sum(%0, axis=[2])
+         }",
+    );
+    check(
+        "def @main(%x: Tensor[(2, 3), float32]) {
+           %0 = concatenate((%x, negative(%x)), axis=1);
+           %1 = strided_slice(%0, begin=[0, 1], end=[2, 6], strides=[1, 2]);
+           sigmoid(%1)
+         }",
+    );
+}
+
+#[test]
 fn index_maps_the_code_generator_refuses_fall_back() {
     // A reshape that splits the dimension the loop walks is not an affine index map.
     let src = "def @main(%x: Tensor[(2, 3), float32]) {

@@ -12,8 +12,8 @@
 //! intermediate value of a group is used only inside it, so a fused loop never writes it to
 //! memory.
 //!
-//! The injective ops of [`LOOP_INJECTIVE`] on `float32` (`transpose`, `concatenate`, constant
-//! `nn.pad`, and the reshapes) join groups under the same rule, with elementwise producers and
+//! The injective ops of [`LOOP_INJECTIVE`] on `float32` (`transpose`, `strided_slice`,
+//! `concatenate`, constant `nn.pad`, and the reshapes) join groups under the same rule, with elementwise producers and
 //! consumers: the code generator reads through them with index maps, so they move no data of
 //! their own. Reshapes alias their input in the executor, so a reshape at a group's edge (of
 //! a group input, or as the group's output) is left out of it, and a group of injective ops
@@ -109,13 +109,15 @@ impl Pass for HostFuse {
 }
 
 /// The injective ops HostFuse puts into loops: reshapes (views of their input, so never at a
-/// group's edge: see [`prune_views`]), `transpose`, `concatenate` and constant `nn.pad`.
+/// group's edge: see [`prune_views`]), `transpose`, `strided_slice`, `concatenate` and
+/// constant `nn.pad`.
 pub const LOOP_INJECTIVE: &[&str] = &[
     "reshape",
     "squeeze",
     "expand_dims",
     "nn.batch_flatten",
     "transpose",
+    "strided_slice",
     "concatenate",
     "nn.pad",
 ];
