@@ -660,7 +660,7 @@ fn injective_groups_keep_anchored_epilogues_whole() {
 }
 
 #[test]
-fn strided_slices_read_through_affine_maps_with_the_kernel_s_clamping() {
+fn strided_slices_and_split_fields_read_through_affine_maps_with_the_kernel_s_clamping() {
     for (slice, shape) in [
         // Positive strides, begin and end past the axis clamped.
         (
@@ -688,6 +688,15 @@ fn strided_slices_read_through_affine_maps_with_the_kernel_s_clamping() {
         ));
         assert_eq!(n, 1, "{slice}");
     }
+    // The fields of a split, read as slices.
+    let n = check(
+        "def @main(%x: Tensor[(2, 9, 4), float32]) {
+           %0 = split(nn.relu(%x), indices_or_sections=3, axis=1);
+           %1 = split(%x, indices_or_sections=[1, 3], axis=-1);
+           (add(%0.0, %0.2), exp(%0.1), sigmoid(%1.1), tanh(%1.2))
+         }",
+    );
+    assert_eq!(n, 5);
     // A slice between producers and a reduction, and a slice of a concatenation.
     check(
         "def @main(%x: Tensor[(4, 6, 8), float32]) {

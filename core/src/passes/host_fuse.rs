@@ -4,6 +4,9 @@
 //! constants, bit-exact with the batch-norm kernel ([`super::fold_batch_norm`]), so that they
 //! fuse like any elementwise op.
 //!
+//! Then the fields of each `split` (read only through `TupleGetItem`s) become
+//! `strided_slice`s of its data ([`super::split_slices`]), which the loops read through.
+//!
 //! Elementwise and broadcast op calls with arguments (op pattern [`OpPattern::ElemWise`] or
 //! [`OpPattern::Broadcast`]) form groups: walking `@main` from its result back to its inputs,
 //! an op joins the group of its users when every user is an op of one same group and the value
@@ -61,6 +64,7 @@ use crate::ir::{Attrs, DType, Expr, ExprId, Function, FunctionBuilder, IrError, 
 use crate::op::OpPattern;
 
 use super::fold_batch_norm::fold_batch_norms;
+use super::split_slices::split_fields_as_slices;
 use super::{infer_types, Pass, PassContext, PassError};
 
 /// The `Compiler` attribute of fused host functions: the target the host code generator
@@ -81,7 +85,7 @@ impl Pass for HostFuse {
 
     fn run(&self, module: &mut Module, _cx: &mut PassContext) -> Result<(), PassError> {
         infer_types(module)?;
-        let main = fold_batch_norms(module.main()?)?;
+        let main = split_fields_as_slices(&fold_batch_norms(module.main()?)?)?;
         module.insert("main", main);
         infer_types(module)?;
         let main = module.main()?.clone();
@@ -887,6 +891,28 @@ mod tests {
         );
         assert_eq!(group_kind(m.get("host_fused_0").unwrap()), "anchored");
         assert_eq!(m.main().unwrap().op_names(), ["max"]);
+    }
+
+    #[test]
+    fn split_fields_become_slices_that_fuse_with_their_consumers() {
+        let m = fused(
+            "def @main(%x: Tensor[(2, 6, 3), float32]) {
+               %0 = split(%x, indices_or_sections=[1, 4], axis=-2);
+               %1 = exp(%0.1);
+               %2 = add(%0.2, 1f);
+               (%1, %2, %0.0)
+             }",
+        );
+        assert_eq!(
+            fused_ops(&m),
+            [["strided_slice", "exp"], ["strided_slice", "add"]],
+            "{}",
+            print_module(&m)
+        );
+        // The field without arithmetic is a slice on its kernel; the split is gone.
+        assert_eq!(m.main().unwrap().op_names(), ["strided_slice"]);
+        let text = print_module(&m);
+        assert!(text.contains("begin=[1], end=[4]"), "{text}");
     }
 
     #[test]

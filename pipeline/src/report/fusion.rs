@@ -18,7 +18,7 @@ pub struct FusionGroup {
     pub function: String,
     /// Its target (`llvm`), or `None` when it went back to the reference kernels.
     pub target: Option<String>,
-    /// `elementwise`, `injective` (with transposes, concatenations, pads or reshapes),
+    /// `elementwise`, `injective` (with transposes, slices, concatenations, pads or reshapes),
     /// `anchored` or `reduction`.
     pub kind: &'static str,
     /// Its ops, in order.
