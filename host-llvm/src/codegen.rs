@@ -18,8 +18,9 @@
 //! reduction's epilogue, reading the folded value as [`Node::Acc`].
 //!
 //! A softmax kernel takes two scratch buffers after its inputs (`bufs[1 + inputs]` maxima,
-//! `bufs[2 + inputs]` sums, one per line): it sets and folds both for the lines of `lo..hi`
-//! (whole lines) the same way, and its pieces then read them.
+//! `bufs[2 + inputs]` sums, one per line): for the lines of `lo..hi` (whole lines) it folds the
+//! maxima, writes the exponentials to the output, folds their sums (the output read as one
+//! more buffer), and its pieces then read them.
 //!
 //! An epilogue kernel (one with an anchor) rewrites a block of its output in place: `bufs[0]`
 //! then points at the block holding elements `lo..hi`, so element `i` sits at `bufs[0][i -
@@ -211,11 +212,36 @@ impl<'a, 'c> Emitter<'a, 'c> {
                 .build_int_unsigned_div(hi, self.i64(line), "last_line")
                 .map_err(err)?;
             let scratch = 1 + k.input_lens.len();
-            for (r, buf) in [(&softmax.max, scratch), (&softmax.sum, scratch + 1)] {
-                let mut into = ptrs.clone();
-                into[0] = ptrs[buf];
-                self.fold_loop(function, r, &into, (first, last), (lo, hi), k.len / line)?;
-            }
+            let lines = k.len / line;
+            let mut into = ptrs.clone();
+            into[0] = ptrs[scratch];
+            self.fold_loop(
+                function,
+                &softmax.max,
+                &into,
+                (first, last),
+                (lo, hi),
+                lines,
+            )?;
+            self.piece(
+                function,
+                &softmax.exp,
+                &ptrs,
+                (lo, hi),
+                (0, k.len),
+                Store::Write,
+            )?;
+            // The sum folds the output's exponentials, read as the buffer after the scratch.
+            into[0] = ptrs[scratch + 1];
+            into.push(ptrs[0]);
+            self.fold_loop(
+                function,
+                &softmax.sum,
+                &into,
+                (first, last),
+                (lo, hi),
+                lines,
+            )?;
         }
         // Each piece walks the part of lo..hi inside its own range of the iteration space.
         let mut start = 0usize;

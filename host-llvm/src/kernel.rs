@@ -197,15 +197,17 @@ pub struct Kernel {
     pub softmax: Option<Softmax>,
 }
 
-/// A softmax's (or log-softmax's) lines folded as the reference kernel folds them: per line,
-/// the maximum (`f32::max` from `-inf`) into scratch buffer `inputs`, then the sum of
-/// `expf(x - max)` (from 0) into scratch buffer `inputs + 1`, each with the producers of `x`
-/// computed inline; the pieces then compute `expf(x - max) / sum` (or `x - max - logf(sum)`)
-/// and the consumers.
+/// A softmax's (or log-softmax's) lines computed as the reference kernel computes them: per
+/// line, the maximum (`f32::max` from `-inf`) folded into scratch buffer `inputs` with the
+/// producers of `x` computed inline; `expf(x - max)` written to the output; the sum of the
+/// output's line (from 0) folded into scratch buffer `inputs + 1`; the pieces then compute
+/// `e / sum` (or `x - max - logf(sum)`, the producers computed again) and the consumers.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Softmax {
     /// The maxima.
     pub max: Reduction,
+    /// The exponentials, written to the output.
+    pub exp: Piece,
     /// The sums.
     pub sum: Reduction,
 }
@@ -713,7 +715,10 @@ impl<'g> Space<'g> {
         };
         Ok(match self.graph.op(id)? {
             Op::Param(_) | Op::Acc | Op::Reduced(_) => Vec::new(),
-            Op::Unary(_, x) | Op::Clip { x, .. } | Op::Softmax { x, .. } => vec![same(*x)?],
+            Op::Unary(_, x) | Op::Clip { x, .. } | Op::Softmax { x, log: true, .. } => {
+                vec![same(*x)?]
+            }
+            Op::Softmax { log: false, .. } => Vec::new(),
             Op::Binary(_, x, y) => vec![same(*x)?, same(*y)?],
             Op::BiasAdd { data, bias, axis } => {
                 if self.graph.shape(*bias)?.len() != 1 {
@@ -853,32 +858,22 @@ impl<'g> Space<'g> {
             Op::Softmax {
                 axis, log, scratch, ..
             } => {
-                // The line's maximum and sum, read where the folding loops left them.
-                let mut lines = self.graph.shape(id)?.to_vec();
-                lines[axis] = 1;
-                let mut at = map.clone();
-                at[axis] = Affine::constant(0, self.rank());
-                let (offset, strides) = self.strided(&lines, &at)?;
-                let mut read = |input: usize| {
-                    piece.load(Load {
-                        input,
-                        offset,
-                        strides: strides.clone(),
-                    })
-                };
-                let (max, sum) = (read(scratch), read(scratch + 1));
-                let mut push = |node: Node| {
-                    piece.nodes.push(node);
-                    piece.nodes.len() - 1
-                };
-                let shifted = push(Node::Binary(Binary::Subtract, args[0], max));
-                Some(if log {
-                    let lse = push(Node::Unary(Unary::Log, sum));
-                    Node::Binary(Binary::Subtract, shifted, lse)
+                // The line's maximum and sum, where the folding loops left them; the output
+                // holds the exponentials.
+                let shape = self.graph.shape(id)?.to_vec();
+                let sum = self.line_load(&shape, axis, &map, scratch + 1, piece)?;
+                if log {
+                    let max = self.line_load(&shape, axis, &map, scratch, piece)?;
+                    piece
+                        .nodes
+                        .push(Node::Binary(Binary::Subtract, args[0], max));
+                    piece.nodes.push(Node::Unary(Unary::Log, sum));
+                    let n = piece.nodes.len();
+                    Some(Node::Binary(Binary::Subtract, n - 2, n - 1))
                 } else {
-                    let e = push(Node::Unary(Unary::Exp, shifted));
-                    Node::Binary(Binary::Divide, e, sum)
-                })
+                    piece.nodes.push(Node::Acc);
+                    Some(Node::Binary(Binary::Divide, piece.nodes.len() - 1, sum))
+                }
             }
             Op::Unary(u, _) => Some(Node::Unary(u, args[0])),
             Op::Binary(b, ..) => Some(Node::Binary(b, args[0], args[1])),
@@ -900,6 +895,28 @@ impl<'g> Space<'g> {
         };
         piece.memo.insert((id, map), n);
         Ok(n)
+    }
+
+    /// The node reading, for a value of shape `shape` read with `map`, its line's entry of
+    /// scratch buffer `input` (one entry per line along `axis`).
+    fn line_load(
+        &self,
+        shape: &[usize],
+        axis: usize,
+        map: &Map,
+        input: usize,
+        piece: &mut PieceBuilder,
+    ) -> Result<usize, Unsupported> {
+        let mut lines = shape.to_vec();
+        lines[axis] = 1;
+        let mut at = map.clone();
+        at[axis] = Affine::constant(0, self.rank());
+        let (offset, strides) = self.strided(&lines, &at)?;
+        Ok(piece.load(Load {
+            input,
+            offset,
+            strides,
+        }))
     }
 
     /// The element of a row-major buffer of shape `shape` read with `map` at this space's
@@ -1081,9 +1098,30 @@ fn softmax_loops(graph: &Graph, op: &ReduceOp, inputs: usize) -> Result<Softmax,
         init: 0.0,
         ..op.clone()
     };
+    let shape = graph.shape(op.input)?.to_vec();
+    let axis = op.axes[0];
+    let rank = shape.len();
+    let mut space = Space::new(graph, shape.clone());
+    let exp = space.refining(|s| {
+        let map = s.box_map(&Affine::identity(rank), &vec![0; rank], &shape)?;
+        let mut b = PieceBuilder::default();
+        let x = s.lower(op.input, map.clone(), &mut b)?;
+        let max = s.line_load(&shape, axis, &map, inputs, &mut b)?;
+        b.nodes.push(Node::Binary(Binary::Subtract, x, max));
+        b.nodes.push(Node::Unary(Unary::Exp, b.nodes.len() - 1));
+        let (out_offset, out_strides) = s.strided(&shape, &map)?;
+        Ok(Piece::collapsed(
+            &s.dims,
+            out_offset,
+            &out_strides,
+            b.loads,
+            b.nodes,
+        ))
+    })?;
     Ok(Softmax {
         max: folding_loop(graph, &max, &lines, None)?,
-        sum: folding_loop(graph, &sum, &lines, Some(inputs))?,
+        exp,
+        sum: folding_loop(graph, &sum, &lines, Some(inputs + 2))?,
     })
 }
 
@@ -1092,13 +1130,13 @@ fn softmax_loops(graph: &Graph, op: &ReduceOp, inputs: usize) -> Result<Softmax,
 /// lowered over it, and the output is written through the map that drops (or pins to 0, with
 /// `keepdims`) the reduced axes.
 ///
-/// With `minus_max` (a softmax's sum), the value folded is `expf(x - max)`, `max` read from
-/// input `minus_max` through the output's map.
+/// With `buffer` (a softmax's sum), the value folded is read from input `buffer` (the
+/// softmax's output, holding the exponentials) instead of computed.
 fn folding_loop(
     graph: &Graph,
     op: &ReduceOp,
     out_shape: &[usize],
-    minus_max: Option<usize>,
+    buffer: Option<usize>,
 ) -> Result<Reduction, Unsupported> {
     let shape = graph.shape(op.input)?.to_vec();
     let rank = shape.len();
@@ -1120,19 +1158,21 @@ fn folding_loop(
             })
             .collect();
         let mut b = PieceBuilder::default();
-        let value = s.lower(op.input, input, &mut b)?;
-        let (out_offset, out_strides) = s.strided(out_shape, &output)?;
-        if let Some(k) = minus_max {
-            let max = b.load(Load {
-                input: k,
-                offset: out_offset,
-                strides: out_strides.clone(),
-            });
-            b.nodes.push(Node::Binary(Binary::Subtract, value, max));
-            b.nodes.push(Node::Unary(Unary::Exp, b.nodes.len() - 1));
-        } else if value + 1 != b.nodes.len() {
+        let value = match buffer {
+            Some(k) => {
+                let (offset, strides) = s.strided(&shape, &input)?;
+                b.load(Load {
+                    input: k,
+                    offset,
+                    strides,
+                })
+            }
+            None => s.lower(op.input, input, &mut b)?,
+        };
+        if value + 1 != b.nodes.len() {
             b.nodes.push(Node::Unary(Unary::Copy, value));
         }
+        let (out_offset, out_strides) = s.strided(out_shape, &output)?;
         Ok(Piece::collapsed(
             &s.dims,
             out_offset,
