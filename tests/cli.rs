@@ -1263,6 +1263,68 @@ fn host_fuse_stage_names_the_kind_of_each_group_in_text_and_json() {
 }
 
 #[test]
+fn reduction_groups_are_named_built_into_artifacts_and_run_bit_identically() {
+    let model = write(
+        "mean_softmax.relay",
+        "def @main(%x: Tensor[(2, 8, 6, 6), float32], %s: Tensor[(8, 1, 1), float32]) {\n  \
+         %0 = mean(nn.relu(multiply(%x, %s)), axis=[2, 3]);\n  \
+         %1 = nn.softmax(add(%0, 1f));\n  \
+         sigmoid(%1)\n}\n",
+    );
+    let m = model.to_str().expect("utf-8 temp path");
+    let out = byoc(&["inspect", m, "--stage", "host-fuse", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    let groups = v["groups"].as_array().expect("a list of groups");
+    let kinds: Vec<(&str, &str)> = groups
+        .iter()
+        .map(|g| {
+            (
+                g["kind"].as_str().unwrap(),
+                g["reduction"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [("reduction", "mean"), ("reduction", "nn.softmax")],
+        "{v}"
+    );
+    let out = byoc(&["inspect", m, "--stage", "host-fuse"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        text.contains("// @host_fused_0: reduction, llvm: multiply, nn.relu, mean, add\n"),
+        "{text}"
+    );
+    // Built into an artifact, run without recompiling: equal to the reference kernels.
+    let artifact = tmp("mean_softmax.byoc");
+    let a = artifact.to_str().expect("utf-8 temp path");
+    let built = byoc(&["build", m, "-o", a, "--strict-host-codegen"]);
+    assert!(built.status.success(), "{}", stderr(&built));
+    let (want, got) = (
+        tmp("mean_softmax_kernels.npz"),
+        tmp("mean_softmax_byoc.npz"),
+    );
+    let run = |what: &str, out: &PathBuf, extra: &[&str]| {
+        let o = out.to_str().expect("utf-8 temp path");
+        let args = [&["run", what, "--random-inputs", "3", "-o", o][..], extra].concat();
+        let out = byoc(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        out
+    };
+    run(m, &want, &["--host-codegen", "kernels"]);
+    let profiled = run(a, &got, &["--profile"]);
+    assert!(
+        stderr(&profiled).contains("target llvm:"),
+        "{}",
+        stderr(&profiled)
+    );
+    let want = read_npz(&want).expect("reference outputs");
+    let got = read_npz(&got).expect("artifact outputs");
+    assert_eq!(got["output_0"], want["output_0"]);
+}
+
+#[test]
 fn host_codegen_llvm_is_the_default_and_kernels_selects_the_reference() {
     let model = "examples/models/small_cnn.relay";
     let input = "tests/data/small_cnn/input.npz";

@@ -10,6 +10,18 @@
 //! computes the expression DAG per element with contiguous (stride 1), loop-invariant
 //! (stride 0, loaded once per row) or strided loads.
 //!
+//! A reduction kernel first sets the output positions `lo..hi` to the fold's initial value,
+//! then runs its folding loop over the input positions `lo * count..hi * count` (its loop
+//! order puts each accumulator row's inputs there), folding each element into its output
+//! element: in a register along a row that folds into one output, in the output buffer across
+//! a row of neighbouring outputs (which vectorizes). The pieces then rewrite `lo..hi` as the
+//! reduction's epilogue, reading the folded value as [`Node::Acc`].
+//!
+//! A softmax kernel takes two scratch buffers after its inputs (`bufs[1 + inputs]` maxima,
+//! `bufs[2 + inputs]` sums, one per line): for the lines of `lo..hi` (whole lines) it folds the
+//! maxima, writes the exponentials to the output, folds their sums (the output read as one
+//! more buffer), and its pieces then read them.
+//!
 //! An epilogue kernel (one with an anchor) rewrites a block of its output in place: `bufs[0]`
 //! then points at the block holding elements `lo..hi`, so element `i` sits at `bufs[0][i -
 //! lo]`, and [`Node::Acc`] loads it before the store overwrites it.
@@ -35,6 +47,7 @@ use inkwell::values::{FloatValue, FunctionValue, IntValue, PointerValue};
 use inkwell::{AddressSpace, FloatPredicate, IntPredicate, OptimizationLevel};
 
 use crate::kernel::{Binary, Kernel, Node, Piece, Unary};
+use crate::reduction::{Fold, Reduction};
 
 /// A code generation failure (LLVM refused the IR, or the target is unavailable).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -108,6 +121,18 @@ pub(crate) fn optimize(module: &Module<'_>, machine: &TargetMachine) -> Result<(
         .map_err(err)
 }
 
+/// How a piece's values reach the output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Store {
+    /// Stored at their position of the whole output.
+    Write,
+    /// Stored at their position of a block of the output (an epilogue): `bufs[0]` points at
+    /// the block holding positions `lo..hi`.
+    Block,
+    /// Folded into the output element they belong to (a reduction's folding loop).
+    Fold(Fold),
+}
+
 /// Emits one kernel function into a module.
 struct Emitter<'a, 'c> {
     context: &'c Context,
@@ -128,6 +153,10 @@ impl<'a, 'c> Emitter<'a, 'c> {
 
     fn i64(&self, v: usize) -> IntValue<'c> {
         self.context.i64_type().const_int(v as u64, false)
+    }
+
+    fn signed(&self, v: i64) -> IntValue<'c> {
+        self.context.i64_type().const_int(v as u64, true)
     }
 
     fn kernel(&self, symbol: &str, k: &Kernel) -> Result<FunctionValue<'c>, CodegenError> {
@@ -158,13 +187,61 @@ impl<'a, 'c> Emitter<'a, 'c> {
         // entry: load the buffer pointers.
         let entry = ctx.append_basic_block(function, "entry");
         b.position_at_end(entry);
-        let n_bufs = 1 + k.input_lens.len();
+        let n_bufs = 1 + k.input_lens.len() + k.scratch().len();
         let mut ptrs: Vec<PointerValue<'c>> = Vec::with_capacity(n_bufs);
         for i in 0..n_bufs {
             // SAFETY (of the generated code): the runtime passes n_bufs pointers.
             let slot =
                 unsafe { b.build_in_bounds_gep(bufs, &[self.i64(i)], "slot") }.map_err(err)?;
             ptrs.push(b.build_load(slot, "buf").map_err(err)?.into_pointer_value());
+        }
+        if let Some(r) = &k.reduction {
+            let count = self.i64(r.count);
+            let from = b.build_int_mul(lo, count, "fold_lo").map_err(err)?;
+            let to = b.build_int_mul(hi, count, "fold_hi").map_err(err)?;
+            self.fold_loop(function, r, &ptrs, (lo, hi), (from, to), k.len)?;
+        }
+        if let Some(softmax) = &k.softmax {
+            // The lines of lo..hi (a multiple of whole lines), each folded twice into its
+            // scratch buffer.
+            let line = softmax.max.count;
+            let first = b
+                .build_int_unsigned_div(lo, self.i64(line), "first_line")
+                .map_err(err)?;
+            let last = b
+                .build_int_unsigned_div(hi, self.i64(line), "last_line")
+                .map_err(err)?;
+            let scratch = 1 + k.input_lens.len();
+            let lines = k.len / line;
+            let mut into = ptrs.clone();
+            into[0] = ptrs[scratch];
+            self.fold_loop(
+                function,
+                &softmax.max,
+                &into,
+                (first, last),
+                (lo, hi),
+                lines,
+            )?;
+            self.piece(
+                function,
+                &softmax.exp,
+                &ptrs,
+                (lo, hi),
+                (0, k.len),
+                Store::Write,
+            )?;
+            // The sum folds the output's exponentials, read as the buffer after the scratch.
+            into[0] = ptrs[scratch + 1];
+            into.push(ptrs[0]);
+            self.fold_loop(
+                function,
+                &softmax.sum,
+                &into,
+                (first, last),
+                (lo, hi),
+                lines,
+            )?;
         }
         // Each piece walks the part of lo..hi inside its own range of the iteration space.
         let mut start = 0usize;
@@ -176,7 +253,11 @@ impl<'a, 'c> Emitter<'a, 'c> {
                 &ptrs,
                 (lo, hi),
                 (start, end),
-                k.anchor.is_some(),
+                if k.anchor.is_some() {
+                    Store::Block
+                } else {
+                    Store::Write
+                },
             )?;
             start = end;
         }
@@ -184,8 +265,39 @@ impl<'a, 'c> Emitter<'a, 'c> {
         Ok(function)
     }
 
+    /// A reduction's accumulators `accs` (of `len`) of `bufs[0]` set to its initial value,
+    /// then its folding loop over positions `inputs` of its input.
+    fn fold_loop(
+        &self,
+        function: FunctionValue<'c>,
+        r: &Reduction,
+        ptrs: &[PointerValue<'c>],
+        accs: (IntValue<'c>, IntValue<'c>),
+        inputs: (IntValue<'c>, IntValue<'c>),
+        len: usize,
+    ) -> Result<(), CodegenError> {
+        let init = Piece {
+            dims: vec![len],
+            out_offset: 0,
+            out_strides: vec![1],
+            loads: Vec::new(),
+            nodes: vec![Node::Const(r.init)],
+        };
+        self.piece(function, &init, ptrs, accs, (0, len), Store::Write)?;
+        let positions = (0, r.piece.positions());
+        self.piece(
+            function,
+            &r.piece,
+            ptrs,
+            inputs,
+            positions,
+            Store::Fold(r.fold),
+        )
+    }
+
     /// The loops of one piece, whose positions are `start..end` of the kernel's iteration
     /// space, over the part of `lo..hi` inside that range; the builder continues after them.
+    /// `store` says how each value reaches the output.
     fn piece(
         &self,
         function: FunctionValue<'c>,
@@ -193,8 +305,12 @@ impl<'a, 'c> Emitter<'a, 'c> {
         ptrs: &[PointerValue<'c>],
         (lo, hi): (IntValue<'c>, IntValue<'c>),
         (start, end): (usize, usize),
-        in_block: bool,
+        store: Store,
     ) -> Result<(), CodegenError> {
+        let fold = match store {
+            Store::Fold(f) => Some(f),
+            _ => None,
+        };
         let ctx = self.context;
         let b = &self.builder;
         let i64t = ctx.i64_type();
@@ -229,7 +345,7 @@ impl<'a, 'c> Emitter<'a, 'c> {
         let first = clamp(lo, "first")?;
         let last = clamp(hi, "last")?;
         // Output positions of a block (epilogue) count from lo.
-        let block_at = if in_block {
+        let block_at = if store == Store::Block {
             Some(b.build_int_sub(self.i64(0), lo, "block_at").map_err(err)?)
         } else {
             None
@@ -272,12 +388,12 @@ impl<'a, 'c> Emitter<'a, 'c> {
             rest = b.build_int_unsigned_div(rest, e, "rest").map_err(err)?;
         }
         // The element an access reads at the row's first position.
-        let base = |offset: usize, strides: &[usize]| -> Result<IntValue<'c>, CodegenError> {
+        let base = |offset: usize, strides: &[i64]| -> Result<IntValue<'c>, CodegenError> {
             let mut at = self.i64(offset);
             for (d, &s) in strides.iter().enumerate() {
                 let i = if d < idx.len() { idx[d] } else { col };
                 if s != 0 {
-                    let off = b.build_int_mul(i, self.i64(s), "off").map_err(err)?;
+                    let off = b.build_int_mul(i, self.signed(s), "off").map_err(err)?;
                     at = b.build_int_add(at, off, "base").map_err(err)?;
                 }
             }
@@ -295,7 +411,7 @@ impl<'a, 'c> Emitter<'a, 'c> {
             .map(|l| base(l.offset, &l.strides))
             .collect::<Result<Vec<_>, _>>()?;
         // Loads that do not move along the row happen once per row.
-        let inner_stride = |s: &[usize]| s.last().copied().unwrap_or(0);
+        let inner_stride = |s: &[i64]| s.last().copied().unwrap_or(0);
         let mut invariant = Vec::with_capacity(p.loads.len());
         for (l, &at) in p.loads.iter().zip(&bases) {
             invariant.push(if inner_stride(&l.strides) == 0 {
@@ -306,19 +422,39 @@ impl<'a, 'c> Emitter<'a, 'c> {
                 None
             });
         }
+        // A row folding into one output element accumulates in a register.
+        let row_acc = match fold {
+            Some(_) if inner_stride(&p.out_strides) == 0 => {
+                let ptr =
+                    unsafe { b.build_in_bounds_gep(ptrs[0], &[out_base], "acc_p") }.map_err(err)?;
+                Some((
+                    ptr,
+                    b.build_load(ptr, "acc0").map_err(err)?.into_float_value(),
+                ))
+            }
+            _ => None,
+        };
         b.build_unconditional_branch(elem).map_err(err)?;
 
         // elem: j in 0..count.
         b.position_at_end(elem);
         let j = b.build_phi(i64t, "j").map_err(err)?;
         j.add_incoming(&[(&self.i64(0), row_body)]);
+        let acc_phi = match row_acc {
+            Some((_, first)) => {
+                let phi = b.build_phi(self.f32, "acc").map_err(err)?;
+                phi.add_incoming(&[(&first, row_body)]);
+                Some(phi)
+            }
+            None => None,
+        };
         let jv = j.as_basic_value().into_int_value();
         // base + j * stride.
-        let at = |base: IntValue<'c>, stride: usize| -> Result<IntValue<'c>, CodegenError> {
+        let at = |base: IntValue<'c>, stride: i64| -> Result<IntValue<'c>, CodegenError> {
             let step = match stride {
                 0 => return Ok(base),
                 1 => jv,
-                s => b.build_int_mul(jv, self.i64(s), "step").map_err(err)?,
+                s => b.build_int_mul(jv, self.signed(s), "step").map_err(err)?,
             };
             b.build_int_add(base, step, "at").map_err(err)
         };
@@ -338,6 +474,7 @@ impl<'a, 'c> Emitter<'a, 'c> {
                     }
                 },
                 Node::Acc => b.build_load(out_p, "acc").map_err(err)?.into_float_value(),
+                Node::Const(c) => self.f32.const_float(f64::from(c)),
                 Node::Unary(op, x) => self.unary(op, values[x])?,
                 Node::Binary(op, x, y) => self.binary(op, values[x], values[y])?,
                 Node::Clip { x, lo, hi } => self.clip(values[x], lo, hi)?,
@@ -345,7 +482,22 @@ impl<'a, 'c> Emitter<'a, 'c> {
             values.push(v);
         }
         let result = *values.last().ok_or_else(|| err("empty kernel"))?;
-        b.build_store(out_p, result).map_err(err)?;
+        let mut folded = None;
+        match (fold, acc_phi) {
+            (Some(fold), Some(phi)) => {
+                let next = self.fold(fold, phi.as_basic_value().into_float_value(), result)?;
+                phi.add_incoming(&[(&next, elem)]);
+                folded = Some(next);
+            }
+            (Some(fold), None) => {
+                let acc = b.build_load(out_p, "acc").map_err(err)?.into_float_value();
+                let next = self.fold(fold, acc, result)?;
+                b.build_store(out_p, next).map_err(err)?;
+            }
+            (None, _) => {
+                b.build_store(out_p, result).map_err(err)?;
+            }
+        }
         let j_next = b.build_int_add(jv, self.i64(1), "j_next").map_err(err)?;
         j.add_incoming(&[(&j_next, elem)]);
         let again = b
@@ -354,8 +506,11 @@ impl<'a, 'c> Emitter<'a, 'c> {
         b.build_conditional_branch(again, elem, row_end)
             .map_err(err)?;
 
-        // row_end: next row.
+        // row_end: store a register accumulator, next row.
         b.position_at_end(row_end);
+        if let (Some((ptr, _)), Some(v)) = (row_acc, folded) {
+            b.build_store(ptr, v).map_err(err)?;
+        }
         let i_next = b.build_int_add(iv, count, "i_next").map_err(err)?;
         i.add_incoming(&[(&i_next, row_end)]);
         b.build_unconditional_branch(row_head).map_err(err)?;
@@ -469,6 +624,29 @@ impl<'a, 'c> Emitter<'a, 'c> {
                     .into_float_value()
             }
         })
+    }
+
+    /// `acc` with `x` folded in, as the reference kernels fold (see [`Fold`]).
+    fn fold(
+        &self,
+        fold: Fold,
+        acc: FloatValue<'c>,
+        x: FloatValue<'c>,
+    ) -> Result<FloatValue<'c>, CodegenError> {
+        let b = &self.builder;
+        let keep_x = |pred: FloatPredicate| -> Result<FloatValue<'c>, CodegenError> {
+            let take = b.build_float_compare(pred, x, acc, "take").map_err(err)?;
+            Ok(b.build_select(take, x, acc, "fold")
+                .map_err(err)?
+                .into_float_value())
+        };
+        match fold {
+            Fold::Sum => b.build_float_add(acc, x, "sum").map_err(err),
+            Fold::Prod => b.build_float_mul(acc, x, "prod").map_err(err),
+            Fold::Max => keep_x(FloatPredicate::OGT),
+            Fold::Min => keep_x(FloatPredicate::OLT),
+            Fold::MaxNum => self.intrinsic("llvm.maxnum", &[acc, x]),
+        }
     }
 
     fn clip(&self, x: FloatValue<'c>, lo: f32, hi: f32) -> Result<FloatValue<'c>, CodegenError> {

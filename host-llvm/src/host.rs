@@ -140,14 +140,7 @@ pub fn compile_host(
         match build_library(&kernels) {
             Ok(library) => {
                 for (name, k) in &kernels {
-                    let m = HostModule::new(
-                        library.clone(),
-                        name,
-                        k.input_lens.clone(),
-                        k.len,
-                        k.anchor.clone(),
-                        threads,
-                    )?;
+                    let m = HostModule::of_kernel(library.clone(), name, k, threads)?;
                     externals.insert(
                         name.clone(),
                         ExternalModule {

@@ -4,7 +4,8 @@
 //! is an [`Affine`] function of the output's multi-index. Elementwise ops pass their index
 //! on; broadcasting pins broadcast dimensions to 0; `transpose` permutes the components;
 //! a reshape that merges dimensions combines them linearly (`i * extent + j`); `nn.bias_add`
-//! reads its bias at the component along its axis. `concatenate` and constant `nn.pad` are
+//! reads its bias at the component along its axis, `strided_slice` reads component `d` at
+//! `begin[d] + step[d] * i` (steps negative for negative strides). `concatenate` and constant `nn.pad` are
 //! piecewise: which part (or the pad value) an element reads depends on one component, so the
 //! output is cut into boxes ([`cuts`]) inside each of which every such choice is fixed, and
 //! each box is a plain strided loop ([`crate::kernel::Piece`]). Maps that are not affine
@@ -47,6 +48,11 @@ impl Affine {
                 a
             })
             .collect()
+    }
+
+    /// This component times `k`.
+    pub fn scaled(&self, k: i64) -> Affine {
+        self.scaled_plus(k, &Affine::constant(0, self.coef.len()))
     }
 
     /// This component moved by `by`.

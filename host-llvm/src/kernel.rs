@@ -4,7 +4,7 @@
 //!
 //! Which input element an output element reads comes from the group's index maps
 //! ([`crate::index_map`]): elementwise and broadcast ops pass the index on, the injective ops
-//! `transpose`, `concatenate`, constant `nn.pad` and the reshapes (`reshape`, `squeeze`,
+//! `transpose`, `strided_slice`, `concatenate`, constant `nn.pad` and the reshapes (`reshape`, `squeeze`,
 //! `expand_dims`, `nn.batch_flatten`) rewrite it, and `nn.bias_add` reads its bias along its
 //! axis. Concatenations and pads choose per element which part (or the pad value) to read;
 //! the output is cut into boxes inside which every choice is fixed, so each box is a plain
@@ -21,7 +21,18 @@
 //! and the injective ops above name; anything else is an [`Unsupported`] error that sends the
 //! group back to the reference kernels.
 //!
-//! A group with an anchor (conv2d, dense, pooling, softmax: see HostFuse) is an [`Anchor`]
+//! A group with a reduction (see HostFuse and [`crate::reduction`]) is a [`Reduction`]: a
+//! folding loop over the reduction's input, its producers lowered into it like any group's
+//! DAG over that input's space, accumulating into the output; then the rest of the group (the
+//! average's division, the consumers) is an epilogue kernel over the output reading the
+//! folded value as [`Node::Acc`]. Its producers hold no concatenation or pad (HostFuse keeps
+//! them out), so the folding loop is one box, walked in the reference kernel's order.
+//!
+//! A group with a softmax is a [`Softmax`]: two folding loops over its input into scratch
+//! buffers (each line's maximum, then its sum of exponentials), then the pieces compute the
+//! softmax and its consumers over the output.
+//!
+//! A group with an anchor (conv2d, dense, windowed pooling: see HostFuse) is an [`Anchor`]
 //! plus an epilogue kernel: the anchor's host kernel computes the output and the kernel
 //! rewrites blocks of it in place, reading the anchor's value as [`Node::Acc`]. Such a group
 //! has no injective op (HostFuse keeps them apart), so its one box is the whole output.
@@ -30,12 +41,13 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use byoc_core::ir::{Attrs, DType, Expr, ExprId, Function, FunctionBuilder, Module, Type};
-use byoc_core::op::HostKernel;
-use byoc_core::passes::host_fuse::is_anchor;
+use byoc_core::op::{strided_slice_window, HostKernel};
+use byoc_core::passes::host_fuse::{is_anchor, is_reduction};
 use byoc_core::passes::infer_types;
 use byoc_core::text::{parse_module, print_module};
 
 use crate::index_map::{boxes, broadcast, cuts, reshape, Affine, Map, Region, ReshapeError, Visit};
+use crate::reduction::{Fold, ReduceOp, Reduction};
 
 /// Why a fused function cannot be compiled: the op (or `@function` for the function
 /// itself) and the reason.
@@ -115,9 +127,11 @@ pub enum Node {
     Unary(Unary, usize),
     /// A binary op.
     Binary(Binary, usize, usize),
-    /// The anchor's value at the current position: the output element itself, before the
-    /// epilogue rewrites it.
+    /// The anchor's (or reduction's) value at the current position: the output element
+    /// itself, before the epilogue rewrites it.
     Acc,
+    /// A constant.
+    Const(f32),
     /// `x < lo ? lo : x > hi ? hi : x`, bounds converted to `float32`.
     Clip {
         /// The operand.
@@ -136,8 +150,9 @@ pub struct Load {
     pub input: usize,
     /// The element read at the piece's first position.
     pub offset: usize,
-    /// Its element stride along each of the piece's dims (0 where it does not move).
-    pub strides: Vec<usize>,
+    /// Its element stride along each of the piece's dims (0 where it does not move, negative
+    /// where a slice reads backwards).
+    pub strides: Vec<i64>,
 }
 
 /// One box of the output, computed by one loop nest.
@@ -148,7 +163,7 @@ pub struct Piece {
     /// The output element written at the first position.
     pub out_offset: usize,
     /// The output's element stride along each of `dims`.
-    pub out_strides: Vec<usize>,
+    pub out_strides: Vec<i64>,
     /// The distinct loads.
     pub loads: Vec<Load>,
     /// The DAG, in evaluation order; the last node is the output.
@@ -174,6 +189,27 @@ pub struct Kernel {
     pub len: usize,
     /// The op whose output this kernel rewrites as its epilogue, if any.
     pub anchor: Option<Anchor>,
+    /// The folding loop that fills the output before the pieces (its epilogue) run, if the
+    /// group has a reduction.
+    pub reduction: Option<Reduction>,
+    /// The folding loops that fill the scratch buffers before the pieces run, if the group
+    /// has a softmax.
+    pub softmax: Option<Softmax>,
+}
+
+/// A softmax's (or log-softmax's) lines computed as the reference kernel computes them: per
+/// line, the maximum (`f32::max` from `-inf`) folded into scratch buffer `inputs` with the
+/// producers of `x` computed inline; `expf(x - max)` written to the output; the sum of the
+/// output's line (from 0) folded into scratch buffer `inputs + 1`; the pieces then compute
+/// `e / sum` (or `x - max - logf(sum)`, the producers computed again) and the consumers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Softmax {
+    /// The maxima.
+    pub max: Reduction,
+    /// The exponentials, written to the output.
+    pub exp: Piece,
+    /// The sums.
+    pub sum: Reduction,
 }
 
 /// The anchor op of a group: one call, kept as a module in the text format (`@main` takes the
@@ -297,6 +333,16 @@ enum Op {
     Param(usize),
     /// The anchor's output.
     Acc,
+    /// The reduction's output: the folded value, divided by `divisor` for an average.
+    Reduced(Option<f32>),
+    /// A softmax of `x` along `axis` (a log-softmax when `log`), reading its maxima and sums
+    /// from scratch buffers `scratch` and `scratch + 1`.
+    Softmax {
+        x: ExprId,
+        axis: usize,
+        log: bool,
+        scratch: usize,
+    },
     Unary(Unary, ExprId),
     Binary(Binary, ExprId, ExprId),
     /// `data + bias` with `bias` along `axis` of `data`.
@@ -312,6 +358,12 @@ enum Op {
     },
     /// Result dimension `i` is operand dimension `axes[i]`.
     Transpose(ExprId, Vec<usize>),
+    /// Result index `i` along dimension `d` reads operand index `begin[d] + step[d] * i`.
+    Slice {
+        x: ExprId,
+        begin: Vec<i64>,
+        step: Vec<i64>,
+    },
     /// The same elements under another shape.
     Reshape(ExprId),
     /// Part `p` covers `starts[p]..starts[p + 1]` along `axis`.
@@ -373,8 +425,8 @@ fn axis_of(axis: i64, rank: usize, op: &str) -> Result<usize, Unsupported> {
 }
 
 impl Graph {
-    /// The graph of `f` and its anchor, if any.
-    fn of(f: &Function) -> Result<(Graph, Option<Anchor>), Unsupported> {
+    /// The graph of `f`, its anchor and its reduction, if any.
+    fn of(f: &Function) -> Result<(Graph, Option<Anchor>, Option<ReduceOp>), Unsupported> {
         let out_shape = f32_shape(f, f.body, "the result")?;
         let mut g = Graph {
             ops: HashMap::new(),
@@ -382,6 +434,7 @@ impl Graph {
             names: HashMap::new(),
         };
         let mut anchor = None;
+        let mut reduction: Option<ReduceOp> = None;
         for (k, &p) in f.params.iter().enumerate() {
             g.shapes.insert(p, f32_shape(f, p, "an input")?);
             g.ops.insert(p, Op::Param(k));
@@ -409,7 +462,24 @@ impl Graph {
                     .copied()
                     .ok_or_else(|| unsupported(name, format!("operand {i} is missing")))
             };
-            let kind = if is_anchor(f, id) {
+            let kind = if is_reduction(f, id) {
+                if reduction.is_some() {
+                    return Err(unsupported(name, "a second reduction in one group"));
+                }
+                let input = arg(0)?;
+                let op = ReduceOp::of(name, &call.attrs, input, &f32_shape(f, input, name)?)?;
+                let kind = match op.softmax {
+                    Some(log) => Op::Softmax {
+                        x: input,
+                        axis: op.axes[0],
+                        log,
+                        scratch: f.params.len(),
+                    },
+                    None => Op::Reduced(op.divisor),
+                };
+                reduction = Some(op);
+                kind
+            } else if is_anchor(f, id) {
                 if anchor.is_some() {
                     return Err(unsupported(name, "a second anchor in one group"));
                 }
@@ -449,6 +519,18 @@ impl Graph {
                 "reshape" | "squeeze" | "expand_dims" | "nn.batch_flatten"
             ) {
                 Op::Reshape(arg(0)?)
+            } else if name == "strided_slice" {
+                let x = arg(0)?;
+                let Some(Type::Tensor(input)) = f.ty(x) else {
+                    return Err(unsupported(name, "its operand is not a typed tensor"));
+                };
+                let (begin, step) = strided_slice_window(&call.attrs, input)
+                    .map_err(|e| unsupported(name, e.to_string()))?;
+                Op::Slice {
+                    x,
+                    begin: begin.into_iter().map(|b| b as i64).collect(),
+                    step: step.into_iter().map(|s| s as i64).collect(),
+                }
             } else if name == "transpose" {
                 let rank = shape.len();
                 let axes = match call.attrs.get("axes").filter(|v| !v.is_none()) {
@@ -510,7 +592,13 @@ impl Graph {
             g.shapes.insert(id, shape);
             g.names.insert(id, name.to_string());
         }
-        Ok((g, anchor))
+        if anchor.is_some() && reduction.is_some() {
+            return Err(unsupported(
+                "the function",
+                "an anchor and a reduction in one group",
+            ));
+        }
+        Ok((g, anchor, reduction))
     }
 
     fn shape(&self, id: ExprId) -> Result<&[usize], Unsupported> {
@@ -626,14 +714,25 @@ impl<'g> Space<'g> {
             Ok((x, broadcast(map, shape, self.graph.shape(x)?, self.rank())))
         };
         Ok(match self.graph.op(id)? {
-            Op::Param(_) | Op::Acc => Vec::new(),
-            Op::Unary(_, x) | Op::Clip { x, .. } => vec![same(*x)?],
+            Op::Param(_) | Op::Acc | Op::Reduced(_) => Vec::new(),
+            Op::Unary(_, x) | Op::Clip { x, .. } | Op::Softmax { x, log: true, .. } => {
+                vec![same(*x)?]
+            }
+            Op::Softmax { log: false, .. } => Vec::new(),
             Op::Binary(_, x, y) => vec![same(*x)?, same(*y)?],
             Op::BiasAdd { data, bias, axis } => {
                 if self.graph.shape(*bias)?.len() != 1 {
                     return Err(unsupported(name, "the bias is not a vector"));
                 }
                 vec![same(*data)?, (*bias, vec![map[*axis].clone()])]
+            }
+            Op::Slice { x, begin, step } => {
+                let m = map
+                    .iter()
+                    .zip(begin.iter().zip(step))
+                    .map(|(a, (&b, &s))| a.scaled(s).shifted(b))
+                    .collect();
+                vec![(*x, m)]
             }
             Op::Transpose(x, axes) => {
                 let mut m = vec![Affine::constant(0, self.rank()); axes.len()];
@@ -741,27 +840,51 @@ impl<'g> Space<'g> {
         let node = match *self.graph.op(id)? {
             Op::Param(input) => {
                 let (offset, strides) = self.strided(self.graph.shape(id)?, &map)?;
-                let load = Load {
+                let n = piece.load(Load {
                     input,
                     offset,
                     strides,
-                };
-                let k = match piece.loads.iter().position(|l| *l == load) {
-                    Some(k) => k,
-                    None => {
-                        piece.loads.push(load);
-                        piece.loads.len() - 1
-                    }
-                };
-                Some(Node::Load(k))
+                });
+                piece.memo.insert((id, map), n);
+                return Ok(n);
             }
-            Op::Acc => Some(Node::Acc),
+            Op::Acc | Op::Reduced(None) => Some(Node::Acc),
+            Op::Reduced(Some(divisor)) => {
+                piece.nodes.push(Node::Acc);
+                piece.nodes.push(Node::Const(divisor));
+                let n = piece.nodes.len();
+                Some(Node::Binary(Binary::Divide, n - 2, n - 1))
+            }
+            Op::Softmax {
+                axis, log, scratch, ..
+            } => {
+                // The line's maximum and sum, where the folding loops left them; the output
+                // holds the exponentials.
+                let shape = self.graph.shape(id)?.to_vec();
+                let sum = self.line_load(&shape, axis, &map, scratch + 1, piece)?;
+                if log {
+                    let max = self.line_load(&shape, axis, &map, scratch, piece)?;
+                    piece
+                        .nodes
+                        .push(Node::Binary(Binary::Subtract, args[0], max));
+                    piece.nodes.push(Node::Unary(Unary::Log, sum));
+                    let n = piece.nodes.len();
+                    Some(Node::Binary(Binary::Subtract, n - 2, n - 1))
+                } else {
+                    piece.nodes.push(Node::Acc);
+                    Some(Node::Binary(Binary::Divide, piece.nodes.len() - 1, sum))
+                }
+            }
             Op::Unary(u, _) => Some(Node::Unary(u, args[0])),
             Op::Binary(b, ..) => Some(Node::Binary(b, args[0], args[1])),
             Op::BiasAdd { .. } => Some(Node::Binary(Binary::Add, args[0], args[1])),
             Op::Clip { lo, hi, .. } => Some(Node::Clip { x: args[0], lo, hi }),
             // Injective ops only move loads.
-            Op::Transpose(..) | Op::Reshape(_) | Op::Concat { .. } | Op::Pad { .. } => None,
+            Op::Transpose(..)
+            | Op::Slice { .. }
+            | Op::Reshape(_)
+            | Op::Concat { .. }
+            | Op::Pad { .. } => None,
         };
         let n = match node {
             Some(node) => {
@@ -774,9 +897,32 @@ impl<'g> Space<'g> {
         Ok(n)
     }
 
+    /// The node reading, for a value of shape `shape` read with `map`, its line's entry of
+    /// scratch buffer `input` (one entry per line along `axis`).
+    fn line_load(
+        &self,
+        shape: &[usize],
+        axis: usize,
+        map: &Map,
+        input: usize,
+        piece: &mut PieceBuilder,
+    ) -> Result<usize, Unsupported> {
+        let mut lines = shape.to_vec();
+        lines[axis] = 1;
+        let mut at = map.clone();
+        at[axis] = Affine::constant(0, self.rank());
+        let (offset, strides) = self.strided(&lines, &at)?;
+        Ok(piece.load(Load {
+            input,
+            offset,
+            strides,
+        }))
+    }
+
     /// The element of a row-major buffer of shape `shape` read with `map` at this space's
-    /// first position, and its stride along each dimension of the space.
-    fn strided(&self, shape: &[usize], map: &Map) -> Result<(usize, Vec<usize>), Unsupported> {
+    /// first position, and its stride along each dimension of the space; an error when some
+    /// position would read before the buffer's start.
+    fn strided(&self, shape: &[usize], map: &Map) -> Result<(usize, Vec<i64>), Unsupported> {
         let mut offset = 0i64;
         let mut strides = vec![0i64; self.rank()];
         let mut run = 1i64;
@@ -787,14 +933,18 @@ impl<'g> Space<'g> {
             }
             run *= extent as i64;
         }
-        let bad = || unsupported("the function", "an index map reads backwards");
-        Ok((
-            usize::try_from(offset).map_err(|_| bad())?,
-            strides
-                .into_iter()
-                .map(|s| usize::try_from(s).map_err(|_| bad()))
-                .collect::<Result<_, _>>()?,
-        ))
+        let lowest = strides
+            .iter()
+            .zip(&self.dims)
+            .map(|(&s, &e)| s.min(0) * (e as i64 - 1))
+            .sum::<i64>();
+        match usize::try_from(offset) {
+            Ok(first) if offset + lowest >= 0 => Ok((first, strides)),
+            _ => Err(unsupported(
+                "the function",
+                "an index map reads before the start of a buffer",
+            )),
+        }
     }
 }
 
@@ -804,6 +954,27 @@ struct PieceBuilder {
     loads: Vec<Load>,
     nodes: Vec<Node>,
     memo: HashMap<(ExprId, Map), usize>,
+}
+
+impl PieceBuilder {
+    /// The node reading `load` (one load node per distinct load).
+    fn load(&mut self, load: Load) -> usize {
+        let k = match self.loads.iter().position(|l| *l == load) {
+            Some(k) => k,
+            None => {
+                self.loads.push(load);
+                self.loads.len() - 1
+            }
+        };
+        let node = Node::Load(k);
+        match self.nodes.iter().position(|n| *n == node) {
+            Some(n) => n,
+            None => {
+                self.nodes.push(node);
+                self.nodes.len() - 1
+            }
+        }
+    }
 }
 
 /// Row-major strides of `shape`.
@@ -820,9 +991,23 @@ fn row_major(shape: &[usize]) -> Vec<usize> {
 impl Kernel {
     /// The kernel of a fused function (typed; parameters are its inputs, in order).
     pub fn from_function(f: &Function) -> Result<Kernel, Unsupported> {
-        let (graph, anchor) = Graph::of(f)?;
+        let (graph, anchor, reduce) = Graph::of(f)?;
         let out_shape = graph.shape(f.body)?.to_vec();
         let len: usize = out_shape.iter().product();
+        let reduction = match &reduce {
+            Some(op) if len > 0 && op.softmax.is_none() => {
+                Some(folding_loop(&graph, op, &out_shape, None)?)
+            }
+            _ => None,
+        };
+        let softmax = match &reduce {
+            Some(
+                op @ ReduceOp {
+                    softmax: Some(_), ..
+                },
+            ) if len > 0 => Some(softmax_loops(&graph, op, f.params.len())?),
+            _ => None,
+        };
         if matches!(graph.op(f.body)?, Op::Param(_) | Op::Acc) {
             return Err(unsupported(
                 "the function",
@@ -835,7 +1020,9 @@ impl Kernel {
             .map(|&p| graph.shape(p).map(|s| s.iter().product()))
             .collect::<Result<_, _>>()?;
         let mut pieces = Vec::new();
-        if len > 0 {
+        // A sum, product, maximum or minimum is its own result: no epilogue.
+        let folded_only = matches!(graph.op(f.body)?, Op::Reduced(None));
+        if len > 0 && !folded_only {
             let rank = out_shape.len();
             let root = Affine::identity(rank);
             box_pieces(
@@ -858,8 +1045,149 @@ impl Kernel {
             input_lens,
             len,
             anchor,
+            reduction,
+            softmax,
         })
     }
+
+    /// The output positions one call of the kernel must start and end at (multiples of it,
+    /// or the end): 1, a reduction's accumulator row, or a softmax's lines of one outer
+    /// position.
+    pub fn grain(&self) -> usize {
+        match (&self.reduction, &self.softmax) {
+            (Some(r), _) => r.row.max(1),
+            (_, Some(s)) => (s.max.row * s.max.count).max(1),
+            _ => 1,
+        }
+    }
+
+    /// Loop positions per output element, for sizing parallel tasks: 1, the elements a
+    /// reduction folds into each, or a softmax's three passes.
+    pub fn work(&self) -> usize {
+        match (&self.reduction, &self.softmax) {
+            (Some(r), _) => r.count,
+            (_, Some(_)) => 3,
+            _ => 1,
+        }
+    }
+
+    /// The `float32` scratch buffers the runtime passes after the inputs, by element count: a
+    /// softmax's maxima and sums, one per line.
+    pub fn scratch(&self) -> Vec<usize> {
+        match &self.softmax {
+            Some(s) => vec![self.len / s.max.count; 2],
+            None => Vec::new(),
+        }
+    }
+}
+
+/// The two folding loops of a softmax (see [`Softmax`]) over its line axis, into scratch
+/// buffers `inputs` (maxima) and `inputs + 1` (sums).
+fn softmax_loops(graph: &Graph, op: &ReduceOp, inputs: usize) -> Result<Softmax, Unsupported> {
+    let mut lines = graph.shape(op.input)?.to_vec();
+    for &a in &op.axes {
+        lines[a] = 1;
+    }
+    let max = ReduceOp {
+        fold: Fold::MaxNum,
+        init: f32::NEG_INFINITY,
+        ..op.clone()
+    };
+    let sum = ReduceOp {
+        fold: Fold::Sum,
+        init: 0.0,
+        ..op.clone()
+    };
+    let shape = graph.shape(op.input)?.to_vec();
+    let axis = op.axes[0];
+    let rank = shape.len();
+    let mut space = Space::new(graph, shape.clone());
+    let exp = space.refining(|s| {
+        let map = s.box_map(&Affine::identity(rank), &vec![0; rank], &shape)?;
+        let mut b = PieceBuilder::default();
+        let x = s.lower(op.input, map.clone(), &mut b)?;
+        let max = s.line_load(&shape, axis, &map, inputs, &mut b)?;
+        b.nodes.push(Node::Binary(Binary::Subtract, x, max));
+        b.nodes.push(Node::Unary(Unary::Exp, b.nodes.len() - 1));
+        let (out_offset, out_strides) = s.strided(&shape, &map)?;
+        Ok(Piece::collapsed(
+            &s.dims,
+            out_offset,
+            &out_strides,
+            b.loads,
+            b.nodes,
+        ))
+    })?;
+    Ok(Softmax {
+        max: folding_loop(graph, &max, &lines, None)?,
+        exp,
+        sum: folding_loop(graph, &sum, &lines, Some(inputs + 2))?,
+    })
+}
+
+/// The folding loop of reduction `op` (see [`crate::reduction`]) whose output has shape
+/// `out_shape`: the reduction's input in loop order is the iteration space, its producers are
+/// lowered over it, and the output is written through the map that drops (or pins to 0, with
+/// `keepdims`) the reduced axes.
+///
+/// With `buffer` (a softmax's sum), the value folded is read from input `buffer` (the
+/// softmax's output, holding the exponentials) instead of computed.
+fn folding_loop(
+    graph: &Graph,
+    op: &ReduceOp,
+    out_shape: &[usize],
+    buffer: Option<usize>,
+) -> Result<Reduction, Unsupported> {
+    let shape = graph.shape(op.input)?.to_vec();
+    let rank = shape.len();
+    let (order, row) = op.loop_order(&shape);
+    let dims: Vec<usize> = order.iter().map(|&a| shape[a]).collect();
+    let mut position = vec![0; rank];
+    for (p, &a) in order.iter().enumerate() {
+        position[a] = p;
+    }
+    let mut space = Space::new(graph, dims.clone());
+    let piece = space.refining(|s| {
+        let ordered = s.box_map(&Affine::identity(rank), &vec![0; rank], &dims)?;
+        let input: Map = (0..rank).map(|a| ordered[position[a]].clone()).collect();
+        let output: Map = (0..rank)
+            .filter_map(|a| match (op.axes.contains(&a), op.keepdims) {
+                (false, _) => Some(ordered[position[a]].clone()),
+                (true, true) => Some(Affine::constant(0, s.rank())),
+                (true, false) => None,
+            })
+            .collect();
+        let mut b = PieceBuilder::default();
+        let value = match buffer {
+            Some(k) => {
+                let (offset, strides) = s.strided(&shape, &input)?;
+                b.load(Load {
+                    input: k,
+                    offset,
+                    strides,
+                })
+            }
+            None => s.lower(op.input, input, &mut b)?,
+        };
+        if value + 1 != b.nodes.len() {
+            b.nodes.push(Node::Unary(Unary::Copy, value));
+        }
+        let (out_offset, out_strides) = s.strided(out_shape, &output)?;
+        Ok(Piece::collapsed(
+            &s.dims,
+            out_offset,
+            &out_strides,
+            b.loads,
+            b.nodes,
+        ))
+    })?;
+    Ok(Reduction {
+        fold: op.fold,
+        init: op.init,
+        piece,
+        count: op.axes.iter().map(|&a| shape[a]).product(),
+        row,
+    })
 }
 
 /// Appends the pieces of the box at `lo` with `extents` of a space whose output map is `root`
@@ -957,11 +1285,11 @@ impl Piece {
     fn collapsed(
         extents: &[usize],
         out_offset: usize,
-        out_strides: &[usize],
+        out_strides: &[i64],
         loads: Vec<Load>,
         nodes: Vec<Node>,
     ) -> Piece {
-        let mut all: Vec<Vec<usize>> = vec![out_strides.to_vec()];
+        let mut all: Vec<Vec<i64>> = vec![out_strides.to_vec()];
         all.extend(loads.iter().map(|l| l.strides.clone()));
         let (dims, strides) = merge_dims(extents, &all);
         let mut strides = strides.into_iter();
@@ -984,9 +1312,9 @@ impl Piece {
 /// `extents` with each access's `strides` collapsed: extent-1 dimensions dropped, and
 /// neighbours merged where every access steps across them as across one dimension. Never
 /// empty (`[1]` with stride 0 for a single element).
-pub fn merge_dims(extents: &[usize], strides: &[Vec<usize>]) -> (Vec<usize>, Vec<Vec<usize>>) {
+pub fn merge_dims(extents: &[usize], strides: &[Vec<i64>]) -> (Vec<usize>, Vec<Vec<i64>>) {
     let mut dims: Vec<usize> = Vec::new();
-    let mut out: Vec<Vec<usize>> = vec![Vec::new(); strides.len()];
+    let mut out: Vec<Vec<i64>> = vec![Vec::new(); strides.len()];
     for (d, &extent) in extents.iter().enumerate() {
         if extent == 1 {
             continue;
@@ -995,7 +1323,7 @@ pub fn merge_dims(extents: &[usize], strides: &[Vec<usize>]) -> (Vec<usize>, Vec
             && strides
                 .iter()
                 .zip(&out)
-                .all(|(s, o)| o[o.len() - 1] == s[d] * extent);
+                .all(|(s, o)| o[o.len() - 1] == s[d] * extent as i64);
         if merges {
             let last = dims.len() - 1;
             dims[last] *= extent;
@@ -1021,7 +1349,7 @@ pub fn merge_dims(extents: &[usize], strides: &[Vec<usize>]) -> (Vec<usize>, Vec
 /// over the inputs' broadcast strides.
 pub fn collapse(out: &[usize], inputs: &[Vec<usize>]) -> (Vec<usize>, Vec<Vec<usize>>) {
     let rank = out.len();
-    let strides: Vec<Vec<usize>> = inputs
+    let strides: Vec<Vec<i64>> = inputs
         .iter()
         .map(|s| {
             let own = row_major(s);
@@ -1031,13 +1359,19 @@ pub fn collapse(out: &[usize], inputs: &[Vec<usize>]) -> (Vec<usize>, Vec<Vec<us
                     if d < pad || s[d - pad] == 1 {
                         0
                     } else {
-                        own[d - pad]
+                        own[d - pad] as i64
                     }
                 })
                 .collect()
         })
         .collect();
-    merge_dims(out, &strides)
+    let (dims, strides) = merge_dims(out, &strides);
+    // Row-major strides of broadcast inputs are never negative.
+    let strides = strides
+        .into_iter()
+        .map(|s| s.into_iter().map(|v| v.unsigned_abs() as usize).collect())
+        .collect();
+    (dims, strides)
 }
 
 #[cfg(test)]

@@ -1,12 +1,13 @@
 //! byoc-host-llvm: the host code generator. What stays on the host after partitioning is
 //! fused (core's HostFuse pass: elementwise and broadcast chains into one function each, with
-//! the injective ops between them (transpose, concatenate, pad, reshapes), and the elementwise
-//! consumers of a conv2d, dense, pooling or softmax into its group as an
-//! epilogue) and every fused function is compiled with LLVM 14 (through `inkwell`) into native
+//! the injective ops between them (transpose, concatenate, pad, reshapes), each reduction
+//! with its producers and consumers, and the elementwise consumers of a conv2d, dense,
+//! pooling or softmax into its group as an epilogue) and every fused function is compiled with LLVM 14 (through `inkwell`) into native
 //! loops for the host CPU, vectorized and run in parallel chunks on the executor's threads.
 //!
 //! - [`kernel`]: a fused function as a loop kernel (boxes of the output, each a collapsed
 //!   iteration space with strided loads and a DAG; the anchor of an epilogue);
+//! - [`reduction`]: the reductions' folds and loop order (bit-identical to the reference);
 //! - [`index_map`]: the affine index maps through injective ops, and the cutting of the output
 //!   into boxes at concatenation and pad boundaries;
 //! - [`codegen`]: the kernel as LLVM IR, optimized (`default<O3>`, host CPU) into an object;
@@ -28,6 +29,7 @@ pub mod kernel;
 pub mod library;
 pub mod module;
 pub mod plugin;
+pub mod reduction;
 
 pub use host::{compile_host, Fallback, HostCode, HostCodegenError};
 pub use plugin::{plugin, HostLlvm, PLUGIN_NAME};

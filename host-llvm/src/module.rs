@@ -5,8 +5,11 @@
 //!
 //! Serialized form (integers little-endian): `"BYOCHOST"`, format version `u32`, header length
 //! `u64`, the header (JSON: symbol, input and output element counts, the anchor if any), then
-//! the shared library. Reading checks each part's bounds before using it; version 1 (no
-//! anchors) still reads.
+//! the shared library. Reading checks each part's bounds before using it; versions 1 (no
+//! anchors) and 2 (no reductions) still read.
+//!
+//! A reduction's kernel is split over threads only at multiples of its accumulator row
+//! ([`Split::grain`]), so that no two calls fold into one output element.
 
 use std::ops::RangeInclusive;
 use std::sync::{Arc, Mutex};
@@ -18,15 +21,31 @@ use byoc_core::tensor::{TensorMut, TensorRef};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::kernel::Anchor;
+use crate::kernel::{Anchor, Kernel};
 use crate::library::{self, KernelFn, Library};
 
 /// The first bytes of a serialized module.
 const MAGIC: &[u8; 8] = b"BYOCHOST";
-/// The serialized format's version (2 added the anchor).
-const VERSION: u32 = 2;
+/// The serialized format's version (2 added the anchor, 3 the split and scratch buffers of
+/// reductions).
+const VERSION: u32 = 3;
 /// Output elements per parallel task, at least.
 const MIN_CHUNK: usize = 1 << 14;
+
+/// How a kernel's range of output positions may be split over threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Split {
+    /// Calls start and end at multiples of it (or the end).
+    pub grain: usize,
+    /// Loop positions per output position (sizes the parallel tasks).
+    pub work: usize,
+}
+
+impl Default for Split {
+    fn default() -> Self {
+        Split { grain: 1, work: 1 }
+    }
+}
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 struct Header {
@@ -35,6 +54,11 @@ struct Header {
     output_len: usize,
     #[serde(default)]
     anchor: Option<Anchor>,
+    #[serde(default)]
+    split: Split,
+    /// Element counts of the `float32` scratch buffers the kernel takes after its inputs.
+    #[serde(default)]
+    scratch: Vec<usize>,
 }
 
 /// One compiled fused function.
@@ -83,18 +107,24 @@ impl Buffers {
     }
 }
 
-/// Calls `f(lo, hi)` over `0..n` in chunks: in parallel tasks of at least [`MIN_CHUNK`]
-/// elements (at most four per thread), or at once.
-fn for_ranges(n: usize, threads: usize, f: impl Fn(usize, usize) + Sync) {
-    let tasks = (n / MIN_CHUNK).clamp(1, threads * 4);
+/// Calls `f(lo, hi)` over `0..n` in chunks that start and end at multiples of
+/// `split.grain` (or `n`): in parallel tasks of at least [`MIN_CHUNK`] loop positions (at most
+/// four per thread), or at once.
+fn for_ranges(n: usize, split: Split, threads: usize, f: impl Fn(usize, usize) + Sync) {
+    let grain = split.grain.max(1);
+    let units = n.div_ceil(grain);
+    let positions = n.saturating_mul(split.work.max(1));
+    let tasks = (positions / MIN_CHUNK)
+        .clamp(1, threads * 4)
+        .min(units.max(1));
     if tasks == 1 || threads == 1 {
         if n > 0 {
             f(0, n);
         }
     } else {
-        let chunk = n.div_ceil(tasks);
+        let chunk = units.div_ceil(tasks) * grain;
         (0..tasks).into_par_iter().for_each(|t| {
-            let lo = t * chunk;
+            let lo = (t * chunk).min(n);
             let hi = (lo + chunk).min(n);
             if lo < hi {
                 f(lo, hi);
@@ -136,7 +166,7 @@ impl OutputEpilogue for Epilogue<'_> {
         }
         let block = Buffers(vec![block.as_mut_ptr().cast::<f32>()]);
         let kernel = self.kernel;
-        for_ranges(n, self.threads, |lo, hi| {
+        for_ranges(n, Split::default(), self.threads, |lo, hi| {
             // `lo < n`, so the pointer stays inside the block.
             let bufs = self.bufs.with_output(block.with_output_offset(lo));
             // SAFETY: the block holds elements `offset..offset + n` of the output (checked
@@ -148,16 +178,23 @@ impl OutputEpilogue for Epilogue<'_> {
 }
 
 impl HostModule {
-    /// The kernel `symbol` of `library`, with its inputs' and output's element counts and its
-    /// anchor (when the kernel is the anchor's epilogue).
+    /// The kernel `symbol` of `library`, with its inputs' and output's element counts, its
+    /// anchor (when the kernel is the anchor's epilogue) and how its range splits.
     pub fn new(
         library: Arc<Library>,
         symbol: &str,
         input_lens: Vec<usize>,
         output_len: usize,
         anchor: Option<Anchor>,
+        split: Split,
         threads: usize,
     ) -> Result<HostModule, PluginError> {
+        if split.grain == 0 || split.work == 0 {
+            return Err(PluginError::new(format!(
+                "host kernel {symbol}: a split of grain {} and work {}",
+                split.grain, split.work
+            )));
+        }
         let kernel = library.kernel(symbol).map_err(|e| PluginError::new(e.0))?;
         let anchor_kernel = match &anchor {
             Some(a) => {
@@ -177,12 +214,51 @@ impl HostModule {
                 input_lens,
                 output_len,
                 anchor,
+                split,
+                scratch: Vec::new(),
             },
             library,
             kernel,
             anchor: anchor_kernel,
             threads: threads.max(1),
         })
+    }
+
+    /// The compiled `kernel`, symbol `symbol` of `library`.
+    pub fn of_kernel(
+        library: Arc<Library>,
+        symbol: &str,
+        kernel: &Kernel,
+        threads: usize,
+    ) -> Result<HostModule, PluginError> {
+        let split = Split {
+            grain: kernel.grain(),
+            work: kernel.work(),
+        };
+        let mut m = HostModule::new(
+            library,
+            symbol,
+            kernel.input_lens.clone(),
+            kernel.len,
+            kernel.anchor.clone(),
+            split,
+            threads,
+        )?;
+        m.set_scratch(kernel.scratch())?;
+        Ok(m)
+    }
+
+    /// Sets the scratch buffers the kernel takes after its inputs (element counts), each at
+    /// most the output's size.
+    fn set_scratch(&mut self, scratch: Vec<usize>) -> Result<(), PluginError> {
+        if let Some(n) = scratch.iter().find(|&&n| n > self.header.output_len) {
+            return Err(PluginError::new(format!(
+                "host kernel {}: a scratch buffer of {n} elements for an output of {}",
+                self.header.symbol, self.header.output_len
+            )));
+        }
+        self.header.scratch = scratch;
+        Ok(())
     }
 
     /// Reads the bytes of [`CompiledModule::serialize`].
@@ -193,14 +269,17 @@ impl HostModule {
             serde_json::from_slice(header).map_err(|e| bad(&format!("header: {e}")))?;
         let library =
             library::load(Arc::new(library.to_vec())).map_err(|e| PluginError::new(e.0))?;
-        HostModule::new(
+        let mut m = HostModule::new(
             library,
             &header.symbol,
             header.input_lens,
             header.output_len,
             header.anchor,
+            header.split,
             threads,
-        )
+        )?;
+        m.set_scratch(header.scratch)?;
+        Ok(m)
     }
 }
 
@@ -301,10 +380,14 @@ impl CompiledModule for HostModule {
         for (k, (t, &len)) in inputs.iter().zip(&h.input_lens).enumerate() {
             ptrs.push(f32_view(t, len, &format!("input {k}"))?.cast_mut());
         }
+        // Scratch buffers (checked no larger than the output), disjoint per call as the
+        // output's ranges are.
+        let mut scratch: Vec<Vec<f32>> = h.scratch.iter().map(|&n| vec![0.0; n]).collect();
+        ptrs.extend(scratch.iter_mut().map(|s| s.as_mut_ptr()));
         let bufs = Buffers(ptrs);
         let kernel = self.kernel;
         let (Some(anchor), Some(anchor_kernel)) = (&h.anchor, &self.anchor) else {
-            for_ranges(h.output_len, self.threads, |lo, hi| {
+            for_ranges(h.output_len, h.split, self.threads, |lo, hi| {
                 // SAFETY: every buffer was checked to hold its kernel's element count, the
                 // output does not overlap the inputs (the executor's storage rule), and
                 // concurrent calls write disjoint ranges of it.

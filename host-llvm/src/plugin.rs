@@ -75,12 +75,10 @@ impl Plugin for HostLlvm {
         let kernel = kernel_of(function)?;
         let library = crate::host::build_library(&[(function.symbol.clone(), kernel.clone())])
             .map_err(|e| PluginError::new(e.to_string()))?;
-        Ok(Box::new(HostModule::new(
+        Ok(Box::new(HostModule::of_kernel(
             library,
             &function.symbol,
-            kernel.input_lens,
-            kernel.len,
-            kernel.anchor,
+            &kernel,
             threads(options)?,
         )?))
     }

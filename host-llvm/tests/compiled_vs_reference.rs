@@ -5,93 +5,16 @@
 //! modules. Results must be bit-identical (NaN compared as NaN) except for the libm calls,
 //! which are the same C functions on both sides and so are bit-identical here too.
 
+mod common;
+
 use std::sync::Arc;
 
-use byoc_core::exec::{ExecOptions, Executor, ExternalModules};
-use byoc_core::ir::Module;
-use byoc_core::passes::infer_types;
-use byoc_core::sdk::{CompileOptions, Plugin};
+use byoc_core::exec::ExternalModules;
+use byoc_core::sdk::Plugin;
 use byoc_core::tensor::Tensor;
-use byoc_core::text::parse_module;
 use byoc_host_llvm::{compile_host, HostCodegenError, HostLlvm};
+use common::{bits, check, inputs, options, parse, run};
 use proptest::prelude::*;
-use rand::{Rng, SeedableRng};
-
-fn parse(src: &str) -> Module {
-    let mut m = parse_module(src).expect("the test module parses");
-    infer_types(&mut m).expect("the test module types");
-    m
-}
-
-fn options(threads: usize) -> CompileOptions {
-    CompileOptions::new().with(byoc_core::sdk::THREADS_OPTION, threads.to_string())
-}
-
-/// Random float32 inputs for `m`'s parameters, with a few special values mixed in.
-fn inputs(m: &Module, seed: u64) -> Vec<Tensor> {
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let main = m.main().unwrap();
-    main.params
-        .iter()
-        .map(|&p| {
-            let ty = main.var(p).unwrap().ty.clone();
-            let t = ty.as_tensor().expect("tensor parameter").clone();
-            let n = t.num_elements();
-            let data: Vec<f32> = (0..n)
-                .map(|i| match i % 97 {
-                    13 => 0.0,
-                    29 => -0.0,
-                    41 => f32::NAN,
-                    _ => rng.gen_range(-4.0f32..4.0),
-                })
-                .collect();
-            Tensor::from_vec(t.shape.clone(), data).unwrap()
-        })
-        .collect()
-}
-
-fn run(m: &Module, ext: &ExternalModules, threads: usize, x: &[Tensor]) -> Vec<Tensor> {
-    Executor::with_externals(
-        m,
-        ExecOptions {
-            threads,
-            profile: false,
-        },
-        ext,
-    )
-    .expect("the module plans")
-    .run(x)
-    .expect("the module runs")
-}
-
-fn bits(t: &Tensor) -> Vec<u32> {
-    t.as_slice::<f32>()
-        .unwrap()
-        .iter()
-        .map(|v| if v.is_nan() { u32::MAX } else { v.to_bits() })
-        .collect()
-}
-
-/// Compiles `src` with the host code generator and checks it against the reference kernels
-/// on random inputs, with 1 and 3 threads; returns the number of compiled functions.
-fn check(src: &str) -> usize {
-    let m = parse(src);
-    let x = inputs(&m, 7);
-    let want = run(&m, &ExternalModules::new(), 1, &x);
-    let mut compiled = 0;
-    for threads in [1, 3] {
-        let host = compile_host(&m, &options(threads), true).expect("host code compiles");
-        assert!(host.fallbacks.is_empty(), "{:?}", host.fallbacks);
-        let got = run(&host.module, &host.externals, threads, &x);
-        assert_eq!(got.len(), want.len());
-        for (g, w) in got.iter().zip(&want) {
-            assert_eq!(g.ty(), w.ty());
-            assert_eq!(bits(g), bits(w), "{src}");
-        }
-        compiled = host.externals.len();
-    }
-    compiled
-}
 
 #[test]
 fn each_unary_op_matches_the_reference_kernel() {
@@ -314,7 +237,7 @@ fn conv2d_epilogues_match_the_unfused_reference_kernels_on_every_conv_path() {
 }
 
 #[test]
-fn dense_pool_and_softmax_epilogues_match_the_unfused_reference_kernels() {
+fn dense_and_pool_epilogues_match_the_unfused_reference_kernels() {
     check_anchored(
         "def @main(%x: Tensor[(3, 40), float32], %w: Tensor[(25, 40), float32],
                    %b: Tensor[(25), float32]) {
@@ -331,13 +254,6 @@ fn dense_pool_and_softmax_epilogues_match_the_unfused_reference_kernels() {
            sigmoid(%1)
          }",
         "nn.max_pool2d",
-    );
-    check_anchored(
-        "def @main(%x: Tensor[(4, 30), float32]) {
-           %0 = nn.softmax(%x);
-           log(%0)
-         }",
-        "nn.softmax",
     );
     // The conv's input also feeds the epilogue (a residual over the same tensor).
     check_anchored(
@@ -741,6 +657,60 @@ fn injective_groups_keep_anchored_epilogues_whole() {
         ]
     );
     assert_eq!(check(src), 2);
+}
+
+#[test]
+fn strided_slices_and_split_fields_read_through_affine_maps_with_the_kernel_s_clamping() {
+    for (slice, shape) in [
+        // Positive strides, begin and end past the axis clamped.
+        (
+            "begin=[1, -100, 0], end=[3, 100, 7], strides=[1, 2, 3]",
+            "(2, 3, 3)",
+        ),
+        // Negative strides, from the end and from past the end.
+        (
+            "begin=[-1, 4, 100], end=[-100, 0, -100], strides=[-1, -2, -3]",
+            "(3, 2, 3)",
+        ),
+        // One stride for every sliced axis; the other axes whole.
+        ("begin=[2], end=[0], strides=[-1]", "(2, 5, 7)"),
+        // Sliced axes named, sizes instead of ends.
+        (
+            "begin=[1, 2], end=[2, -1], axes=[0, 2], slice_mode=\"size\"",
+            "(2, 5, 5)",
+        ),
+    ] {
+        let n = check(&format!(
+            "def @main(%x: Tensor[(3, 5, 7), float32], %y: Tensor[{shape}, float32]) {{
+               %0 = strided_slice(exp(%x), {slice});
+               add(%0, %y)
+             }}"
+        ));
+        assert_eq!(n, 1, "{slice}");
+    }
+    // The fields of a split, read as slices.
+    let n = check(
+        "def @main(%x: Tensor[(2, 9, 4), float32]) {
+           %0 = split(nn.relu(%x), indices_or_sections=3, axis=1);
+           %1 = split(%x, indices_or_sections=[1, 3], axis=-1);
+           (add(%0.0, %0.2), exp(%0.1), sigmoid(%1.1), tanh(%1.2))
+         }",
+    );
+    assert_eq!(n, 5);
+    // A slice between producers and a reduction, and a slice of a concatenation.
+    check(
+        "def @main(%x: Tensor[(4, 6, 8), float32]) {
+           %0 = strided_slice(nn.relu(%x), begin=[3, 1], end=[-100, 6], strides=[-1, 2]);
+           sum(%0, axis=[2])
+         }",
+    );
+    check(
+        "def @main(%x: Tensor[(2, 3), float32]) {
+           %0 = concatenate((%x, negative(%x)), axis=1);
+           %1 = strided_slice(%0, begin=[0, 1], end=[2, 6], strides=[1, 2]);
+           sigmoid(%1)
+         }",
+    );
 }
 
 #[test]

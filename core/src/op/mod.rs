@@ -13,6 +13,7 @@ mod def;
 mod registry;
 mod schema;
 
+pub use crate::ops::strided_slice_window;
 #[cfg(feature = "executor")]
 pub(crate) use def::apply_to_output;
 pub use def::{Arity, OpDef, OpImpl, OpPattern, TypeCtx, TypeError};

@@ -19,6 +19,8 @@ mod reshape;
 mod resize;
 mod select;
 mod slice;
+
+pub use slice::strided_slice_window;
 mod softmax;
 mod support;
 mod transform;

@@ -127,6 +127,25 @@ fn slice_geometry(ctx: &TypeCtx<'_>, t: &TensorType) -> Result<SliceGeometry, Ty
     Ok(g)
 }
 
+/// Where a `strided_slice` with `attrs` (normalized) reads `input`: per input axis, the index
+/// its output's first element reads and the step (in that axis's elements, negative for
+/// negative strides, 0 where the output has at most one element), clamped as the kernel
+/// clamps them. The one rule for the slice's geometry, shared by its kernel and the host code
+/// generator.
+pub fn strided_slice_window(
+    attrs: &crate::ir::Attrs,
+    input: &TensorType,
+) -> Result<(Vec<usize>, Vec<isize>), TypeError> {
+    let args = [Type::Tensor(input.clone())];
+    let ctx = TypeCtx {
+        op: "strided_slice",
+        attrs,
+        args: &args,
+    };
+    let g = slice_geometry(&ctx, input)?;
+    Ok((g.begin, g.step))
+}
+
 impl OpImpl for StridedSlice {
     fn infer_type(&self, ctx: &TypeCtx<'_>) -> Result<Type, TypeError> {
         let t = ctx.tensor(0)?;

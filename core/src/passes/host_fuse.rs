@@ -4,6 +4,9 @@
 //! constants, bit-exact with the batch-norm kernel ([`super::fold_batch_norm`]), so that they
 //! fuse like any elementwise op.
 //!
+//! Then the fields of each `split` (read only through `TupleGetItem`s) become
+//! `strided_slice`s of its data ([`super::split_slices`]), which the loops read through.
+//!
 //! Elementwise and broadcast op calls with arguments (op pattern [`OpPattern::ElemWise`] or
 //! [`OpPattern::Broadcast`]) form groups: walking `@main` from its result back to its inputs,
 //! an op joins the group of its users when every user is an op of one same group and the value
@@ -12,8 +15,8 @@
 //! intermediate value of a group is used only inside it, so a fused loop never writes it to
 //! memory.
 //!
-//! The injective ops of [`LOOP_INJECTIVE`] on `float32` (`transpose`, `concatenate`, constant
-//! `nn.pad`, and the reshapes) join groups under the same rule, with elementwise producers and
+//! The injective ops of [`LOOP_INJECTIVE`] on `float32` (`transpose`, `strided_slice`,
+//! `concatenate`, constant `nn.pad`, and the reshapes) join groups under the same rule, with elementwise producers and
 //! consumers: the code generator reads through them with index maps, so they move no data of
 //! their own. Reshapes alias their input in the executor, so a reshape at a group's edge (of
 //! a group input, or as the group's output) is left out of it, and a group of injective ops
@@ -21,7 +24,7 @@
 //! concatenation's tuple joins its group when the concatenation alone uses it.
 //!
 //! An op whose output takes elementwise consumers ([`OpPattern::OutEWiseFusable`]: conv2d,
-//! dense, pooling, softmax) joins the group of its users under the same rule when its result
+//! dense, windowed pooling; softmax and the NCHW global poolings are reductions) joins the group of its users under the same rule when its result
 //! has the group's output shape; it becomes the group's *anchor* and closes the group, so its
 //! own arguments stay outside (TVM fuses nothing into a conv's inputs). The code generator
 //! runs the anchor's host kernel and applies the rest of the group to its output in place, as
@@ -30,6 +33,18 @@
 //! epilogue do not join a group with one (as in TVM, where an anchored group fuses into
 //! nothing injective): SqueezeNet's convolutions keep bias and relu, and the concatenation
 //! of their results stays on its reference kernel.
+//!
+//! A reduction of [`LOOP_REDUCTIONS`] (`sum`, `mean`, `max`, `min`, `prod` on `float32`, the
+//! global poolings over NCHW data: TVM's `kCommReduce`; and `nn.softmax`, `nn.log_softmax`) joins the group of its users under
+//! the same rule when its result has the group's output shape and the group holds no
+//! injective op (its elementwise consumers become its epilogue), or starts a group. The
+//! members joining past it are its *producers*, computed inside the reduction's loop and
+//! never written to memory: elementwise ops and the injective ops that read in order
+//! (transposes, reshapes; no concatenation or pad, which cut the loop into boxes), each used
+//! only by the reduction and its other producers, and none bound to an anchor's or another
+//! reduction's epilogue (a conv keeps its bias and relu; the pooling after it folds the conv's
+//! output). A group holds at most one reduction or anchor, never both. A reduction without
+//! producers or consumers is no group: its reference kernel runs.
 //!
 //! Each group is outlined into a global function `@host_fused_N` marked
 //! `Compiler="llvm"` ([`HOST_CODEGEN_TARGET`]), `Primitive=1` and `global_symbol`, called from
@@ -49,6 +64,7 @@ use crate::ir::{Attrs, DType, Expr, ExprId, Function, FunctionBuilder, IrError, 
 use crate::op::OpPattern;
 
 use super::fold_batch_norm::fold_batch_norms;
+use super::split_slices::split_fields_as_slices;
 use super::{infer_types, Pass, PassContext, PassError};
 
 /// The `Compiler` attribute of fused host functions: the target the host code generator
@@ -69,7 +85,7 @@ impl Pass for HostFuse {
 
     fn run(&self, module: &mut Module, _cx: &mut PassContext) -> Result<(), PassError> {
         infer_types(module)?;
-        let main = fold_batch_norms(module.main()?)?;
+        let main = split_fields_as_slices(&fold_batch_norms(module.main()?)?)?;
         module.insert("main", main);
         infer_types(module)?;
         let main = module.main()?.clone();
@@ -97,13 +113,15 @@ impl Pass for HostFuse {
 }
 
 /// The injective ops HostFuse puts into loops: reshapes (views of their input, so never at a
-/// group's edge: see [`prune_views`]), `transpose`, `concatenate` and constant `nn.pad`.
+/// group's edge: see [`prune_views`]), `transpose`, `strided_slice`, `concatenate` and
+/// constant `nn.pad`.
 pub const LOOP_INJECTIVE: &[&str] = &[
     "reshape",
     "squeeze",
     "expand_dims",
     "nn.batch_flatten",
     "transpose",
+    "strided_slice",
     "concatenate",
     "nn.pad",
 ];
@@ -139,18 +157,60 @@ fn injective(f: &Function, id: ExprId, users: &[Vec<ExprId>]) -> bool {
         && (name != "nn.pad" || call.attrs.get_str("pad_mode").unwrap_or("constant") == "constant")
 }
 
+/// The reductions HostFuse compiles as loops of their own: the `float32` reductions over
+/// axes, the global poolings over NCHW data (reductions over H and W), and softmax (a
+/// maximum and a sum per line).
+pub const LOOP_REDUCTIONS: &[&str] = &[
+    "sum",
+    "mean",
+    "max",
+    "min",
+    "prod",
+    "nn.global_avg_pool2d",
+    "nn.global_max_pool2d",
+    "nn.softmax",
+    "nn.log_softmax",
+];
+
+/// True for the [`LOOP_REDUCTIONS`] op calls on `float32` (a global pooling only over NCHW
+/// data): they take their elementwise and injective producers and their elementwise
+/// consumers into one group (see the module docs).
+pub fn is_reduction(f: &Function, id: ExprId) -> bool {
+    let Some((op, call)) = f.expr(id).as_op_call() else {
+        return false;
+    };
+    let float = |x: ExprId| matches!(f.ty(x), Some(Type::Tensor(t)) if t.dtype == DType::Float32);
+    let name = op.name();
+    LOOP_REDUCTIONS.contains(&name)
+        && float(id)
+        && call.args.len() == 1
+        && float(call.args[0])
+        && (!name.starts_with("nn.global_")
+            || call.attrs.get_str("layout").unwrap_or("NCHW") == "NCHW")
+}
+
+/// True for the injective ops that choose per element which operand to read (concatenation,
+/// pad): a reduction's producers never hold one, so that its loop reads its input in order.
+fn piecewise(f: &Function, id: ExprId) -> bool {
+    f.expr(id)
+        .as_op_call()
+        .is_some_and(|(op, _)| matches!(op.name(), "concatenate" | "nn.pad"))
+}
+
 /// True for a view op (a reshape: the executor aliases its input).
 fn is_view(f: &Function, id: ExprId) -> bool {
     f.expr(id).as_op_call().is_some_and(|(op, _)| op.is_view)
 }
 
 /// True for op calls that anchor a group: [`OpPattern::OutEWiseFusable`] ops with a tensor
-/// result.
+/// result, other than the global poolings compiled as reductions ([`is_reduction`]).
 pub fn is_anchor(f: &Function, id: ExprId) -> bool {
     let Some((op, _)) = f.expr(id).as_op_call() else {
         return false;
     };
-    op.pattern == OpPattern::OutEWiseFusable && matches!(f.ty(id), Some(Type::Tensor(_)))
+    op.pattern == OpPattern::OutEWiseFusable
+        && matches!(f.ty(id), Some(Type::Tensor(_)))
+        && !is_reduction(f, id)
 }
 
 /// The op name of the anchor of fused function `f`, if it has one.
@@ -162,10 +222,22 @@ pub fn anchor_op(f: &Function) -> Option<String> {
         .map(|(op, _)| op.name().to_string())
 }
 
-/// The kind of fused function `f`: `anchored` (an anchor with its elementwise epilogue),
-/// `injective` (elementwise ops with at least one [`LOOP_INJECTIVE`] op), or `elementwise`.
+/// The op name of the reduction of fused function `f`, if it has one.
+pub fn reduction_op(f: &Function) -> Option<String> {
+    f.live_ids()
+        .into_iter()
+        .find(|&id| is_reduction(f, id))
+        .and_then(|id| f.expr(id).as_op_call())
+        .map(|(op, _)| op.name().to_string())
+}
+
+/// The kind of fused function `f`: `reduction` (a reduction with its producers and
+/// consumers), `anchored` (an anchor with its elementwise epilogue), `injective` (elementwise
+/// ops with at least one [`LOOP_INJECTIVE`] op), or `elementwise`.
 pub fn group_kind(f: &Function) -> &'static str {
-    if anchor_op(f).is_some() {
+    if reduction_op(f).is_some() {
+        "reduction"
+    } else if anchor_op(f).is_some() {
         "anchored"
     } else if f
         .op_names()
@@ -204,10 +276,11 @@ fn inside_literals(f: &Function, live: &[ExprId]) -> HashSet<ExprId> {
     inside
 }
 
-/// The elementwise ops an anchor would take as its epilogue: those whose operand is an anchor
-/// or such an op, of their shape, used by them alone. They never join a group with an
-/// injective op, so that the anchor keeps its epilogue (TVM fuses an anchored group into
-/// nothing injective).
+/// The elementwise ops an anchor or a reduction would take as its epilogue: those whose
+/// operand is an anchor, a reduction or such an op, of their shape, used by them alone. They
+/// never join a group with an injective op, nor a reduction's group as its producers, so that
+/// the anchor or reduction keeps its epilogue (TVM fuses an anchored group into nothing
+/// injective).
 fn epilogue_bound(f: &Function, live: &[ExprId], users: &[Vec<ExprId>]) -> HashSet<ExprId> {
     let mut bound = HashSet::new();
     for &id in live {
@@ -215,7 +288,7 @@ fn epilogue_bound(f: &Function, live: &[ExprId], users: &[Vec<ExprId>]) -> HashS
             continue;
         }
         let fed = f.expr(id).operand_iter().any(|a| {
-            (is_anchor(f, a) || bound.contains(&a))
+            (is_anchor(f, a) || is_reduction(f, a) || bound.contains(&a))
                 && users[a.index()] == [id]
                 && shape(f, a) == shape(f, id)
         });
@@ -234,6 +307,36 @@ struct Group {
     closed: bool,
     /// It holds an injective op.
     injective: bool,
+    /// Its reduction, once one joined: the members joining after it are its producers.
+    reduction: Option<ExprId>,
+    /// The reduction's producers in the group.
+    producers: HashSet<ExprId>,
+}
+
+impl Group {
+    fn new(output: ExprId, injective: bool, reduction: Option<ExprId>) -> Group {
+        Group {
+            output,
+            closed: false,
+            injective,
+            reduction,
+            producers: HashSet::new(),
+        }
+    }
+
+    /// Whether `id`, used by `users`, may join this group past its reduction (if it has one):
+    /// as a producer used only by the reduction and its other producers, neither a
+    /// reduction, an anchor, a concatenation or pad, nor bound to another op's epilogue.
+    fn takes_producer(&self, f: &Function, id: ExprId, users: &[ExprId], bound: bool) -> bool {
+        let Some(r) = self.reduction else {
+            return true;
+        };
+        !bound
+            && !is_reduction(f, id)
+            && !is_anchor(f, id)
+            && !piecewise(f, id)
+            && users.iter().all(|u| *u == r || self.producers.contains(u))
+    }
 }
 
 /// The fusion groups of `f`, each a list of expressions in topological order (its last one is
@@ -251,8 +354,9 @@ pub fn fusion_groups(f: &Function) -> Vec<Vec<ExprId>> {
             continue;
         }
         let anchor = is_anchor(f, id);
+        let reduction = is_reduction(f, id);
         let inj = injective(f, id, &users);
-        if !anchor && !inj && !elementwise(f, id) {
+        if !anchor && !reduction && !inj && !elementwise(f, id) {
             continue;
         }
         // A concatenation's part is used through its tuple: by the concatenation.
@@ -268,26 +372,38 @@ pub fn fusion_groups(f: &Function) -> Vec<Vec<ExprId>> {
             .and_then(|u| group.get(u).copied())
             .filter(|&g| id != f.body && !groups[g].closed)
             .filter(|&g| us.iter().all(|u| group.get(u) == Some(&g)))
-            .filter(|&g| !(groups[g].injective && bound.contains(&id)));
-        match (shared, anchor) {
-            (Some(g), true)
-                if !groups[g].injective && shape(f, id) == shape(f, groups[g].output) =>
-            {
+            .filter(|&g| !(groups[g].injective && bound.contains(&id)))
+            .filter(|&g| groups[g].takes_producer(f, id, &us, bound.contains(&id)));
+        // Anchors and reductions join a group of elementwise consumers of their shape.
+        let consumers_of = |g: usize| {
+            !groups[g].injective
+                && groups[g].reduction.is_none()
+                && shape(f, id) == shape(f, groups[g].output)
+        };
+        match (shared, anchor, reduction) {
+            (Some(g), true, _) if consumers_of(g) => {
                 groups[g].closed = true;
                 group.insert(id, g);
             }
-            (_, true) => {}
-            (Some(g), false) => {
-                groups[g].injective |= inj;
+            (_, true, _) => {}
+            (Some(g), _, true) if consumers_of(g) => {
+                groups[g].reduction = Some(id);
                 group.insert(id, g);
             }
-            (None, false) => {
+            (_, _, true) => {
                 group.insert(id, groups.len());
-                groups.push(Group {
-                    output: id,
-                    closed: false,
-                    injective: inj,
-                });
+                groups.push(Group::new(id, false, Some(id)));
+            }
+            (Some(g), false, false) => {
+                groups[g].injective |= inj;
+                if groups[g].reduction.is_some() {
+                    groups[g].producers.insert(id);
+                }
+                group.insert(id, g);
+            }
+            (None, false, false) => {
+                group.insert(id, groups.len());
+                groups.push(Group::new(id, inj, None));
             }
         }
     }
@@ -327,7 +443,8 @@ fn prune_views(f: &Function, mut members: Vec<ExprId>) -> Vec<ExprId> {
             .as_op_call()
             .is_some_and(|(op, _)| LOOP_INJECTIVE.contains(&op.name()))
     };
-    if members.iter().all(|&id| moves_only(id)) {
+    let lone_reduction = matches!(members.as_slice(), &[r] if is_reduction(f, r));
+    if lone_reduction || members.iter().all(|&id| moves_only(id)) {
         members.clear();
     }
     members
@@ -704,6 +821,98 @@ mod tests {
              }",
         );
         assert!(fused_ops(&m).is_empty(), "{}", print_module(&m));
+    }
+
+    #[test]
+    fn a_reduction_takes_its_producers_and_consumers() {
+        let m = fused(
+            "def @main(%x: Tensor[(2, 3, 4, 4), float32], %s: Tensor[(3, 1, 1), float32]) {
+               %0 = multiply(%x, %s);
+               %1 = transpose(nn.relu(%0), axes=[0, 1, 3, 2]);
+               %2 = mean(%1, axis=[2, 3]);
+               sigmoid(%2)
+             }",
+        );
+        assert_eq!(
+            fused_ops(&m),
+            [["multiply", "nn.relu", "transpose", "mean", "sigmoid"]],
+            "{}",
+            print_module(&m)
+        );
+        let f = m.get("host_fused_0").unwrap();
+        assert_eq!(group_kind(f), "reduction");
+        assert_eq!(reduction_op(f).as_deref(), Some("mean"));
+        assert_eq!(anchor_op(f), None);
+        assert!(m.main().unwrap().op_names().is_empty());
+    }
+
+    #[test]
+    fn reduction_groups_keep_anchor_epilogues_concatenations_and_shared_values_out() {
+        let m = fused(
+            "def @main(%x: Tensor[(1, 2, 4, 4), float32], %w: Tensor[(3, 2, 1, 1), float32],
+                       %b: Tensor[(3), float32], %y: Tensor[(1, 3, 4, 4), float32]) {
+               %0 = nn.conv2d(%x, %w);
+               %1 = nn.relu(nn.bias_add(%0, %b));
+               %2 = concatenate((%1, exp(%y)), axis=1);
+               %3 = nn.global_avg_pool2d(negative(%2));
+               %4 = exp(%y);
+               %5 = sum(%4, axis=[1]);
+               (%3, add(%5, 1f), %4)
+             }",
+        );
+        // The conv keeps its epilogue, the concatenation ends the pooling's producers (it
+        // stays on its kernel with the exp before it), and a value used outside (%4) is no
+        // producer.
+        assert_eq!(
+            fused_ops(&m),
+            [
+                vec!["nn.conv2d", "nn.bias_add", "nn.relu"],
+                vec!["exp", "concatenate"],
+                vec!["negative", "nn.global_avg_pool2d"],
+                vec!["exp"],
+                vec!["sum", "add"],
+            ],
+            "{}",
+            print_module(&m)
+        );
+        // A lone reduction, or one of NHWC data (an anchor), is no reduction group.
+        let m = fused(
+            "def @main(%x: Tensor[(2, 5), float32], %y: Tensor[(1, 4, 4, 3), float32]) {
+               %0 = max(%x, axis=[1]);
+               %1 = nn.global_max_pool2d(%y, layout=\"NHWC\");
+               (%0, nn.relu(%1))
+             }",
+        );
+        assert_eq!(
+            fused_ops(&m),
+            [["nn.global_max_pool2d", "nn.relu"]],
+            "{}",
+            print_module(&m)
+        );
+        assert_eq!(group_kind(m.get("host_fused_0").unwrap()), "anchored");
+        assert_eq!(m.main().unwrap().op_names(), ["max"]);
+    }
+
+    #[test]
+    fn split_fields_become_slices_that_fuse_with_their_consumers() {
+        let m = fused(
+            "def @main(%x: Tensor[(2, 6, 3), float32]) {
+               %0 = split(%x, indices_or_sections=[1, 4], axis=-2);
+               %1 = exp(%0.1);
+               %2 = add(%0.2, 1f);
+               (%1, %2, %0.0)
+             }",
+        );
+        assert_eq!(
+            fused_ops(&m),
+            [["strided_slice", "exp"], ["strided_slice", "add"]],
+            "{}",
+            print_module(&m)
+        );
+        // The field without arithmetic is a slice on its kernel; the split is gone.
+        assert_eq!(m.main().unwrap().op_names(), ["strided_slice"]);
+        let text = print_module(&m);
+        assert!(text.contains("begin=[1], end=[4]"), "{text}");
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub mod prune;
 pub mod quantize;
 mod registry;
 mod simplify_inference;
+mod split_slices;
 
 pub use bind_params::BindParams;
 #[cfg(feature = "executor")]

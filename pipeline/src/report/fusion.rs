@@ -4,7 +4,9 @@
 
 use byoc_core::byoc::COMPILER;
 use byoc_core::ir::Module;
-use byoc_core::passes::host_fuse::{anchor_op, group_kind, FUSED_PREFIX, HOST_CODEGEN_TARGET};
+use byoc_core::passes::host_fuse::{
+    anchor_op, group_kind, reduction_op, FUSED_PREFIX, HOST_CODEGEN_TARGET,
+};
 use serde::Serialize;
 
 use super::summary::pretty_json;
@@ -16,14 +18,17 @@ pub struct FusionGroup {
     pub function: String,
     /// Its target (`llvm`), or `None` when it went back to the reference kernels.
     pub target: Option<String>,
-    /// `elementwise`, `injective` (with transposes, concatenations, pads or reshapes) or
-    /// `anchored`.
+    /// `elementwise`, `injective` (with transposes, slices, concatenations, pads or reshapes),
+    /// `anchored` or `reduction`.
     pub kind: &'static str,
     /// Its ops, in order.
     pub ops: Vec<String>,
     /// The op whose output the others rewrite as its epilogue (conv2d, dense, pooling,
     /// softmax), or `None` for an elementwise group.
     pub anchor: Option<String>,
+    /// The reduction whose loop computes the group (`sum`, `mean`, `max`, `min`, `prod`, the
+    /// global poolings), its producers inside the loop and its consumers after it, or `None`.
+    pub reduction: Option<String>,
     /// The types of its inputs.
     pub inputs: Vec<String>,
     /// The type of its output.
@@ -51,6 +56,7 @@ impl FusionSummary {
                 kind: group_kind(f),
                 ops: f.op_names(),
                 anchor: anchor_op(f),
+                reduction: reduction_op(f),
                 inputs: f.param_types().iter().map(|t| t.to_string()).collect(),
                 output: f
                     .ty(f.body)

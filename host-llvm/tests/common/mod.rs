@@ -1,0 +1,98 @@
+//! Helpers shared by the host code generator's tests: parsing, random inputs, running a
+//! module on the reference kernels or with compiled host code, and bit-exact comparison.
+#![allow(
+    dead_code,
+    reason = "each test crate uses its own subset of the helpers"
+)]
+
+use byoc_core::exec::{ExecOptions, Executor, ExternalModules};
+use byoc_core::ir::Module;
+use byoc_core::passes::infer_types;
+use byoc_core::sdk::CompileOptions;
+use byoc_core::tensor::Tensor;
+use byoc_core::text::parse_module;
+use byoc_host_llvm::compile_host;
+use rand::{Rng, SeedableRng};
+
+pub fn parse(src: &str) -> Module {
+    let mut m = parse_module(src).expect("the test module parses");
+    infer_types(&mut m).expect("the test module types");
+    m
+}
+
+pub fn options(threads: usize) -> CompileOptions {
+    CompileOptions::new().with(byoc_core::sdk::THREADS_OPTION, threads.to_string())
+}
+
+/// Random float32 inputs for `m`'s parameters, with a few special values mixed in.
+pub fn inputs(m: &Module, seed: u64) -> Vec<Tensor> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let main = m.main().unwrap();
+    main.params
+        .iter()
+        .map(|&p| {
+            let ty = main.var(p).unwrap().ty.clone();
+            let t = ty.as_tensor().expect("tensor parameter").clone();
+            let n = t.num_elements();
+            let data: Vec<f32> = (0..n)
+                .map(|i| match i % 97 {
+                    13 => 0.0,
+                    29 => -0.0,
+                    41 => f32::NAN,
+                    _ => rng.gen_range(-4.0f32..4.0),
+                })
+                .collect();
+            Tensor::from_vec(t.shape.clone(), data).unwrap()
+        })
+        .collect()
+}
+
+pub fn run(m: &Module, ext: &ExternalModules, threads: usize, x: &[Tensor]) -> Vec<Tensor> {
+    Executor::with_externals(
+        m,
+        ExecOptions {
+            threads,
+            profile: false,
+        },
+        ext,
+    )
+    .expect("the module plans")
+    .run(x)
+    .expect("the module runs")
+}
+
+pub fn bits(t: &Tensor) -> Vec<u32> {
+    t.as_slice::<f32>()
+        .unwrap()
+        .iter()
+        .map(|v| if v.is_nan() { u32::MAX } else { v.to_bits() })
+        .collect()
+}
+
+/// Compiles `src` with the host code generator and checks it against the reference kernels
+/// on random inputs, with 1 and 3 threads; returns the number of compiled functions.
+pub fn check(src: &str) -> usize {
+    let m = parse(src);
+    let x = inputs(&m, 7);
+    check_with(&m, &x)
+}
+
+/// Compiles `m` with the host code generator (strict: nothing falls back) and checks it
+/// against the reference kernels on inputs `x`, with 1 and 3 threads, bit for bit; returns
+/// the number of compiled functions.
+pub fn check_with(m: &Module, x: &[Tensor]) -> usize {
+    let want = run(m, &ExternalModules::new(), 1, x);
+    let mut compiled = 0;
+    for threads in [1, 3] {
+        let host = compile_host(m, &options(threads), true).expect("host code compiles");
+        assert!(host.fallbacks.is_empty(), "{:?}", host.fallbacks);
+        let got = run(&host.module, &host.externals, threads, x);
+        assert_eq!(got.len(), want.len());
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g.ty(), w.ty());
+            assert_eq!(bits(g), bits(w), "{}", byoc_core::text::print_module(m));
+        }
+        compiled = host.externals.len();
+    }
+    compiled
+}
