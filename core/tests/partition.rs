@@ -60,6 +60,23 @@ fn partitions(m: &Module) -> BTreeMap<String, (String, Vec<String>)> {
         .collect()
 }
 
+/// Runs a partitioned module with the reference runtimes of its external functions.
+fn run_partitioned(m: &Module, inputs: &[Tensor]) -> Vec<Tensor> {
+    let externals =
+        compile_externals(m, &Runtimes::reference_for(m), &CompileOptions::new()).unwrap();
+    Executor::with_externals(
+        m,
+        ExecOptions {
+            threads: 1,
+            profile: false,
+        },
+        &externals,
+    )
+    .unwrap()
+    .run(inputs)
+    .unwrap()
+}
+
 fn relu_only() -> TargetSupport {
     TargetSupport::new("test").with_ops(["nn.relu"])
 }
@@ -358,6 +375,56 @@ fn merge_sees_paths_through_unannotated_nodes() {
     assert_eq!(partitions(&parts), want);
     // x feeds both the relu and the add: one parameter.
     assert_eq!(parts.get("test_0").unwrap().params.len(), 1);
+}
+
+/// A path that only exists once regions have merged: `a` feeds `r1`, the tuple of `r1` and
+/// `r2` merges both relus into one region, and `r2` feeds `s`. Before that merge nothing leads
+/// from `a` to `s` except their direct edge; after it, `a -> {r1, r2, tuple} -> s` does, so
+/// `s` must not absorb `a`. Checking `s` against the paths of the unmerged graph put `a` and `s`
+/// into one region that both feeds and consumes the relus' region (a cycle).
+#[test]
+fn merge_sees_paths_created_by_earlier_merges() {
+    let mut b = FunctionBuilder::new();
+    let x = b.param("x", t22());
+    let a = op(&mut b, "add", &[x, x]);
+    let r1 = op(&mut b, "nn.relu", &[a]);
+    let c = b.constant(const22(1.0));
+    let r2 = op(&mut b, "nn.relu", &[c]);
+    let t = b.tuple(&[r1, r2]).unwrap();
+    let g = b.tuple_get_item(t, 0).unwrap();
+    let s = op(&mut b, "add", &[r2, a]);
+    let body = b.tuple(&[g, s]).unwrap();
+    let m = main_of(b, vec![x], body);
+    let targets = [
+        TargetSupport::new("adds").with_ops(["add"]),
+        TargetSupport::new("relus").with_ops(["nn.relu"]),
+    ];
+    let parts = pipeline(&m, &targets, true);
+    let mut want = BTreeMap::new();
+    want.insert(
+        "adds_0".to_string(),
+        ("adds".to_string(), vec!["add".to_string()]),
+    );
+    want.insert(
+        "relus_0".to_string(),
+        (
+            "relus".to_string(),
+            vec!["nn.relu".to_string(), "nn.relu".into()],
+        ),
+    );
+    want.insert(
+        "adds_1".to_string(),
+        ("adds".to_string(), vec!["add".to_string()]),
+    );
+    assert_eq!(partitions(&parts), want);
+    // a = x + x, s = relu(1) + a; the first output is relu(a).
+    let x = Tensor::from_vec(vec![2, 2], vec![1.0f32, -2.0, 3.0, -4.0]).unwrap();
+    let got = run_partitioned(&parts, &[x]);
+    let want = [vec![2.0f32, 0.0, 6.0, 0.0], vec![3.0, -3.0, 7.0, -7.0]];
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!(g.as_slice::<f32>().unwrap(), w.as_slice());
+    }
 }
 
 #[test]
@@ -734,14 +801,7 @@ proptest! {
         // Same results as the unpartitioned module, before and after pruning.
         let x = Tensor::from_vec(vec![2, 2], inputs[..4].to_vec()).unwrap();
         let y = Tensor::from_vec(vec![2, 2], inputs[4..].to_vec()).unwrap();
-        let run = |m: &Module| {
-            let externals =
-                compile_externals(m, &Runtimes::reference_for(m), &CompileOptions::new()).unwrap();
-            Executor::with_externals(m, ExecOptions { threads: 1, profile: false }, &externals)
-                .unwrap()
-                .run(&[x.clone(), y.clone()])
-                .unwrap()
-        };
+        let run = |m: &Module| run_partitioned(m, &[x.clone(), y.clone()]);
         let want = run(&m);
         let got = run(&parts);
         prop_assert_eq!(want.len(), got.len());

@@ -8,22 +8,23 @@
 //! any other target; their annotations stay.
 //!
 //! Regions are visited in topological order of the region graph (regions contracted, every
-//! other node its own vertex). Each vertex carries the set of regions that reach it along a
-//! path that has left them (TVM's restriction sets). A region absorbs a same-target producer
-//! region unless that producer is in the union of its predecessors' sets, i.e. unless some
-//! path from the producer reaches the region through another vertex. Unlike TVM, which
-//! propagates restrictions only along annotated edges (and `If`), the sets here travel along
-//! every dataflow edge, so paths through unannotated nodes (tuples left bare by
-//! `include_non_call_ops=false`, hand-placed annotations) never let a merge create a cycle.
+//! other node its own vertex). Merged regions form classes (a union-find); a region absorbs a
+//! same-target producer class unless that class reaches it along a path through some other
+//! vertex of the graph *with every class merged so far contracted*. Checking against the
+//! paths of the unmerged graph (TVM's restriction sets, kept per region as they were when the
+//! region was visited) is not enough: a later merge can join a region reached from the
+//! producer with one that feeds the consumer, e.g. a tuple merging two relus, one fed by
+//! region `a` and one feeding `s`, so that `a` and `s` must then stay apart. Unlike TVM, which
+//! also follows restrictions only along annotated edges (and `If`), the check follows every
+//! dataflow edge, so paths through unannotated nodes (tuples left bare by
+//! `include_non_call_ops=false`, hand-placed annotations) never let a merge create a cycle
+//! either.
 //!
-//! Regions form a union-find of merge classes. A set is a sorted vector of class roots, freed
-//! after the vertex's last user; members absorbed by a merge are renamed lazily (through the
-//! union-find) when a set is next read. A class is dropped from new sets once every
-//! same-target consumer edge of it has been visited: it can no longer be a merge candidate,
-//! so it is never asked about again. Sets therefore hold only the classes still open on the
-//! current frontier, and the cost is `O((v + e) · w log w)` for `v` vertices, `e` edges and
-//! at most `w` open classes per set (small for CNN-like graphs), instead of one bitset over
-//! all regions per vertex.
+//! The check is a backward search from the producers of the consumer's class, expanding a
+//! class into the producers of all its members, and stops at the candidate class. Every merge
+//! keeps the contracted graph acyclic, so the answer is exact: a merge is refused only when it
+//! would close a cycle. Cost: one search per candidate edge, each at most `O(v + e)` over the
+//! consumer's ancestors (`v` vertices, `e` edges).
 
 use crate::analysis::graph::UnionFind;
 use crate::analysis::regions::{annotation, AnnotationKind, RegionGraph, RegionSet, Vertex};
@@ -110,16 +111,12 @@ fn merge_function(name: &str, f: &Function) -> Result<Function, PartitionError> 
 /// Merges regions greedily in topological order; returns each region's final class (the id of
 /// the region that absorbed it, as an index).
 fn merge_classes(regions: &RegionSet, graph: &RegionGraph) -> Vec<usize> {
-    let nr = regions.regions().len();
-    let mut classes = UnionFind::new(nr);
-    let nv = graph.num_indices();
-    // The same-target producer regions of a region vertex: its merge candidates.
-    let candidates = |v: Vertex| -> Vec<usize> {
-        let Vertex::Region(r) = v else {
-            return Vec::new();
-        };
+    let mut classes = Classes::new(regions, graph);
+    for &v in &graph.order {
+        let Vertex::Region(r) = v else { continue };
         let target = &regions.region(r).target;
-        let mut c: Vec<usize> = graph
+        // The same-target producer regions of `r`: its merge candidates.
+        let mut candidates: Vec<usize> = graph
             .preds_of(v)
             .iter()
             .filter_map(|&u| match u {
@@ -127,77 +124,143 @@ fn merge_classes(regions: &RegionSet, graph: &RegionGraph) -> Vec<usize> {
                 _ => None,
             })
             .collect();
-        c.sort_unstable();
-        c.dedup();
-        c
-    };
-    // Remaining uses of each vertex's set, and (per class root) the candidate edges not yet
-    // visited: a class with none left can never be asked about again.
-    let mut uses = vec![0usize; nv];
-    let mut open = vec![0usize; nr];
-    for &v in &graph.order {
-        for &u in graph.preds_of(v) {
-            uses[graph.index(u)] += 1;
-        }
-        for p in candidates(v) {
-            open[p] += 1;
+        candidates.sort_unstable();
+        candidates.dedup();
+        for c in candidates {
+            let from = classes.union.find(c);
+            let to = classes.union.find(r.index());
+            if from != to && !classes.reaches_around(graph, from, to) {
+                classes.merge(from, to);
+            }
         }
     }
-    let mut set_of: Vec<Vec<usize>> = vec![Vec::new(); nv];
-    for &v in &graph.order {
-        let vi = graph.index(v);
-        let preds = graph.preds_of(v);
-        let mut restr: Vec<usize> = Vec::new();
-        for &u in preds {
-            restr.extend(set_of[graph.index(u)].iter().map(|&x| classes.find(x)));
+    (0..regions.regions().len())
+        .map(|r| classes.union.find(r))
+        .collect()
+}
+
+/// The merge classes of regions, with what the cycle check needs: each class's producers
+/// outside it, and the visit marks of the backward search (stamped per search, so they are
+/// allocated once).
+struct Classes {
+    union: UnionFind,
+    /// Per class root, the producers of its members outside it (entries that a merge moved
+    /// inside, and repeats, are dropped when next read). Nodes without producers lead nowhere
+    /// and are left out.
+    frontier: Vec<Vec<Vertex>>,
+    /// Per dense vertex index, the stamp of the last search that queued it.
+    seen: Vec<u32>,
+    /// Per class root, the stamp of the last search that expanded it.
+    expanded: Vec<u32>,
+    stamp: u32,
+    /// Per dense vertex index, the number of the last frontier read that kept it.
+    listed: Vec<u32>,
+    reads: u32,
+    stack: Vec<Vertex>,
+}
+
+impl Classes {
+    fn new(regions: &RegionSet, graph: &RegionGraph) -> Self {
+        let leads_somewhere =
+            |w: &Vertex| matches!(w, Vertex::Region(_)) || !graph.preds_of(*w).is_empty();
+        let frontier = regions
+            .regions()
+            .iter()
+            .map(|r| {
+                let mut f: Vec<Vertex> = graph
+                    .preds_of(Vertex::Region(r.id))
+                    .iter()
+                    .copied()
+                    .filter(leads_somewhere)
+                    .collect();
+                f.sort_unstable();
+                f.dedup();
+                f
+            })
+            .collect();
+        let nr = regions.regions().len();
+        Classes {
+            union: UnionFind::new(nr),
+            frontier,
+            seen: vec![0; graph.num_indices()],
+            expanded: vec![0; nr],
+            stamp: 0,
+            listed: vec![0; graph.num_indices()],
+            reads: 0,
+            stack: Vec::new(),
         }
-        restr.sort_unstable();
-        restr.dedup();
-        if let Vertex::Region(r) = v {
-            let mine = candidates(v);
-            for &c in &mine {
-                let p = classes.find(c);
-                if p == r.index() || restr.binary_search(&p).is_ok() {
-                    continue;
-                }
-                classes.attach(p, r.index());
-                open[r.index()] += std::mem::take(&mut open[p]);
-            }
-            for c in mine {
-                let p = classes.find(c);
-                open[p] -= 1;
-            }
-        }
-        let me = match v {
-            Vertex::Region(r) => Some(classes.find(r.index())),
+    }
+
+    /// Merges class `from` into class `to` (both roots).
+    fn merge(&mut self, from: usize, to: usize) {
+        self.union.attach(from, to);
+        let moved = std::mem::take(&mut self.frontier[from]);
+        self.frontier[to].extend(moved);
+    }
+
+    fn class_of(&mut self, w: Vertex) -> Option<usize> {
+        match w {
+            Vertex::Region(q) => Some(self.union.find(q.index())),
             Vertex::Node(_) => None,
-        };
-        if uses[vi] > 0 {
-            for &u in preds {
-                if let Vertex::Region(p) = u {
-                    let p = classes.find(p.index());
-                    if Some(p) != me {
-                        restr.push(p);
-                    }
-                }
-            }
-            // Normalize to live class roots: merges above may have renamed members.
-            let mut set: Vec<usize> = restr
-                .into_iter()
-                .map(|x| classes.find(x))
-                .filter(|&x| open[x] > 0)
-                .collect();
-            set.sort_unstable();
-            set.dedup();
-            set_of[vi] = set;
-        }
-        for &u in preds {
-            let ui = graph.index(u);
-            uses[ui] -= 1;
-            if uses[ui] == 0 {
-                set_of[ui] = Vec::new();
-            }
         }
     }
-    (0..nr).map(|r| classes.find(r)).collect()
+
+    /// The producers outside class `c` (a root), with the stale entries dropped for good.
+    fn frontier_of(&mut self, graph: &RegionGraph, c: usize) -> Vec<Vertex> {
+        self.reads += 1;
+        let read = self.reads;
+        let mut f = std::mem::take(&mut self.frontier[c]);
+        f.retain(|&w| {
+            let wi = graph.index(w);
+            let fresh = self.listed[wi] != read && self.class_of(w) != Some(c);
+            self.listed[wi] = read;
+            fresh
+        });
+        self.frontier[c] = f.clone();
+        f
+    }
+
+    /// True when class `from` reaches class `to` along a path through some vertex of
+    /// neither, in the graph with every class contracted: merging them would close a cycle.
+    /// Walks backward from the producers of `to`, leaving out the direct edges from `from`.
+    fn reaches_around(&mut self, graph: &RegionGraph, from: usize, to: usize) -> bool {
+        self.stack.clear();
+        self.stamp += 1;
+        let stamp = self.stamp;
+        let start = self.frontier_of(graph, to);
+        for w in start {
+            if self.class_of(w) != Some(from) {
+                self.queue(graph, w, to, stamp);
+            }
+        }
+        while let Some(u) = self.stack.pop() {
+            let Some(c) = self.class_of(u) else {
+                for &w in graph.preds_of(u) {
+                    self.queue(graph, w, to, stamp);
+                }
+                continue;
+            };
+            if c == from {
+                return true;
+            }
+            if self.expanded[c] != stamp {
+                self.expanded[c] = stamp;
+                let producers = self.frontier_of(graph, c);
+                for w in producers {
+                    self.queue(graph, w, to, stamp);
+                }
+            }
+        }
+        false
+    }
+
+    /// Queues `w` unless this search (`stamp`) has seen it or it lies in class `to` (a path
+    /// back into `to` would already be a cycle; the graph has none).
+    fn queue(&mut self, graph: &RegionGraph, w: Vertex, to: usize, stamp: u32) {
+        let wi = graph.index(w);
+        if self.seen[wi] != stamp && self.class_of(w) != Some(to) {
+            self.seen[wi] = stamp;
+            self.stack.push(w);
+        }
+    }
 }
