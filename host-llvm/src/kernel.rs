@@ -1187,7 +1187,7 @@ fn folding_loop(
             }
             None => s.lower(op.input, input, &mut b)?,
         };
-        s.folding_piece(b, value, out_shape, &output)
+        s.finished_piece(b, value, out_shape, &output)
     })?;
     Ok(Reduction {
         fold: op.fold,
@@ -1243,7 +1243,7 @@ fn window_loops(
                 ];
                 let mut b = PieceBuilder::default();
                 let value = s.lower(op.input, input, &mut b)?;
-                s.folding_piece(b, value, out_shape, &output)
+                s.finished_piece(b, value, out_shape, &output)
             })?;
             passes.push(FoldPass {
                 fold: op.fold,
@@ -1325,9 +1325,10 @@ fn box_pieces(
 }
 
 impl Space<'_> {
-    /// The piece of a folding loop over this space whose built DAG `b` computes node `value`
-    /// (made the last node), folded into the output of shape `out_shape` through `output`.
-    fn folding_piece(
+    /// The piece over this space whose built DAG `b` computes node `value`, stored (or
+    /// folded) into the output of shape `out_shape` through `output`. A value read earlier
+    /// (a load) is copied, so that it is the last node.
+    fn finished_piece(
         &self,
         mut b: PieceBuilder,
         value: usize,
@@ -1384,18 +1385,7 @@ impl Space<'_> {
         let map = self.box_map(root, lo, extents)?;
         let mut b = PieceBuilder::default();
         let value = self.lower(out, map.clone(), &mut b)?;
-        if value + 1 != b.nodes.len() {
-            // The result is a value read earlier (a load): store it as it is.
-            b.nodes.push(Node::Unary(Unary::Copy, value));
-        }
-        let (out_offset, out_strides) = self.strided(self.graph.shape(out)?, &map)?;
-        Ok(Piece::collapsed(
-            &self.dims,
-            out_offset,
-            &out_strides,
-            b.loads,
-            b.nodes,
-        ))
+        self.finished_piece(b, value, self.graph.shape(out)?, &map)
     }
 }
 

@@ -10,9 +10,10 @@ mod common;
 
 use byoc_core::exec::ExternalModules;
 use byoc_core::passes::host_fuse::group_kind;
-use byoc_host_llvm::{compile_host, HostCodegenError};
+use byoc_host_llvm::compile_host;
 use common::{
-    bits, check_reduction, check_with, finite, inputs, options, parse, run, run_reloaded,
+    bits, check_fallback, check_reduction, check_with, finite, inputs, options, parse, run,
+    run_reloaded,
 };
 use proptest::prelude::*;
 
@@ -163,17 +164,7 @@ fn a_reduction_group_that_cannot_compile_falls_back_and_strict_refuses_it() {
                  %0 = erf(%x);
                  sum(%0, axis=[1])
                }";
-    let m = parse(src);
-    let host = compile_host(&m, &options(2), false).expect("fallback never fails the build");
-    assert_eq!(host.fallbacks.len(), 1, "{:?}", host.fallbacks);
-    assert_eq!(host.fallbacks[0].ops, ["erf", "sum"]);
-    assert!(host.fallbacks[0].reason.contains("erf"));
-    let x = finite(&m, 1);
-    let want = run(&m, &ExternalModules::new(), 1, &x);
-    let got = run(&host.module, &host.externals, 2, &x);
-    assert_eq!(bits(&got[0]), bits(&want[0]));
-    let err = compile_host(&m, &options(2), true).unwrap_err();
-    assert!(matches!(err, HostCodegenError::Strict { .. }), "{err}");
+    check_fallback(src, &["erf", "sum"], "erf");
 }
 
 #[test]

@@ -9,8 +9,10 @@ mod common;
 
 use byoc_core::exec::ExternalModules;
 use byoc_core::passes::host_fuse::group_kind;
-use byoc_host_llvm::{compile_host, HostCodegenError};
-use common::{bits, check_reduction, check_with, finite, options, parse, run, run_reloaded};
+use byoc_host_llvm::compile_host;
+use common::{
+    bits, check_fallback, check_reduction, check_with, finite, options, parse, run, run_reloaded,
+};
 use rand::{Rng, SeedableRng};
 
 /// The kinds and ops of the compiled groups of `src`.
@@ -137,6 +139,16 @@ fn common_network_poolings_and_split_planes_match_the_reference_kernel() {
     ] {
         check_reduction(&pool_chain(pool, shape, attrs), pool);
     }
+    // The pooling as the group's result (its divisions end the kernel), over a producer
+    // chain reading through a transpose.
+    check_reduction(
+        "def @main(%x: Tensor[(1, 9, 10, 3), float32]) {
+           %0 = transpose(exp(%x), axes=[0, 3, 1, 2]);
+           nn.avg_pool2d(nn.relu(%0), pool_size=[3, 2], strides=[2, 2], padding=[1, 1, 0, 0],
+                         ceil_mode=True)
+         }",
+        "nn.avg_pool2d",
+    );
 }
 
 #[test]
@@ -206,21 +218,7 @@ fn a_window_group_that_cannot_compile_falls_back_and_strict_refuses_it() {
                  %0 = nn.relu(%x);
                  nn.max_pool2d(%0, pool_size=[65, 65])
                }";
-    let m = parse(src);
-    let host = compile_host(&m, &options(2), false).expect("fallback never fails the build");
-    assert_eq!(host.fallbacks.len(), 1, "{:?}", host.fallbacks);
-    assert_eq!(host.fallbacks[0].ops, ["nn.relu", "nn.max_pool2d"]);
-    assert!(
-        host.fallbacks[0].reason.contains("folding loops"),
-        "{}",
-        host.fallbacks[0].reason
-    );
-    let x = finite(&m, 1);
-    let want = run(&m, &ExternalModules::new(), 1, &x);
-    let got = run(&host.module, &host.externals, 2, &x);
-    assert_eq!(bits(&got[0]), bits(&want[0]));
-    let err = compile_host(&m, &options(2), true).unwrap_err();
-    assert!(matches!(err, HostCodegenError::Strict { .. }), "{err}");
+    check_fallback(src, &["nn.relu", "nn.max_pool2d"], "folding loops");
 }
 
 #[test]

@@ -15,7 +15,7 @@ use byoc_core::sdk::CompileOptions;
 use byoc_core::sdk::Plugin;
 use byoc_core::tensor::Tensor;
 use byoc_core::text::parse_module;
-use byoc_host_llvm::{compile_host, HostCode, HostLlvm};
+use byoc_host_llvm::{compile_host, HostCode, HostCodegenError, HostLlvm};
 use rand::{Rng, SeedableRng};
 
 pub fn parse(src: &str) -> Module {
@@ -149,4 +149,21 @@ pub fn run_reloaded(host: &HostCode, threads: usize, x: &[Tensor]) -> Vec<Tensor
         loaded.insert(name, e);
     }
     run(&host.module, &loaded, threads, x)
+}
+
+/// Checks that `src` builds with its one group (of `ops`) falling back for a reason naming
+/// `why`, runs bit for bit as on the reference kernels, and that strict mode refuses it.
+pub fn check_fallback(src: &str, ops: &[&str], why: &str) {
+    let m = parse(src);
+    let host = compile_host(&m, &options(2), false).expect("fallback never fails the build");
+    assert_eq!(host.fallbacks.len(), 1, "{:?}", host.fallbacks);
+    assert_eq!(host.fallbacks[0].ops, ops);
+    let reason = &host.fallbacks[0].reason;
+    assert!(reason.contains(why), "{reason}");
+    let x = finite(&m, 1);
+    let want = run(&m, &ExternalModules::new(), 1, &x);
+    let got = run(&host.module, &host.externals, 2, &x);
+    assert_eq!(bits(&got[0]), bits(&want[0]));
+    let err = compile_host(&m, &options(2), true).unwrap_err();
+    assert!(matches!(err, HostCodegenError::Strict { .. }), "{err}");
 }
