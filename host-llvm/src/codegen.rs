@@ -17,6 +17,11 @@
 //! a row of neighbouring outputs (which vectorizes). The pieces then rewrite `lo..hi` as the
 //! reduction's epilogue, reading the folded value as [`Node::Acc`].
 //!
+//! A windowed pooling kernel sets the output positions `lo..hi` (whole output planes) to the
+//! fold's initial value, then runs its passes in order, each over its box of those planes:
+//! one per window tap, folding the tap's value into the outputs it reaches, then an average's
+//! divisions; its pieces then rewrite `lo..hi` as the epilogue.
+//!
 //! A softmax kernel takes two scratch buffers after its inputs (`bufs[1 + inputs]` maxima,
 //! `bufs[2 + inputs]` sums, one per line): for the lines of `lo..hi` (whole lines) it folds the
 //! maxima, writes the exponentials to the output, folds their sums (the output read as one
@@ -201,6 +206,31 @@ impl<'a, 'c> Emitter<'a, 'c> {
             let to = b.build_int_mul(hi, count, "fold_hi").map_err(err)?;
             self.fold_loop(function, r, &ptrs, (lo, hi), (from, to), k.len)?;
         }
+        if let Some(w) = &k.window {
+            // The planes of lo..hi (a multiple of whole planes), each pass over its box of
+            // every one of them.
+            self.fill(function, w.init, &ptrs, (lo, hi), k.len)?;
+            let plane = self.i64(w.plane);
+            let first = b
+                .build_int_unsigned_div(lo, plane, "first_plane")
+                .map_err(err)?;
+            let last = b
+                .build_int_unsigned_div(hi, plane, "last_plane")
+                .map_err(err)?;
+            for pass in &w.passes {
+                let per_plane = self.i64(pass.per_plane);
+                let from = b.build_int_mul(first, per_plane, "from").map_err(err)?;
+                let to = b.build_int_mul(last, per_plane, "to").map_err(err)?;
+                self.piece(
+                    function,
+                    &pass.piece,
+                    &ptrs,
+                    (from, to),
+                    (0, pass.piece.positions()),
+                    Store::Fold(pass.fold),
+                )?;
+            }
+        }
         if let Some(softmax) = &k.softmax {
             // The lines of lo..hi (a multiple of whole lines), each folded twice into its
             // scratch buffer.
@@ -265,6 +295,25 @@ impl<'a, 'c> Emitter<'a, 'c> {
         Ok(function)
     }
 
+    /// Accumulators `accs` (of `len`) of `bufs[0]` set to `init`.
+    fn fill(
+        &self,
+        function: FunctionValue<'c>,
+        init: f32,
+        ptrs: &[PointerValue<'c>],
+        accs: (IntValue<'c>, IntValue<'c>),
+        len: usize,
+    ) -> Result<(), CodegenError> {
+        let init = Piece {
+            dims: vec![len],
+            out_offset: 0,
+            out_strides: vec![1],
+            loads: Vec::new(),
+            nodes: vec![Node::Const(init)],
+        };
+        self.piece(function, &init, ptrs, accs, (0, len), Store::Write)
+    }
+
     /// A reduction's accumulators `accs` (of `len`) of `bufs[0]` set to its initial value,
     /// then its folding loop over positions `inputs` of its input.
     fn fold_loop(
@@ -276,14 +325,7 @@ impl<'a, 'c> Emitter<'a, 'c> {
         inputs: (IntValue<'c>, IntValue<'c>),
         len: usize,
     ) -> Result<(), CodegenError> {
-        let init = Piece {
-            dims: vec![len],
-            out_offset: 0,
-            out_strides: vec![1],
-            loads: Vec::new(),
-            nodes: vec![Node::Const(r.init)],
-        };
-        self.piece(function, &init, ptrs, accs, (0, len), Store::Write)?;
+        self.fill(function, r.init, ptrs, accs, len)?;
         let positions = (0, r.piece.positions());
         self.piece(
             function,
@@ -646,6 +688,7 @@ impl<'a, 'c> Emitter<'a, 'c> {
             Fold::Max => keep_x(FloatPredicate::OGT),
             Fold::Min => keep_x(FloatPredicate::OLT),
             Fold::MaxNum => self.intrinsic("llvm.maxnum", &[acc, x]),
+            Fold::Div => b.build_float_div(acc, x, "div").map_err(err),
         }
     }
 

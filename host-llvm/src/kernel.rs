@@ -28,11 +28,15 @@
 //! folded value as [`Node::Acc`]. Its producers hold no concatenation or pad (HostFuse keeps
 //! them out), so the folding loop is one box, walked in the reference kernel's order.
 //!
+//! A group with a windowed pooling over an elementwise producer is a [`WindowFold`]: per tap
+//! of the window, a folding loop over the outputs the tap reaches, its producers lowered at
+//! the tap's input coordinates ([`crate::window`]); an average's divisions; then the epilogue.
+//!
 //! A group with a softmax is a [`Softmax`]: two folding loops over its input into scratch
 //! buffers (each line's maximum, then its sum of exponentials), then the pieces compute the
 //! softmax and its consumers over the output.
 //!
-//! A group with an anchor (conv2d, dense, windowed pooling: see HostFuse) is an [`Anchor`]
+//! A group with an anchor (conv2d, dense, windowed pooling without producers: see HostFuse) is an [`Anchor`]
 //! plus an epilogue kernel: the anchor's host kernel computes the output and the kernel
 //! rewrites blocks of it in place, reading the anchor's value as [`Node::Acc`]. Such a group
 //! has no injective op (HostFuse keeps them apart), so its one box is the whole output.
@@ -47,7 +51,8 @@ use byoc_core::passes::infer_types;
 use byoc_core::text::{parse_module, print_module};
 
 use crate::index_map::{boxes, broadcast, cuts, reshape, Affine, Map, Region, ReshapeError, Visit};
-use crate::reduction::{Fold, ReduceOp, Reduction};
+use crate::reduction::{Fold, FoldPass, ReduceOp, Reduction, WindowFold};
+use crate::window::{runs, PoolWindow};
 
 /// Why a fused function cannot be compiled: the op (or `@function` for the function
 /// itself) and the reason.
@@ -195,6 +200,9 @@ pub struct Kernel {
     /// The folding loops that fill the scratch buffers before the pieces run, if the group
     /// has a softmax.
     pub softmax: Option<Softmax>,
+    /// The folding loops that fill the output before the pieces (its epilogue) run, if the
+    /// group has a windowed pooling.
+    pub window: Option<WindowFold>,
 }
 
 /// A softmax's (or log-softmax's) lines computed as the reference kernel computes them: per
@@ -994,8 +1002,15 @@ impl Kernel {
         let (graph, anchor, reduce) = Graph::of(f)?;
         let out_shape = graph.shape(f.body)?.to_vec();
         let len: usize = out_shape.iter().product();
+        let window = match &reduce {
+            Some(op) if len > 0 => match &op.window {
+                Some(w) => Some(window_loops(&graph, op, w, &out_shape)?),
+                None => None,
+            },
+            _ => None,
+        };
         let reduction = match &reduce {
-            Some(op) if len > 0 && op.softmax.is_none() => {
+            Some(op) if len > 0 && op.softmax.is_none() && op.window.is_none() => {
                 Some(folding_loop(&graph, op, &out_shape, None)?)
             }
             _ => None,
@@ -1047,6 +1062,7 @@ impl Kernel {
             anchor,
             reduction,
             softmax,
+            window,
         })
     }
 
@@ -1054,9 +1070,10 @@ impl Kernel {
     /// or the end): 1, a reduction's accumulator row, or a softmax's lines of one outer
     /// position.
     pub fn grain(&self) -> usize {
-        match (&self.reduction, &self.softmax) {
-            (Some(r), _) => r.row.max(1),
-            (_, Some(s)) => (s.max.row * s.max.count).max(1),
+        match (&self.reduction, &self.softmax, &self.window) {
+            (Some(r), _, _) => r.row.max(1),
+            (_, Some(s), _) => (s.max.row * s.max.count).max(1),
+            (_, _, Some(w)) => w.plane.max(1),
             _ => 1,
         }
     }
@@ -1064,9 +1081,10 @@ impl Kernel {
     /// Loop positions per output element, for sizing parallel tasks: 1, the elements a
     /// reduction folds into each, or a softmax's three passes.
     pub fn work(&self) -> usize {
-        match (&self.reduction, &self.softmax) {
-            (Some(r), _) => r.count,
-            (_, Some(_)) => 3,
+        match (&self.reduction, &self.softmax, &self.window) {
+            (Some(r), _, _) => r.count,
+            (_, Some(_), _) => 3,
+            (_, _, Some(w)) => w.taps,
             _ => 1,
         }
     }
@@ -1169,17 +1187,7 @@ fn folding_loop(
             }
             None => s.lower(op.input, input, &mut b)?,
         };
-        if value + 1 != b.nodes.len() {
-            b.nodes.push(Node::Unary(Unary::Copy, value));
-        }
-        let (out_offset, out_strides) = s.strided(out_shape, &output)?;
-        Ok(Piece::collapsed(
-            &s.dims,
-            out_offset,
-            &out_strides,
-            b.loads,
-            b.nodes,
-        ))
+        s.finished_piece(b, value, out_shape, &output)
     })?;
     Ok(Reduction {
         fold: op.fold,
@@ -1187,6 +1195,96 @@ fn folding_loop(
         piece,
         count: op.axes.iter().map(|&a| shape[a]).product(),
         row,
+    })
+}
+
+/// The folding loops of windowed pooling `op` with window `w` (see [`WindowFold`]) whose
+/// output has shape `out_shape`: per tap, the box of the output planes it reaches, the
+/// pooling's input (its producers lowered) read at the tap's input coordinates; for an
+/// average, per box of outputs sharing a nonzero divisor, the division by it (a divisor of 0
+/// leaves the sum of no taps, 0, as the reference kernel returns).
+fn window_loops(
+    graph: &Graph,
+    op: &ReduceOp,
+    w: &PoolWindow,
+    out_shape: &[usize],
+) -> Result<WindowFold, Unsupported> {
+    let shape = graph.shape(op.input)?.to_vec();
+    let &[n, c, h, wd] = shape.as_slice() else {
+        return Err(unsupported("the pooling", "the data is not 4-D"));
+    };
+    let &[_, _, oh, ow] = out_shape else {
+        return Err(unsupported("the pooling", "the result is not 4-D"));
+    };
+    let plane = oh * ow;
+    let out_strides = [(c * plane) as i64, plane as i64, ow as i64, 1];
+    let (ys, xs) = (w.taps(0, h, oh), w.taps(1, wd, ow));
+    let mut passes = Vec::new();
+    for (ry, iy) in &ys {
+        for (rx, ix) in &xs {
+            if ry.is_empty() || rx.is_empty() {
+                continue;
+            }
+            let dims = vec![n, c, ry.len(), rx.len()];
+            let mut space = Space::new(graph, dims.clone());
+            let piece = space.refining(|s| {
+                let m = s.box_map(&Affine::identity(4), &[0; 4], &dims)?;
+                let input: Map = vec![
+                    m[0].clone(),
+                    m[1].clone(),
+                    m[2].scaled(w.strides[0] as i64).shifted(*iy as i64),
+                    m[3].scaled(w.strides[1] as i64).shifted(*ix as i64),
+                ];
+                let output: Map = vec![
+                    m[0].clone(),
+                    m[1].clone(),
+                    m[2].shifted(ry.start as i64),
+                    m[3].shifted(rx.start as i64),
+                ];
+                let mut b = PieceBuilder::default();
+                let value = s.lower(op.input, input, &mut b)?;
+                s.finished_piece(b, value, out_shape, &output)
+            })?;
+            passes.push(FoldPass {
+                fold: op.fold,
+                piece,
+                per_plane: ry.len() * rx.len(),
+            });
+        }
+    }
+    if w.count_include_pad.is_some() {
+        for (dy, ry) in runs(&w.counts(0, h, oh)) {
+            for (dx, rx) in runs(&w.counts(1, wd, ow)) {
+                if dy * dx == 0 {
+                    continue;
+                }
+                // The reference divides by the count converted through f64.
+                let divisor = (dy * dx) as f64 as f32;
+                passes.push(FoldPass {
+                    fold: Fold::Div,
+                    piece: Piece::collapsed(
+                        &[n, c, ry.len(), rx.len()],
+                        ry.start * ow + rx.start,
+                        &out_strides,
+                        Vec::new(),
+                        vec![Node::Const(divisor)],
+                    ),
+                    per_plane: ry.len() * rx.len(),
+                });
+            }
+        }
+    }
+    if passes.len() > MAX_PIECES {
+        return Err(unsupported(
+            "the pooling",
+            format!("its window needs more than {MAX_PIECES} folding loops"),
+        ));
+    }
+    Ok(WindowFold {
+        init: op.init,
+        plane,
+        taps: w.kernel[0] * w.kernel[1],
+        passes,
     })
 }
 
@@ -1227,6 +1325,29 @@ fn box_pieces(
 }
 
 impl Space<'_> {
+    /// The piece over this space whose built DAG `b` computes node `value`, stored (or
+    /// folded) into the output of shape `out_shape` through `output`. A value read earlier
+    /// (a load) is copied, so that it is the last node.
+    fn finished_piece(
+        &self,
+        mut b: PieceBuilder,
+        value: usize,
+        out_shape: &[usize],
+        output: &Map,
+    ) -> Result<Piece, Unsupported> {
+        if value + 1 != b.nodes.len() {
+            b.nodes.push(Node::Unary(Unary::Copy, value));
+        }
+        let (out_offset, out_strides) = self.strided(out_shape, output)?;
+        Ok(Piece::collapsed(
+            &self.dims,
+            out_offset,
+            &out_strides,
+            b.loads,
+            b.nodes,
+        ))
+    }
+
     /// The output's map over this space, a refinement of the box at `lo` with `extents` of a
     /// space whose output map is `root`.
     fn box_map(&self, root: &Map, lo: &[usize], extents: &[usize]) -> Result<Map, Unsupported> {
@@ -1264,18 +1385,7 @@ impl Space<'_> {
         let map = self.box_map(root, lo, extents)?;
         let mut b = PieceBuilder::default();
         let value = self.lower(out, map.clone(), &mut b)?;
-        if value + 1 != b.nodes.len() {
-            // The result is a value read earlier (a load): store it as it is.
-            b.nodes.push(Node::Unary(Unary::Copy, value));
-        }
-        let (out_offset, out_strides) = self.strided(self.graph.shape(out)?, &map)?;
-        Ok(Piece::collapsed(
-            &self.dims,
-            out_offset,
-            &out_strides,
-            b.loads,
-            b.nodes,
-        ))
+        self.finished_piece(b, value, self.graph.shape(out)?, &map)
     }
 }
 

@@ -8,6 +8,7 @@
 //! - [`kernel`]: a fused function as a loop kernel (boxes of the output, each a collapsed
 //!   iteration space with strided loads and a DAG; the anchor of an epilogue);
 //! - [`reduction`]: the reductions' folds and loop order (bit-identical to the reference);
+//! - [`window`]: the windowed poolings' geometry, folded tap by tap as the reference does;
 //! - [`index_map`]: the affine index maps through injective ops, and the cutting of the output
 //!   into boxes at concatenation and pad boundaries;
 //! - [`codegen`]: the kernel as LLVM IR, optimized (`default<O3>`, host CPU) into an object;
@@ -30,6 +31,7 @@ pub mod library;
 pub mod module;
 pub mod plugin;
 pub mod reduction;
+pub mod window;
 
 pub use host::{compile_host, Fallback, HostCode, HostCodegenError};
 pub use plugin::{plugin, HostLlvm, PLUGIN_NAME};

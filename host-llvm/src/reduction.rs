@@ -18,8 +18,10 @@
 //! independent, so the loop splits over threads there.
 
 use byoc_core::ir::{Attrs, ExprId};
+use byoc_core::passes::host_fuse::WINDOW_POOLINGS;
 
 use crate::kernel::{unsupported, Piece, Unsupported};
+use crate::window::PoolWindow;
 
 /// How a reduction folds one element into its accumulator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,6 +36,8 @@ pub enum Fold {
     Min,
     /// `maxnum(acc, x)`, Rust's `f32::max` (NaN never taken).
     MaxNum,
+    /// `acc / x`: an average pooling's division, folded once per output.
+    Div,
 }
 
 /// A reduction op as its group's loop computes it.
@@ -54,6 +58,8 @@ pub struct ReduceOp {
     /// For `nn.softmax` (`false`) and `nn.log_softmax` (`true`): the one axis is the line
     /// the kernel folds twice ([`crate::kernel::Softmax`]).
     pub softmax: Option<bool>,
+    /// For the windowed poolings: the window folded per output ([`crate::window`]).
+    pub window: Option<PoolWindow>,
 }
 
 impl ReduceOp {
@@ -66,6 +72,26 @@ impl ReduceOp {
         shape: &[usize],
     ) -> Result<ReduceOp, Unsupported> {
         let rank = shape.len();
+        if WINDOW_POOLINGS.contains(&name) {
+            if rank != 4 {
+                return Err(unsupported(name, "the data is not 4-D"));
+            }
+            let window = PoolWindow::of(name, attrs)?;
+            let (fold, init) = match window.count_include_pad {
+                None => (Fold::MaxNum, f32::MIN),
+                Some(_) => (Fold::Sum, 0.0),
+            };
+            return Ok(ReduceOp {
+                input,
+                axes: vec![2, 3],
+                keepdims: true,
+                fold,
+                init,
+                divisor: None,
+                softmax: None,
+                window: Some(window),
+            });
+        }
         let flag = |key: &str| attrs.get(key).and_then(|v| v.as_bool()).unwrap_or(false);
         let softmax = match name {
             "nn.softmax" => Some(false),
@@ -136,6 +162,7 @@ impl ReduceOp {
             init,
             divisor,
             softmax,
+            window: None,
         })
     }
 
@@ -174,4 +201,32 @@ pub struct Reduction {
     /// Neighbouring outputs one accumulator row holds: the kernel's range of output positions
     /// is split only at multiples of it.
     pub row: usize,
+}
+
+/// The folding loops of a windowed pooling group ([`crate::window`]): the output set to
+/// `init`, then each pass folds its box of every output plane, in order: one per window tap
+/// (rows outer, columns inner) over the outputs whose tap lies inside the input, the producers
+/// computed inline, then for an average one per box of outputs sharing a divisor.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WindowFold {
+    /// The accumulators' initial value.
+    pub init: f32,
+    /// Output elements per plane (`out_h * out_w`): the kernel's range of output positions is
+    /// split only at multiples of it.
+    pub plane: usize,
+    /// Taps per window.
+    pub taps: usize,
+    /// The passes, in folding order.
+    pub passes: Vec<FoldPass>,
+}
+
+/// One pass of a [`WindowFold`]: a loop over the same box of every output plane.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FoldPass {
+    /// How each value joins its output element.
+    pub fold: Fold,
+    /// The loop over `[N, C, rows, columns]` of the box (collapsed).
+    pub piece: Piece,
+    /// The piece's positions per plane (the box's elements).
+    pub per_plane: usize,
 }

@@ -8,53 +8,14 @@
 
 mod common;
 
-use std::sync::Arc;
-
 use byoc_core::exec::ExternalModules;
-use byoc_core::ir::Module;
 use byoc_core::passes::host_fuse::group_kind;
-use byoc_core::sdk::Plugin;
-use byoc_core::tensor::Tensor;
-use byoc_host_llvm::{compile_host, HostCodegenError, HostLlvm};
-use common::{bits, check_with, inputs, options, parse, run};
+use byoc_host_llvm::compile_host;
+use common::{
+    bits, check_fallback, check_reduction, check_with, finite, inputs, options, parse, run,
+    run_reloaded,
+};
 use proptest::prelude::*;
-use rand::{Rng, SeedableRng};
-
-/// Random finite inputs in `-2..2` (a NaN would make most sums NaN and hide their order).
-fn finite(m: &Module, seed: u64) -> Vec<Tensor> {
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    inputs(m, seed)
-        .into_iter()
-        .map(|t| {
-            let data: Vec<f32> = (0..t.ty().num_elements())
-                .map(|_| rng.gen_range(-2.0f32..2.0))
-                .collect();
-            Tensor::from_vec(t.ty().shape.clone(), data).unwrap()
-        })
-        .collect()
-}
-
-/// Checks `src` bit for bit against the reference kernels on finite inputs and on inputs with
-/// NaN and signed zeros, and that the host code holds one `reduction` group with `op` and no
-/// reduction is left in `@main`.
-fn check_reduction(src: &str, op: &str) {
-    let m = parse(src);
-    let host = compile_host(&m, &options(2), true).expect("host code compiles");
-    let reductions: Vec<String> = host
-        .module
-        .functions()
-        .filter(|(name, f)| host.externals.get(name).is_some() && group_kind(f) == "reduction")
-        .flat_map(|(_, f)| f.op_names())
-        .collect();
-    assert!(
-        reductions.contains(&op.to_string()),
-        "{src}\n{reductions:?}"
-    );
-    let main_ops = host.module.main().unwrap().op_names();
-    assert!(!main_ops.contains(&op.to_string()), "{src}\n{main_ops:?}");
-    check_with(&m, &finite(&m, 5));
-    check_with(&m, &inputs(&m, 9));
-}
 
 #[test]
 fn each_reduction_with_producers_and_consumers_matches_the_reference_kernel() {
@@ -203,17 +164,7 @@ fn a_reduction_group_that_cannot_compile_falls_back_and_strict_refuses_it() {
                  %0 = erf(%x);
                  sum(%0, axis=[1])
                }";
-    let m = parse(src);
-    let host = compile_host(&m, &options(2), false).expect("fallback never fails the build");
-    assert_eq!(host.fallbacks.len(), 1, "{:?}", host.fallbacks);
-    assert_eq!(host.fallbacks[0].ops, ["erf", "sum"]);
-    assert!(host.fallbacks[0].reason.contains("erf"));
-    let x = finite(&m, 1);
-    let want = run(&m, &ExternalModules::new(), 1, &x);
-    let got = run(&host.module, &host.externals, 2, &x);
-    assert_eq!(bits(&got[0]), bits(&want[0]));
-    let err = compile_host(&m, &options(2), true).unwrap_err();
-    assert!(matches!(err, HostCodegenError::Strict { .. }), "{err}");
+    check_fallback(src, &["erf", "sum"], "erf");
 }
 
 #[test]
@@ -233,15 +184,7 @@ fn reduction_modules_serialize_and_load_without_recompiling() {
         assert_eq!(host.externals.len(), 1);
         let x = finite(&m, 4);
         let want = run(&m, &ExternalModules::new(), 1, &x);
-        let mut loaded = ExternalModules::new();
-        for (name, e) in host.externals.iter() {
-            let bytes = e.module.serialize().unwrap();
-            let module = HostLlvm.deserialize(&bytes, &options(3)).unwrap();
-            let mut e = e.clone();
-            e.module = Arc::from(module);
-            loaded.insert(name, e);
-        }
-        let got = run(&host.module, &loaded, 3, &x);
+        let got = run_reloaded(&host, 3, &x);
         assert_eq!(bits(&got[0]), bits(&want[0]), "{src}");
     }
 }

@@ -24,7 +24,8 @@
 //! concatenation's tuple joins its group when the concatenation alone uses it.
 //!
 //! An op whose output takes elementwise consumers ([`OpPattern::OutEWiseFusable`]: conv2d,
-//! dense, windowed pooling; softmax and the NCHW global poolings are reductions) joins the group of its users under the same rule when its result
+//! dense, windowed pooling without a producer to fold; softmax, the NCHW global poolings and
+//! the NCHW windowed poolings over an elementwise producer are reductions) joins the group of its users under the same rule when its result
 //! has the group's output shape; it becomes the group's *anchor* and closes the group, so its
 //! own arguments stay outside (TVM fuses nothing into a conv's inputs). The code generator
 //! runs the anchor's host kernel and applies the rest of the group to its output in place, as
@@ -45,6 +46,11 @@
 //! reduction's epilogue (a conv keeps its bias and relu; the pooling after it folds the conv's
 //! output). A group holds at most one reduction or anchor, never both. A reduction without
 //! producers or consumers is no group: its reference kernel runs.
+//!
+//! A windowed pooling of [`WINDOW_POOLINGS`] on `float32` NCHW data is such a reduction (over
+//! its window) when its data is an elementwise op that joins its group as a producer: used by
+//! the pooling alone, not a result of `@main`, and not bound to an anchor's or reduction's
+//! epilogue. Otherwise it stays an anchor on its optimized kernel ([`anchored_windows`]).
 //!
 //! Each group is outlined into a global function `@host_fused_N` marked
 //! `Compiler="llvm"` ([`HOST_CODEGEN_TARGET`]), `Primitive=1` and `global_symbol`, called from
@@ -172,21 +178,30 @@ pub const LOOP_REDUCTIONS: &[&str] = &[
     "nn.log_softmax",
 ];
 
+/// The windowed poolings HostFuse compiles as reductions over their window when they have an
+/// elementwise producer to fold (otherwise they anchor a group).
+pub const WINDOW_POOLINGS: &[&str] = &["nn.max_pool2d", "nn.avg_pool2d"];
+
 /// True for the [`LOOP_REDUCTIONS`] op calls on `float32` (a global pooling only over NCHW
-/// data): they take their elementwise and injective producers and their elementwise
-/// consumers into one group (see the module docs).
+/// data), and for the [`WINDOW_POOLINGS`] on `float32` NCHW data computed by an elementwise
+/// op of `f`: they take their elementwise and injective producers and their elementwise
+/// consumers into one group (see the module docs). In a fused function, a windowed pooling
+/// is a reduction exactly when its producers were fused into its group; in `@main`,
+/// [`fusion_groups`] keeps one as an anchor when its producer cannot join its group.
 pub fn is_reduction(f: &Function, id: ExprId) -> bool {
     let Some((op, call)) = f.expr(id).as_op_call() else {
         return false;
     };
     let float = |x: ExprId| matches!(f.ty(x), Some(Type::Tensor(t)) if t.dtype == DType::Float32);
     let name = op.name();
-    LOOP_REDUCTIONS.contains(&name)
+    let window = WINDOW_POOLINGS.contains(&name);
+    let nchw = call.attrs.get_str("layout").unwrap_or("NCHW") == "NCHW";
+    (LOOP_REDUCTIONS.contains(&name) || window)
         && float(id)
         && call.args.len() == 1
         && float(call.args[0])
-        && (!name.starts_with("nn.global_")
-            || call.attrs.get_str("layout").unwrap_or("NCHW") == "NCHW")
+        && (nchw || !(window || name.starts_with("nn.global_")))
+        && (!window || elementwise(f, call.args[0]))
 }
 
 /// True for the injective ops that choose per element which operand to read (concatenation,
@@ -299,6 +314,32 @@ fn epilogue_bound(f: &Function, live: &[ExprId], users: &[Vec<ExprId>]) -> HashS
     bound
 }
 
+/// The windowed poolings of `f` that [`is_reduction`] names but that stay anchors, since
+/// their producer cannot join their group: it has other users, is `f`'s result, or is bound
+/// to another op's epilogue (a conv keeps its relu; the pooling after it reads the conv's
+/// output).
+fn anchored_windows(
+    f: &Function,
+    live: &[ExprId],
+    users: &[Vec<ExprId>],
+    bound: &HashSet<ExprId>,
+) -> HashSet<ExprId> {
+    live.iter()
+        .copied()
+        .filter(|&id| {
+            let Some((op, call)) = f.expr(id).as_op_call() else {
+                return false;
+            };
+            WINDOW_POOLINGS.contains(&op.name())
+                && is_reduction(f, id)
+                && call
+                    .args
+                    .first()
+                    .is_some_and(|&a| users[a.index()] != [id] || a == f.body || bound.contains(&a))
+        })
+        .collect()
+}
+
 /// One group under construction.
 struct Group {
     /// Its output.
@@ -347,14 +388,15 @@ pub fn fusion_groups(f: &Function) -> Vec<Vec<ExprId>> {
     let users = f.users();
     let inside = inside_literals(f, &live);
     let bound = epilogue_bound(f, &live, &users);
+    let kept = anchored_windows(f, &live, &users, &bound);
     let mut group: BTreeMap<ExprId, usize> = BTreeMap::new();
     let mut groups: Vec<Group> = Vec::new();
     for &id in live.iter().rev() {
         if inside.contains(&id) {
             continue;
         }
-        let anchor = is_anchor(f, id);
-        let reduction = is_reduction(f, id);
+        let anchor = is_anchor(f, id) || kept.contains(&id);
+        let reduction = is_reduction(f, id) && !kept.contains(&id);
         let inj = injective(f, id, &users);
         if !anchor && !reduction && !inj && !elementwise(f, id) {
             continue;
@@ -891,6 +933,61 @@ mod tests {
         );
         assert_eq!(group_kind(m.get("host_fused_0").unwrap()), "anchored");
         assert_eq!(m.main().unwrap().op_names(), ["max"]);
+    }
+
+    #[test]
+    fn a_windowed_pooling_folds_its_producers_or_stays_an_anchor() {
+        // Elementwise producers: the pooling is a reduction over its window.
+        let m = fused(
+            "def @main(%x: Tensor[(1, 3, 8, 8), float32], %s: Tensor[(3, 1, 1), float32]) {
+               %0 = nn.relu(multiply(%x, %s));
+               %1 = nn.max_pool2d(%0, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1]);
+               sigmoid(%1)
+             }",
+        );
+        assert_eq!(
+            fused_ops(&m),
+            [["multiply", "nn.relu", "nn.max_pool2d", "sigmoid"]],
+            "{}",
+            print_module(&m)
+        );
+        let f = m.get("host_fused_0").unwrap();
+        assert_eq!(group_kind(f), "reduction");
+        assert_eq!(reduction_op(f).as_deref(), Some("nn.max_pool2d"));
+        assert_eq!(anchor_op(f), None);
+        // No producer, a producer bound to a conv's epilogue, a producer with another user,
+        // NHWC data: the pooling anchors its consumers.
+        let m = fused(
+            "def @main(%x: Tensor[(1, 2, 6, 6), float32], %w: Tensor[(2, 2, 1, 1), float32],
+                       %y: Tensor[(1, 6, 6, 2), float32]) {
+               %0 = nn.avg_pool2d(%x, pool_size=[2, 2]);
+               %1 = nn.relu(nn.conv2d(%x, %w));
+               %2 = nn.max_pool2d(%1, pool_size=[2, 2]);
+               %3 = exp(%x);
+               %4 = nn.max_pool2d(%3, pool_size=[2, 2]);
+               %5 = nn.max_pool2d(exp(%y), pool_size=[2, 2], layout=\"NHWC\");
+               (negative(%0), negative(%2), negative(%4), %3, negative(%5))
+             }",
+        );
+        let mut ops = fused_ops(&m);
+        ops.sort();
+        assert_eq!(
+            ops,
+            [
+                vec!["exp"],
+                vec!["exp"],
+                vec!["nn.avg_pool2d", "negative"],
+                vec!["nn.conv2d", "nn.relu"],
+                vec!["nn.max_pool2d", "negative"],
+                vec!["nn.max_pool2d", "negative"],
+                vec!["nn.max_pool2d", "negative"],
+            ],
+            "{}",
+            print_module(&m)
+        );
+        for (_, f) in m.functions().filter(|(n, _)| n.starts_with(FUSED_PREFIX)) {
+            assert_ne!(group_kind(f), "reduction", "{}", print_module(&m));
+        }
     }
 
     #[test]

@@ -5,13 +5,17 @@
     reason = "each test crate uses its own subset of the helpers"
 )]
 
+use std::sync::Arc;
+
 use byoc_core::exec::{ExecOptions, Executor, ExternalModules};
 use byoc_core::ir::Module;
+use byoc_core::passes::host_fuse::group_kind;
 use byoc_core::passes::infer_types;
 use byoc_core::sdk::CompileOptions;
+use byoc_core::sdk::Plugin;
 use byoc_core::tensor::Tensor;
 use byoc_core::text::parse_module;
-use byoc_host_llvm::compile_host;
+use byoc_host_llvm::{compile_host, HostCode, HostCodegenError, HostLlvm};
 use rand::{Rng, SeedableRng};
 
 pub fn parse(src: &str) -> Module {
@@ -95,4 +99,71 @@ pub fn check_with(m: &Module, x: &[Tensor]) -> usize {
         compiled = host.externals.len();
     }
     compiled
+}
+
+/// Random finite inputs in `-2..2` (a NaN would make most sums NaN and hide their order).
+pub fn finite(m: &Module, seed: u64) -> Vec<Tensor> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    inputs(m, seed)
+        .into_iter()
+        .map(|t| {
+            let data: Vec<f32> = (0..t.ty().num_elements())
+                .map(|_| rng.gen_range(-2.0f32..2.0))
+                .collect();
+            Tensor::from_vec(t.ty().shape.clone(), data).unwrap()
+        })
+        .collect()
+}
+
+/// Checks `src` bit for bit against the reference kernels on finite inputs and on inputs with
+/// NaN and signed zeros, and that the host code holds one `reduction` group with `op` and no
+/// reduction is left in `@main`.
+pub fn check_reduction(src: &str, op: &str) {
+    let m = parse(src);
+    let host = compile_host(&m, &options(2), true).expect("host code compiles");
+    let reductions: Vec<String> = host
+        .module
+        .functions()
+        .filter(|(name, f)| host.externals.get(name).is_some() && group_kind(f) == "reduction")
+        .flat_map(|(_, f)| f.op_names())
+        .collect();
+    assert!(
+        reductions.contains(&op.to_string()),
+        "{src}\n{reductions:?}"
+    );
+    let main_ops = host.module.main().unwrap().op_names();
+    assert!(!main_ops.contains(&op.to_string()), "{src}\n{main_ops:?}");
+    check_with(&m, &finite(&m, 5));
+    check_with(&m, &inputs(&m, 9));
+}
+
+/// Runs `host` on inputs `x` with `threads`, each compiled function serialized and loaded
+/// back first (no recompiling).
+pub fn run_reloaded(host: &HostCode, threads: usize, x: &[Tensor]) -> Vec<Tensor> {
+    let mut loaded = ExternalModules::new();
+    for (name, e) in host.externals.iter() {
+        let bytes = e.module.serialize().unwrap();
+        let module = HostLlvm.deserialize(&bytes, &options(threads)).unwrap();
+        let mut e = e.clone();
+        e.module = Arc::from(module);
+        loaded.insert(name, e);
+    }
+    run(&host.module, &loaded, threads, x)
+}
+
+/// Checks that `src` builds with its one group (of `ops`) falling back for a reason naming
+/// `why`, runs bit for bit as on the reference kernels, and that strict mode refuses it.
+pub fn check_fallback(src: &str, ops: &[&str], why: &str) {
+    let m = parse(src);
+    let host = compile_host(&m, &options(2), false).expect("fallback never fails the build");
+    assert_eq!(host.fallbacks.len(), 1, "{:?}", host.fallbacks);
+    assert_eq!(host.fallbacks[0].ops, ops);
+    let reason = &host.fallbacks[0].reason;
+    assert!(reason.contains(why), "{reason}");
+    let x = finite(&m, 1);
+    let want = run(&m, &ExternalModules::new(), 1, &x);
+    let got = run(&host.module, &host.externals, 2, &x);
+    assert_eq!(bits(&got[0]), bits(&want[0]));
+    let err = compile_host(&m, &options(2), true).unwrap_err();
+    assert!(matches!(err, HostCodegenError::Strict { .. }), "{err}");
 }
