@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Times onnxruntime (CPU provider) on the ResNet-50 conv2d layer shapes of
-core/benches/conv2d.rs, with 1 and 2 intra-op threads, for the side-by-side table in
+core/kernels/benches/conv2d.rs, with 1 and 2 intra-op threads, for the side-by-side table in
 docs/performance.md. Usage: python3 bench/conv2d_ort.py   (needs numpy, onnx, onnxruntime)
 """
 import time

@@ -3,18 +3,21 @@
 //! and 100k ops with two targets, each with a pattern table.
 //!
 //! `cargo bench --bench pipeline` measures (best of several runs per size) and prints the
-//! cumulative time after each stage, so the difference between columns is that stage's cost.
+//! cumulative time after each stage, so the difference between columns is that stage's cost,
+//! and the time of the whole `byoc_pipeline::build` (the partitions compiled by the reference
+//! runtime, the host part on the reference kernels).
 //! Under `cargo test --all-targets` it runs the 1k graph once, to check it still works.
 //! Sizes given as arguments replace the defaults: `cargo bench --bench pipeline -- 100000`.
 //! It uses the `byoc` binary's global allocator (mimalloc), so it measures what the tool does.
 
 use std::time::Instant;
 
-use byoc::pipeline::{partition, PartitionOptions, Stage};
-use byoc::report::summary::Summary;
-use byoc::target::Target;
-use byoc_core::ir::{Attrs, ExprId, FunctionBuilder, Module};
-use byoc_core::{DType, TensorType};
+use byoc_ir::{Attrs, ExprId, FunctionBuilder, Module};
+use byoc_ir::{DType, TensorType};
+use byoc_pipeline::pipeline::{partition, PartitionOptions, Stage};
+use byoc_pipeline::report::summary::Summary;
+use byoc_pipeline::target::Target;
+use byoc_pipeline::{build, BuildOptions, HostCodegen};
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -101,8 +104,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         (true, false) => &[1_000],
     };
     println!(
-        "{:>8} {:>12} {:>12} {:>12} {:>12} {:>10} {:>7}",
-        "ops", "composite ms", "annotate ms", "merge ms", "partition ms", "partitions", "pruned"
+        "{:>8} {:>12} {:>12} {:>12} {:>12} {:>10} {:>7} {:>10}",
+        "ops",
+        "composite ms",
+        "annotate ms",
+        "merge ms",
+        "partition ms",
+        "partitions",
+        "pruned",
+        "build ms"
     );
     for &n in sizes {
         let module = network(n)?;
@@ -135,8 +145,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
             }
         }
+        // The whole build: partitioning, every partition compiled by the reference runtime,
+        // the host part left to the reference kernels (no LLVM), no plan.
+        let build_options = BuildOptions {
+            host_codegen: HostCodegen::Kernels,
+            ..BuildOptions::default()
+        };
+        let mut build_ms = f64::INFINITY;
+        for _ in 0..reps {
+            let start = Instant::now();
+            build(&module, &targets, &build_options)?;
+            build_ms = build_ms.min(start.elapsed().as_secs_f64() * 1e3);
+        }
         println!(
-            "{n:>8} {:>12.1} {:>12.1} {:>12.1} {:>12.1} {:>10} {:>7}",
+            "{n:>8} {:>12.1} {:>12.1} {:>12.1} {:>12.1} {:>10} {:>7} {build_ms:>10.1}",
             best[0], best[1], best[2], best[3], counts.0, counts.1
         );
     }

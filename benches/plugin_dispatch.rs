@@ -11,11 +11,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use byoc_core::exec::{ExecOptions, Executor, ExternalModules};
-use byoc_core::plugin::{compile_externals, load_plugin, Runtimes};
-use byoc_core::sdk::{CompileOptions, PartitionedFunction, Plugin, TensorMut};
-use byoc_core::text::parse_module;
-use byoc_core::{Module, Tensor};
+use byoc_exec::plugin::load_plugin;
+use byoc_exec::{ExecOptions, Executor};
+use byoc_ir::text::parse_module;
+use byoc_ir::{Module, Tensor};
+use byoc_pipeline::target::Target;
+use byoc_pipeline::{build, BuildOptions, HostCodegen};
+use byoc_sdk::{CompileOptions, PartitionedFunction, Plugin, TensorMut};
 
 /// Calls per batch and batches: the full measurement under `cargo bench`, a smoke run under
 /// `cargo test`.
@@ -109,14 +111,20 @@ fn main() {
         threads: 1,
         profile: false,
     };
-    let externals: ExternalModules = compile_externals(
+    let tinyacc = Target::from_description(&plugin.describe())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .with_runtime(plugin.clone());
+    let built = build(
         &partitioned,
-        &Runtimes::new().with("tinyacc", plugin.clone()),
-        &CompileOptions::new(),
+        &[tinyacc],
+        &BuildOptions {
+            host_codegen: HostCodegen::Kernels,
+            exec: opts,
+            ..BuildOptions::default()
+        },
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    let with_ext =
-        Executor::with_externals(&partitioned, opts, &externals).unwrap_or_else(|e| panic!("{e}"));
+    let with_ext = built.executor().unwrap_or_else(|e| panic!("{e}"));
     let host_only = Executor::new(&host, opts).unwrap_or_else(|e| panic!("{e}"));
     let inputs = [x.clone()];
     let ext_ns = median_ns(|| {

@@ -13,7 +13,7 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use anyhow::{anyhow, ensure, Context, Result};
-use byoc_core::artifact::Artifact;
+use byoc_artifact::Artifact;
 use rand::{Rng, SeedableRng};
 use sha2::{Digest, Sha256};
 

@@ -7,8 +7,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use byoc::core::io::read_npz;
-use byoc::core::onnx::proto::{
+use byoc_artifact::io::read_npz;
+use byoc_onnx::proto::{
     attribute_type, AttributeProto, Dimension, GraphProto, ModelProto, NodeProto,
     OperatorSetIdProto, TensorProto, TensorShapeProto, TypeProto, TypeProtoTensor, ValueInfoProto,
 };
@@ -193,10 +193,10 @@ fn wrong_input_shape_and_dtype_are_named() {
     let mut inputs = std::collections::BTreeMap::new();
     inputs.insert(
         "x".to_string(),
-        byoc::core::Tensor::from_vec([3, 2], vec![0f32; 6]).expect("tensor"),
+        byoc_ir::Tensor::from_vec([3, 2], vec![0f32; 6]).expect("tensor"),
     );
     let shape_npz = tmp("wrong_shape.npz");
-    byoc::core::io::write_npz(&shape_npz, &inputs).expect("write npz");
+    byoc_artifact::io::write_npz(&shape_npz, &inputs).expect("write npz");
     let out = byoc(&["run", model, "--inputs", shape_npz.to_str().expect("utf-8")]);
     assert_bad_input(
         &out,
@@ -209,19 +209,19 @@ fn wrong_input_shape_and_dtype_are_named() {
 
     inputs.insert(
         "x".to_string(),
-        byoc::core::Tensor::from_vec([2, 3], vec![0i32; 6]).expect("tensor"),
+        byoc_ir::Tensor::from_vec([2, 3], vec![0i32; 6]).expect("tensor"),
     );
     let dtype_npz = tmp("wrong_dtype.npz");
-    byoc::core::io::write_npz(&dtype_npz, &inputs).expect("write npz");
+    byoc_artifact::io::write_npz(&dtype_npz, &inputs).expect("write npz");
     let out = byoc(&["run", model, "--inputs", dtype_npz.to_str().expect("utf-8")]);
     assert_bad_input(&out, &["input 'x'", "int32"]);
 
     inputs.insert(
         "y".to_string(),
-        byoc::core::Tensor::from_vec([1], vec![0f32]).expect("tensor"),
+        byoc_ir::Tensor::from_vec([1], vec![0f32]).expect("tensor"),
     );
     let extra_npz = tmp("extra.npz");
-    byoc::core::io::write_npz(&extra_npz, &inputs).expect("write npz");
+    byoc_artifact::io::write_npz(&extra_npz, &inputs).expect("write npz");
     let out = byoc(&["run", model, "--inputs", extra_npz.to_str().expect("utf-8")]);
     assert_bad_input(&out, &["input 'y' is not an input of the model"]);
 }
@@ -406,7 +406,7 @@ fn print_before_and_after_work_for_every_pass_of_the_pipeline() {
         let after = printed(&err, "after", pass).unwrap_or_else(|| panic!("{pass}: {err}"));
         assert!(after.contains(mark), "after {pass}: no {mark:?} in {after}");
         assert!(before.contains("def @main("), "before {pass}: {before}");
-        byoc::core::text::parse_module(after).unwrap_or_else(|e| panic!("after {pass}: {e}"));
+        byoc_ir::text::parse_module(after).unwrap_or_else(|e| panic!("after {pass}: {e}"));
     }
     // Composites appear with merge-composite, annotations with annotate-target.
     let out = inspect_small_cnn(&[
@@ -443,7 +443,7 @@ fn print_after_refuses_an_unknown_pass_and_lists_the_names() {
         &out,
         &["merge-regions", "merge-compiler-regions", "partition-graph"],
     );
-    for pass in byoc::pipeline::pass_names() {
+    for pass in byoc_pipeline::pipeline::pass_names() {
         assert!(
             stderr(&out).contains(pass),
             "{pass} not listed: {}",
@@ -958,9 +958,9 @@ fn strided_slice_strides_at_the_integer_limits_slice_like_numpy() {
             ),
         );
         let inputs = tmp("slice_limits_in.npz");
-        let x = byoc::core::Tensor::from_vec([6], vec![0.0f32, 1.0, 2.0, 3.0, 4.0, 5.0])
-            .expect("tensor");
-        byoc::core::io::write_npz(
+        let x =
+            byoc_ir::Tensor::from_vec([6], vec![0.0f32, 1.0, 2.0, 3.0, 4.0, 5.0]).expect("tensor");
+        byoc_artifact::io::write_npz(
             &inputs,
             &std::collections::BTreeMap::from([("x".to_string(), x)]),
         )
@@ -975,7 +975,7 @@ fn strided_slice_strides_at_the_integer_limits_slice_like_numpy() {
             output.to_str().expect("utf-8"),
         ]);
         assert_eq!(out.status.code(), Some(0), "{stride}: {}", stderr(&out));
-        let got = byoc::core::io::read_npz(&output).expect("outputs");
+        let got = byoc_artifact::io::read_npz(&output).expect("outputs");
         let y = got.values().next().expect("one output");
         assert_eq!(y.shape(), [1], "{stride}");
         assert_eq!(y.as_slice::<f32>().expect("float32"), [want], "{stride}");

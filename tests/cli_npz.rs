@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 use std::process::Command;
 
-use byoc::core::io::write_npz;
-use byoc::core::{DType, Tensor, TensorType};
+use byoc_artifact::io::write_npz;
+use byoc_ir::{DType, Tensor, TensorType};
 
 #[test]
 fn npz_key_and_shape_errors_name_the_npz_file() {

@@ -8,9 +8,9 @@ mod plugin_build;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use byoc_core::plugin::load_plugin;
-use byoc_core::sdk::Plugin;
+use byoc_exec::plugin::load_plugin;
 use byoc_pipeline::conformance::Conformance;
+use byoc_sdk::Plugin;
 use plugin_build::build_next_to_byoc;
 
 fn plugin_dir() -> &'static Path {

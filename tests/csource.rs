@@ -17,16 +17,16 @@ use std::process::Output;
 use std::sync::OnceLock;
 
 use anyhow::{anyhow, ensure, Context, Result};
-use byoc::inputs::{output_map, resolve_inputs};
-use byoc::pipeline::{partition, PartitionOptions};
-use byoc::target::Target;
-use byoc_core::artifact::Artifact;
-use byoc_core::exec::{ExecOptions, Executor};
-use byoc_core::io::read_npz;
-use byoc_core::passes::prune::op_names;
-use byoc_core::plugin::{compile_externals, PluginRegistry, PluginSearch, Runtimes};
-use byoc_core::sdk::{CompileOptions, Plugin};
-use byoc_core::Tensor;
+use byoc_artifact::io::read_npz;
+use byoc_artifact::Artifact;
+use byoc_exec::plugin::{compile_externals, PluginRegistry, PluginSearch, Runtimes};
+use byoc_exec::{ExecOptions, Executor};
+use byoc_ir::Tensor;
+use byoc_passes::prune::op_names;
+use byoc_pipeline::inputs::{output_map, resolve_inputs};
+use byoc_pipeline::pipeline::{partition, PartitionOptions};
+use byoc_pipeline::target::Target;
+use byoc_sdk::{CompileOptions, Plugin};
 use plugin_cli::{light_model, stderr, succeeded, PluginCli};
 
 const MODEL: &str = "examples/models/small_cnn.relay";
@@ -303,7 +303,7 @@ fn inspect_emits_the_c_of_each_partition() -> Result<()> {
 fn squeezenet_partitioned_to_csource_matches_onnxruntime() -> Result<()> {
     let dir = light_model("squeezenet")?;
     let model = dir.join("random.onnx");
-    let module = byoc::model::load_model(&model, &BTreeMap::new())?;
+    let module = byoc_pipeline::model::load_model(&model, &BTreeMap::new())?;
     let registry = PluginRegistry::discover(&PluginSearch::only(&[cli().library()]))?;
     let plugin = registry.get("csource")?;
     let target = Target::from_description(&plugin.describe())?;

@@ -182,8 +182,8 @@ fn malformed_datatype_plugins_in_a_directory_are_refused_and_posits_still_run() 
     // The host goes on: posits run, and the refused datatypes are not registered.
     let model = relu_model(&dir);
     let inputs = dir.join("in.npz");
-    let x = byoc_core::Tensor::from_vec(vec![4], vec![-1.5f32, 0.0, 0.25, 3.0]).unwrap();
-    byoc_core::io::write_npz(&inputs, &[("x".to_string(), x)].into_iter().collect()).unwrap();
+    let x = byoc_ir::Tensor::from_vec(vec![4], vec![-1.5f32, 0.0, 0.25, 3.0]).unwrap();
+    byoc_artifact::io::write_npz(&inputs, &[("x".to_string(), x)].into_iter().collect()).unwrap();
     let out_npz = dir.join("out.npz");
     let run = |dtype: &str| {
         byoc(&[
@@ -201,7 +201,7 @@ fn malformed_datatype_plugins_in_a_directory_are_refused_and_posits_still_run() 
     };
     let out = run("custom[posites2]16");
     assert!(out.status.success(), "{}", stderr(&out));
-    let y = byoc_core::io::read_npz(&out_npz).unwrap()["output_0"].clone();
+    let y = byoc_artifact::io::read_npz(&out_npz).unwrap()["output_0"].clone();
     assert_eq!(y.as_slice::<f32>().unwrap(), [0.0, 0.0, 0.25, 3.0]);
     let out = run("custom[broken]16");
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));

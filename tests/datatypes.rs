@@ -11,10 +11,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use byoc_core::ir::DType;
-use byoc_core::plugin::{datatype_library, load_plugin};
-use byoc_core::sdk::{LoweringKey, Plugin};
-use byoc_core::text::{parse_module, print_module};
+use byoc_exec::plugin::load_plugin;
+use byoc_ir::text::{parse_module, print_module};
+use byoc_ir::DType;
+use byoc_kernels::datatypes::datatype_library;
+use byoc_sdk::{LoweringKey, Plugin};
 use posit_plugin::posit_so;
 
 fn loaded() {
@@ -118,8 +119,8 @@ mod reference;
 
 use std::collections::BTreeMap;
 
-use byoc_core::io::{read_npz, write_npz};
-use byoc_core::Tensor;
+use byoc_artifact::io::{read_npz, write_npz};
+use byoc_ir::Tensor;
 use reference::Dyadic;
 
 /// A scratch directory for one test.
@@ -227,7 +228,7 @@ fn run_in_posits(
         let y = &outputs["output_0"];
         assert_eq!(
             y.dtype(),
-            byoc_core::ir::DType::Float32,
+            byoc_ir::DType::Float32,
             "outputs leave as float32"
         );
         y.as_slice::<f32>().unwrap().to_vec()
@@ -981,8 +982,8 @@ fn assert_allclose(what: &str, got: &[f32], want: &[f32], (rtol, atol): (f64, f6
 
 #[test]
 fn tvm_posit_test_set_within_tvm_tolerances() {
-    use byoc::datatype::convert_to_datatype;
-    use byoc_core::exec::{ExecOptions, Executor};
+    use byoc_exec::{ExecOptions, Executor};
+    use byoc_pipeline::datatype::convert_to_datatype;
     loaded();
     for (c, case) in tvm_cases().into_iter().enumerate() {
         let inputs: Vec<(&str, Vec<usize>, Vec<f32>)> = case
@@ -1001,7 +1002,7 @@ fn tvm_posit_test_set_within_tvm_tolerances() {
             .collect();
         let tensors = float_tensors(&inputs);
         let module = parse_module(&case.model).unwrap();
-        let run = |m: &byoc_core::Module| -> Vec<f32> {
+        let run = |m: &byoc_ir::Module| -> Vec<f32> {
             let out = Executor::new(m, ExecOptions::default())
                 .and_then(|e| e.run_named(&tensors))
                 .unwrap_or_else(|e| panic!("{}: {e}", case.name));
@@ -1046,7 +1047,7 @@ fn byoc_with_posit(args: &[&str]) -> (i32, String, String) {
 
 #[test]
 fn custom_typed_parameters_take_and_give_bit_patterns() {
-    use byoc_core::io::read_npz_as;
+    use byoc_artifact::io::read_npz_as;
     loaded();
     let dir = scratch("bits");
     let model = dir.join("bits.relay");
@@ -1056,7 +1057,7 @@ fn custom_typed_parameters_take_and_give_bit_patterns() {
     )
     .unwrap();
     let dtype: DType = "custom[posites2]16".parse().unwrap();
-    let ty = byoc_core::TensorType::new([3], dtype);
+    let ty = byoc_ir::TensorType::new([3], dtype);
     let (x, y) = ([0x4000u16, 0x3000, 0xC800], [0x4800u16, 0x4800, 0x3000]);
     let bits = |v: &[u16]| {
         let bytes: Vec<u8> = v.iter().flat_map(|b| b.to_ne_bytes()).collect();
@@ -1194,11 +1195,11 @@ fn bad_datatype_input_gives_clear_errors() {
 #[test]
 #[ignore = "needs the ONNX light models: ./scripts/fetch_onnx_light.sh"]
 fn squeezenet_in_posit32_and_posit16_tracks_float32() {
-    use byoc::datatype::convert_to_datatype;
-    use byoc::inputs::resolve_inputs;
-    use byoc::model::load_model;
-    use byoc::verify::Accuracy;
-    use byoc_core::exec::{ExecOptions, Executor};
+    use byoc_exec::{ExecOptions, Executor};
+    use byoc_pipeline::datatype::convert_to_datatype;
+    use byoc_pipeline::inputs::resolve_inputs;
+    use byoc_pipeline::model::load_model;
+    use byoc_pipeline::verify::Accuracy;
     loaded();
     let dir = PathBuf::from(
         std::env::var_os("BYOC_ONNX_LIGHT_DIR")
@@ -1207,7 +1208,7 @@ fn squeezenet_in_posit32_and_posit16_tracks_float32() {
     .join("squeezenet");
     let module = load_model(&dir.join("random.onnx"), &BTreeMap::new()).unwrap();
     let inputs = resolve_inputs(&module, Some(&dir.join("random_input.npz")), None).unwrap();
-    let run = |m: &byoc_core::Module| {
+    let run = |m: &byoc_ir::Module| {
         Executor::new(m, ExecOptions::default())
             .and_then(|e| e.run_named(&inputs))
             .unwrap()[0]
@@ -1378,9 +1379,9 @@ extern "C" fn myfloat_min_value() -> u32 {
 /// Registers `myfloat` (code 131, TVM's test code) with the functions above; `table` edits
 /// the declaration first.
 fn register_myfloat(
-    table: impl Fn(&mut byoc_core::sdk::CustomDatatype),
-) -> Result<(), byoc_core::plugin::DatatypeRegistrationError> {
-    use byoc_core::sdk::{CustomDatatype, DatatypeLowering};
+    table: impl Fn(&mut byoc_sdk::CustomDatatype),
+) -> Result<(), byoc_kernels::datatypes::DatatypeRegistrationError> {
+    use byoc_sdk::{CustomDatatype, DatatypeLowering};
     let mut d = CustomDatatype {
         name: "myfloat".into(),
         code: 131,
@@ -1425,15 +1426,15 @@ fn register_myfloat(
             myfloat_min_value as extern "C" fn() -> u32 as usize,
         ),
     ];
-    byoc_core::plugin::register_datatypes("myfloat", &[d], |s| {
+    byoc_kernels::datatypes::register_datatypes("myfloat", &[d], |s| {
         symbols.iter().find(|(n, _)| *n == s).map(|(_, a)| *a)
     })
 }
 
 #[test]
 fn myfloat_registered_in_process_runs_a_model_as_float32() {
-    use byoc_core::exec::{ExecOptions, Executor};
-    use byoc_core::passes::{ChangeDatatype, Pass, PassContext};
+    use byoc_exec::{ExecOptions, Executor};
+    use byoc_passes::{ChangeDatatype, Pass, PassContext};
     loaded();
     // A taken code and a missing symbol are refused, naming the conflict and the symbol.
     let err = register_myfloat(|d| d.code = 132).unwrap_err().to_string();
@@ -1481,7 +1482,7 @@ fn myfloat_registered_in_process_runs_a_model_as_float32() {
     let custom_inputs: BTreeMap<String, Tensor> = float_inputs
         .iter()
         .map(|(k, t)| {
-            let ty = byoc_core::TensorType::new(t.shape().to_vec(), myfloat);
+            let ty = byoc_ir::TensorType::new(t.shape().to_vec(), myfloat);
             (k.clone(), Tensor::from_bytes(ty, t.as_bytes()).unwrap())
         })
         .collect();

@@ -14,17 +14,18 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use byoc::datatype::convert_to_datatype;
-use byoc_core::exec::{ExecOptions, Executor, ExternalModules};
-use byoc_core::io::read_npz;
-use byoc_core::ir::DType;
-use byoc_core::passes::{ChangeDatatype, Pass, PassContext, SimplifyInference};
-use byoc_core::plugin::{convert_tensor, load_plugin};
-use byoc_core::sdk::{CompileOptions, THREADS_OPTION};
-use byoc_core::tensor::Tensor;
-use byoc_core::text::parse_module;
-use byoc_core::Module;
+use byoc_artifact::io::read_npz;
+use byoc_exec::plugin::load_plugin;
+use byoc_exec::{ExecOptions, Executor, ExternalModules};
 use byoc_host_llvm::{compile_host, HostCodegenError};
+use byoc_ir::tensor::Tensor;
+use byoc_ir::text::parse_module;
+use byoc_ir::DType;
+use byoc_ir::Module;
+use byoc_kernels::datatypes::convert_tensor;
+use byoc_passes::{ChangeDatatype, Pass, PassContext, SimplifyInference};
+use byoc_pipeline::datatype::convert_to_datatype;
+use byoc_sdk::{CompileOptions, THREADS_OPTION};
 use posit_plugin::posit_so;
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -426,8 +427,8 @@ fn artifacts_with_compiled_posit_code_run_without_recompiling_and_need_the_plugi
 #[test]
 #[ignore = "needs the ONNX light models: ./scripts/fetch_onnx_light.sh"]
 fn squeezenet_in_posit16_compiled_equals_interpreted() {
-    use byoc::inputs::resolve_inputs;
-    use byoc::model::load_model;
+    use byoc_pipeline::inputs::resolve_inputs;
+    use byoc_pipeline::model::load_model;
     loaded();
     let dir = PathBuf::from(
         std::env::var_os("BYOC_ONNX_LIGHT_DIR")

@@ -14,15 +14,15 @@ use std::io::Cursor;
 use std::path::Path;
 use std::sync::Arc;
 
-use byoc::core::artifact::Artifact;
-use byoc::core::io::{read_npz_from, write_npz};
-use byoc::core::onnx::{import_bytes, ImportOptions};
-use byoc::core::passes::infer_types;
-use byoc::core::plugin::{compile_externals, ReferenceRuntime, Runtimes};
-use byoc::core::sdk::CompileOptions;
-use byoc::core::text::parse_module;
-use byoc::core::Tensor;
+use byoc_artifact::io::{read_npz_from, write_npz};
+use byoc_artifact::Artifact;
+use byoc_exec::plugin::{compile_externals, ReferenceRuntime, Runtimes};
+use byoc_ir::infer_types;
+use byoc_ir::text::parse_module;
+use byoc_ir::Tensor;
+use byoc_onnx::{import_bytes, ImportOptions};
 use byoc_patterns::Pattern;
+use byoc_sdk::CompileOptions;
 use proptest::prelude::*;
 
 /// Cases per reader.
@@ -89,7 +89,7 @@ fn inputs(seeds: Vec<Vec<u8>>) -> impl Strategy<Value = Vec<u8>> {
 }
 
 fn config() -> ProptestConfig {
-    byoc::core::memory::set_budget(BUDGET);
+    byoc_ir::memory::set_budget(BUDGET);
     ProptestConfig {
         cases: std::env::var("PROPTEST_CASES")
             .ok()

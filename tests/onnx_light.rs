@@ -7,8 +7,8 @@ mod common;
 mod light;
 
 use anyhow::{Context, Result};
-use byoc::core::exec::{ExecOptions, Executor};
-use byoc::core::Module;
+use byoc_exec::{ExecOptions, Executor};
+use byoc_ir::Module;
 use light::{check, light_dir};
 
 /// The host executor of a module (no external functions).

@@ -8,10 +8,10 @@ mod common;
 mod light;
 
 use anyhow::{ensure, Context, Result};
-use byoc::core::exec::{ExecOptions, Executor};
-use byoc::core::sdk::CompileOptions;
-use byoc::core::Module;
+use byoc_exec::{ExecOptions, Executor};
 use byoc_host_llvm::compile_host;
+use byoc_ir::Module;
+use byoc_sdk::CompileOptions;
 use light::{check, light_dir};
 
 /// The executor of `module` with its host code compiled.

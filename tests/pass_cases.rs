@@ -12,17 +12,18 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use byoc::inputs::random_tensor;
-use byoc::pipeline::{create_pass, partition, PartitionOptions, Stage};
-use byoc::target::Target;
-use byoc_core::exec::{ExecOptions, Executor};
-use byoc_core::passes::{infer_types, Pass, PassContext, PassManager, QConfig, Quantize};
-use byoc_core::plugin::{compile_externals, Runtimes};
-use byoc_core::sdk::CompileOptions;
-use byoc_core::target::TargetSupport;
-use byoc_core::text::{parse_module, print_module};
-use byoc_core::{Module, Tensor};
+use byoc_exec::plugin::{compile_externals, Runtimes};
+use byoc_exec::{ExecOptions, Executor};
+use byoc_ir::infer_types;
+use byoc_ir::target::TargetSupport;
+use byoc_ir::text::{parse_module, print_module};
+use byoc_ir::{Module, Tensor};
+use byoc_passes::{Pass, PassContext, PassManager, QConfig, Quantize};
 use byoc_patterns::{MergeComposite, PatternTable};
+use byoc_pipeline::inputs::random_tensor;
+use byoc_pipeline::pipeline::{create_pass, partition, PartitionOptions, Stage};
+use byoc_pipeline::target::Target;
+use byoc_sdk::CompileOptions;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
@@ -141,7 +142,7 @@ fn parse_options(text: Option<&str>) -> Result<Options, String> {
             ("quantize", "") => {
                 opts.quantize = Some(QConfig::default());
                 // Quantized outputs differ from float ones by design; tests/quantize.rs in
-                // byoc-core checks the integer numerics against numpy.
+                // byoc-passes checks the integer numerics against numpy.
                 opts.no_run = Some("quantized".to_string());
             }
             ("skip-conv-layers", list) => {
@@ -267,7 +268,7 @@ fn check_same_results(original: &Module, transformed: &Module) -> Result<(), Str
                 .ty(p)
                 .and_then(|t| t.as_tensor())
                 .ok_or("a non-tensor @main parameter")?;
-            random_tensor(ty, &mut rng).map_err(|e| format!("{e:#}"))
+            random_tensor(ty, &mut rng).map_err(|e| format!("{:#}", anyhow::Error::from(e)))
         })
         .collect::<Result<_, String>>()?;
     let run = |m: &Module, what: &str| -> Result<Vec<Tensor>, String> {

@@ -11,17 +11,17 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::{Arc, OnceLock};
 
-use byoc::pipeline::{partition, PartitionOptions};
-use byoc::target::Target;
-use byoc_core::exec::{ExecOptions, Executor, ExternalModules};
-use byoc_core::io::read_npz;
-use byoc_core::plugin::{
+use byoc_artifact::io::read_npz;
+use byoc_exec::plugin::{
     compile_externals, load_plugin, LoadError, LoadedPlugin, PluginRegistry, PluginSearch,
     RegistryError, Runtimes,
 };
-use byoc_core::sdk::{CompileOptions, Plugin};
-use byoc_core::text::parse_module;
-use byoc_core::{Module, Tensor};
+use byoc_exec::{ExecOptions, Executor, ExternalModules};
+use byoc_ir::text::parse_module;
+use byoc_ir::{Module, Tensor};
+use byoc_pipeline::pipeline::{partition, PartitionOptions};
+use byoc_pipeline::target::Target;
+use byoc_sdk::{CompileOptions, Plugin};
 use common::{byoc_command, root, stderr};
 use plugin_build::build_next_to_byoc;
 
@@ -221,7 +221,7 @@ fn tinyacc_partitions_run_through_the_so_and_match_the_host() {
 
 #[test]
 fn tinyacc_errors_through_the_so_name_the_node() {
-    let f = byoc_core::sdk::PartitionedFunction::from_text(
+    let f = byoc_sdk::PartitionedFunction::from_text(
         "def @tinyacc_5(%x: Tensor[(2, 3), float32], Compiler=\"tinyacc\", global_symbol=\"tinyacc_5\") {\n  %0 = nn.relu(%x);\n  nn.softmax(%0)\n}\n",
     )
     .unwrap();

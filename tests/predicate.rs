@@ -5,16 +5,16 @@
 //! numerically: the partitioned module on the host executor against a direct convolution
 //! written out in this test.
 
-use byoc::pipeline::{partition, PartitionOptions};
-use byoc::report::summary::Summary;
-use byoc::target::Target;
-use byoc_core::exec::{ExecOptions, Executor};
-use byoc_core::passes::infer_types;
-use byoc_core::plugin::{compile_externals, Runtimes};
-use byoc_core::sdk::CompileOptions;
-use byoc_core::target::{RejectReason, TargetSupport};
-use byoc_core::text::parse_module;
-use byoc_core::Tensor;
+use byoc_exec::plugin::{compile_externals, Runtimes};
+use byoc_exec::{ExecOptions, Executor};
+use byoc_ir::infer_types;
+use byoc_ir::target::{RejectReason, TargetSupport};
+use byoc_ir::text::parse_module;
+use byoc_ir::Tensor;
+use byoc_pipeline::pipeline::{partition, PartitionOptions};
+use byoc_pipeline::report::summary::Summary;
+use byoc_pipeline::target::Target;
+use byoc_sdk::CompileOptions;
 
 const MODEL: &str = r#"def @main(%x: Tensor[(1, 8, 5, 5), float32], %w1: Tensor[(3, 8, 3, 3), float32], %w2: Tensor[(3, 3, 3, 3), float32]) {
   %0 = nn.conv2d(%x, %w1, padding=[1, 1, 1, 1], kernel_size=[3, 3]);
@@ -97,7 +97,7 @@ fn only_the_small_conv2d_is_offloaded() {
         "input has 8 channels, more than 3"
     );
     // The host conv2d reads %x and %w1; the offloaded one reads its result and %w2.
-    let main = byoc_core::text::print_module(&result.module);
+    let main = byoc_ir::text::print_module(&result.module);
     assert!(
         main.contains("nn.conv2d(%x, %w1") && main.contains("@acc_0(%0, %w2)"),
         "{main}"

@@ -6,14 +6,14 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use byoc::model::load_model;
-use byoc::pipeline::{partition, PartitionOptions, Partitioned, Stage};
-use byoc::report::graph::{ViewGraph, HOST_COLOUR, TARGET_COLOURS};
-use byoc::report::summary::Summary;
-use byoc::report::{render, Format, ReportError};
-use byoc::target::Target;
-use byoc_core::passes::infer_types;
-use byoc_core::text::parse_module;
+use byoc_ir::infer_types;
+use byoc_ir::text::parse_module;
+use byoc_pipeline::model::load_model;
+use byoc_pipeline::pipeline::{partition, PartitionOptions, Partitioned, Stage};
+use byoc_pipeline::report::graph::{ViewGraph, HOST_COLOUR, TARGET_COLOURS};
+use byoc_pipeline::report::summary::Summary;
+use byoc_pipeline::report::{render, Format, ReportError};
+use byoc_pipeline::target::Target;
 use serde_json::{json, Value};
 
 fn root() -> PathBuf {

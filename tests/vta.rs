@@ -19,16 +19,16 @@ use std::process::Output;
 use std::sync::OnceLock;
 
 use anyhow::{anyhow, ensure, Context, Result};
-use byoc::inputs::resolve_inputs;
-use byoc::pipeline::{partition, PartitionOptions};
-use byoc::target::Target;
-use byoc_core::exec::{ExecOptions, Executor};
-use byoc_core::io::read_npz;
-use byoc_core::ir::{Expr, Function};
-use byoc_core::passes::{eliminate_dead_code, Pass, PassContext, QConfig, Quantize};
-use byoc_core::plugin::{compile_externals, PluginRegistry, PluginSearch, Runtimes};
-use byoc_core::sdk::{CompileOptions, Plugin};
-use byoc_core::DType;
+use byoc_artifact::io::read_npz;
+use byoc_exec::plugin::{compile_externals, PluginRegistry, PluginSearch, Runtimes};
+use byoc_exec::{ExecOptions, Executor};
+use byoc_ir::DType;
+use byoc_ir::{Expr, Function};
+use byoc_passes::{eliminate_dead_code, Pass, PassContext, QConfig, Quantize};
+use byoc_pipeline::inputs::resolve_inputs;
+use byoc_pipeline::pipeline::{partition, PartitionOptions};
+use byoc_pipeline::target::Target;
+use byoc_sdk::{CompileOptions, Plugin};
 use plugin_cli::{light_model, stderr, succeeded, PluginCli};
 
 const MODEL: &str = "examples/models/quantized_block.relay";
@@ -251,7 +251,7 @@ fn conv_inputs(f: &Function) -> Vec<DType> {
 #[ignore = "needs the ONNX light models: ./scripts/fetch_onnx_light.sh"]
 fn quantized_resnet50_runs_on_vta_bit_exact_with_the_host() -> Result<()> {
     let dir = light_model("resnet50")?;
-    let mut module = byoc::model::load_model(&dir.join("random.onnx"), &BTreeMap::new())?;
+    let mut module = byoc_pipeline::model::load_model(&dir.join("random.onnx"), &BTreeMap::new())?;
     Quantize::new(QConfig::default()).run(&mut module, &mut PassContext::new())?;
     // Compare the logits, not their softmax: with random weights the softmax is uniform.
     let main = module.get_mut("main").context("no @main")?;

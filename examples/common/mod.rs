@@ -1,4 +1,4 @@
-//! Steps every example shares: partition a module and compile its partitions, print a
+//! Steps every example shares: compile a module for targets ([`byoc_pipeline::build`]), print a
 //! partitioning summary and a host-only comparison as text, and turn a report into an exit
 //! code. Each example includes this file as its `common` module (`#[path = "../common/mod.rs"]`),
 //! as does `tests/examples.rs`.
@@ -6,15 +6,12 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use anyhow::{Context, Result};
-use byoc::core::exec::ExternalModules;
-use byoc::core::plugin::{compile_externals, Runtimes};
-use byoc::core::sdk::CompileOptions;
-use byoc::core::Module;
-use byoc::pipeline::{partition, PartitionOptions, Partitioned};
-use byoc::report::summary::Summary;
-use byoc::target::Target;
-use byoc::verify::OutputError;
+use anyhow::Result;
+use byoc_ir::Module;
+use byoc_pipeline::report::summary::Summary;
+use byoc_pipeline::target::Target;
+use byoc_pipeline::verify::OutputError;
+use byoc_pipeline::{BuildOptions, Compiled, HostCodegen};
 
 /// Largest relative error a partitioned output may have against the host-only run (the
 /// default of `byoc verify --rtol`).
@@ -22,18 +19,16 @@ pub const RTOL: f64 = 1e-4;
 /// The floor of the relative error, as a fraction of an output's peak (`byoc verify --floor`).
 pub const FLOOR: f64 = 1e-2;
 
-/// Runs the BYOC pipeline on `module` for `targets` (priority order) and compiles every
-/// partition with its target's runtime in `runtimes`.
-pub fn partition_and_compile(
-    module: &Module,
-    targets: &[Target],
-    runtimes: &Runtimes,
-) -> Result<(Partitioned, ExternalModules)> {
-    let result =
-        partition(module, targets, &PartitionOptions::default()).context("partitioning failed")?;
-    let externals = compile_externals(&result.module, runtimes, &CompileOptions::new())
-        .context("codegen failed")?;
-    Ok((result, externals))
+/// Compiles `module` for `targets` (priority order) with [`byoc_pipeline::build`]: the BYOC
+/// pipeline, then every partition by the runtime its target carries. What stays on the host
+/// runs on the reference kernels ([`HostCodegen::Kernels`]): the examples check the
+/// partitions' numerics against host-only execution.
+pub fn build(module: &Module, targets: &[Target]) -> Result<Compiled> {
+    let options = BuildOptions {
+        host_codegen: HostCodegen::Kernels,
+        ..BuildOptions::default()
+    };
+    Ok(byoc_pipeline::build(module, targets, &options)?)
 }
 
 /// `name ×count` for each distinct entry of a sorted list with repetition.

@@ -13,16 +13,15 @@ use std::fmt;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use byoc::core::exec::ExecOptions;
-use byoc::core::passes::infer_types;
-use byoc::core::plugin::Runtimes;
-use byoc::core::text::parse_module;
-use byoc::inputs::resolve_inputs;
-use byoc::report::summary::Summary;
-use byoc::target::{Target, HOST_TARGET};
-use byoc::verify::{verify_partitioned, OutputError};
+use byoc_exec::ExecOptions;
+use byoc_ir::infer_types;
+use byoc_ir::text::parse_module;
+use byoc_pipeline::inputs::resolve_inputs;
+use byoc_pipeline::report::summary::Summary;
+use byoc_pipeline::target::{Target, HOST_TARGET};
+use byoc_pipeline::verify::{verify_partitioned, OutputError};
 
-use crate::common::{all_within, errors_text, partition_and_compile, summary_text, Checked, FLOOR};
+use crate::common::{all_within, build, errors_text, summary_text, Checked, FLOOR};
 
 /// The detector.
 pub const MODEL: &str = include_str!("../models/detector.relay");
@@ -89,14 +88,20 @@ pub fn run() -> Result<Report> {
     infer_types(&mut model).context("examples/models/detector.relay: type error")?;
     let target = Target::from_spec_json(TARGET_SPEC)
         .context("examples/targets/detacc.json: bad target spec")?;
-    let runtimes = Runtimes::new().with_reference(target.name());
-    let (result, externals) = partition_and_compile(&model, &[target], &runtimes)?;
+    let compiled = build(&model, &[target])?;
     let inputs = resolve_inputs(&model, None, Some(SEED))?;
     let options = ExecOptions {
         threads: 1,
         profile: true,
     };
-    let checked = verify_partitioned(&model, &result.module, &externals, &inputs, options, FLOOR)?;
+    let checked = verify_partitioned(
+        &model,
+        compiled.module(),
+        compiled.externals(),
+        &inputs,
+        options,
+        FLOOR,
+    )?;
     let calls = checked
         .profile
         .map(|p| p.calls)
@@ -124,7 +129,7 @@ pub fn run() -> Result<Report> {
         .map(|row| [row[0], row[1], row[2], row[3], row[4]].map(|v| v as f32))
         .collect();
     Ok(Report {
-        summary: Summary::of(&result),
+        summary: compiled.summary(),
         calls,
         detections,
         errors: checked.errors,

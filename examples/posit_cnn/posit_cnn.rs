@@ -13,13 +13,13 @@ use std::fmt;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use byoc::core::exec::{ExecOptions, Executor};
-use byoc::core::ir::DType;
-use byoc::core::plugin::load_plugin;
-use byoc::core::text::parse_module;
-use byoc::datatype::convert_to_datatype;
-use byoc::inputs::resolve_inputs;
-use byoc::verify::Accuracy;
+use byoc_exec::plugin::load_plugin;
+use byoc_exec::{ExecOptions, Executor};
+use byoc_ir::text::parse_module;
+use byoc_ir::DType;
+use byoc_pipeline::datatype::convert_to_datatype;
+use byoc_pipeline::inputs::resolve_inputs;
+use byoc_pipeline::verify::Accuracy;
 
 use crate::common::Checked;
 

@@ -13,19 +13,20 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use byoc::core::artifact::Artifact;
-use byoc::core::exec::ExecOptions;
-use byoc::core::plugin::{PluginRegistry, Runtimes};
-use byoc::core::sdk::CompileOptions;
-use byoc::core::Tensor;
-use byoc::inputs::resolve_inputs;
-use byoc::model::load_model;
-use byoc::plugins::find_plugin;
-use byoc::report::summary::Summary;
-use byoc::target::Target;
-use byoc::verify::{verify_partitioned, OutputError};
+use byoc_artifact::Artifact;
+use byoc_exec::plugin::PluginRegistry;
+use byoc_exec::ExecOptions;
+use byoc_ir::Tensor;
+use byoc_pipeline::inputs::resolve_inputs;
+use byoc_pipeline::model::load_model;
+use byoc_pipeline::plugins::find_plugin;
+use byoc_pipeline::report::summary::Summary;
+use byoc_pipeline::target::Target;
+use byoc_pipeline::verify::{verify_partitioned, OutputError};
+use byoc_pipeline::Compiled;
+use byoc_sdk::CompileOptions;
 
-use crate::common::{all_within, errors_text, partition_and_compile, summary_text, Checked, FLOOR};
+use crate::common::{all_within, build, errors_text, summary_text, Checked, FLOOR};
 
 /// The accelerator's target spec.
 pub const TARGET_SPEC: &str = include_str!("../targets/cnnacc.json");
@@ -134,13 +135,12 @@ pub fn run(options: &Options) -> Result<Report> {
     let mut steps = Vec::new();
     let model = &options.model;
     let module = timed(&mut steps, format!("import {}", model.display()), || {
-        load_model(model, &BTreeMap::new())
+        Ok(load_model(model, &BTreeMap::new())?)
     })?;
     let target =
         Target::from_spec_json(TARGET_SPEC).context("examples/targets/cnnacc.json: bad spec")?;
-    let runtimes = Runtimes::new().with_reference(target.name());
-    let (result, externals) = timed(&mut steps, "partition and compile".to_string(), || {
-        partition_and_compile(&module, &[target], &runtimes)
+    let compiled = timed(&mut steps, "partition and compile".to_string(), || {
+        build(&module, &[target])
     })?;
     let artifact = &options.artifact;
     timed(&mut steps, format!("build {}", artifact.display()), || {
@@ -148,17 +148,21 @@ pub fn run(options: &Options) -> Result<Report> {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create '{}'", dir.display()))?;
         }
-        Artifact::build(&result.module, &externals)?.write(artifact)?;
+        compiled.to_artifact()?.write(artifact)?;
         Ok(())
     })?;
-    let (loaded, loaded_externals) = timed(&mut steps, "load the artifact".to_string(), || {
+    let loaded = timed(&mut steps, "load the artifact".to_string(), || {
         let a = Artifact::read(artifact)?;
         let registry = PluginRegistry::new();
         let externals = a.load_externals(
             |plugin| find_plugin(&registry, plugin),
             &CompileOptions::new(),
         )?;
-        Ok((a.module, externals))
+        Ok(Compiled::from_artifact(
+            a.module,
+            externals,
+            ExecOptions::default(),
+        ))
     })?;
     let input_file = model.with_file_name("random_input.npz");
     let inputs = resolve_inputs(
@@ -170,21 +174,21 @@ pub fn run(options: &Options) -> Result<Report> {
         &mut steps,
         "run the artifact and host-only".to_string(),
         || {
-            verify_partitioned(
+            Ok(verify_partitioned(
                 &module,
-                &loaded,
-                &loaded_externals,
+                loaded.module(),
+                loaded.externals(),
                 &inputs,
                 ExecOptions::default(),
                 FLOOR,
-            )
+            )?)
         },
     )?;
     let first =
         |outputs: &BTreeMap<String, Tensor>| outputs.values().next().map(top5).unwrap_or_default();
     Ok(Report {
         steps,
-        summary: Summary::of(&result),
+        summary: compiled.summary(),
         top5: [first(&checked.partitioned), first(&checked.host)],
         errors: checked.errors,
     })

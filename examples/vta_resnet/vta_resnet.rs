@@ -10,15 +10,15 @@ use std::fmt;
 use std::sync::Arc;
 
 use anyhow::{anyhow, Context, Result};
-use byoc::core::exec::{ExecOptions, Executor, ExternalModule, ExternalModules};
-use byoc::core::passes::infer_types;
-use byoc::core::sdk::Plugin;
-use byoc::core::text::parse_module;
-use byoc::core::{Tensor, Type};
-use byoc::pipeline::{partition, PartitionOptions};
-use byoc::target::Target;
+use byoc_exec::{ExecOptions, Executor, ExternalModule, ExternalModules};
+use byoc_ir::infer_types;
+use byoc_ir::text::parse_module;
+use byoc_ir::{Tensor, Type};
+use byoc_pipeline::pipeline::{partition, PartitionOptions};
+use byoc_pipeline::target::Target;
 use byoc_plugin_vta::compiler::layer::LayerKind;
 use byoc_plugin_vta::{Vta, VtaConfig, VtaModule};
+use byoc_sdk::Plugin;
 use rand::SeedableRng;
 
 use crate::common::Checked;
@@ -118,7 +118,7 @@ pub fn run() -> Result<Report> {
         let mut externals = ExternalModules::new();
         let mut compiled = Vec::new();
         for (name, f) in partitioned.functions() {
-            if f.attrs.get_str("Compiler") != Some("vta") {
+            if byoc_ir::partition::target_of(f) != Some("vta") {
                 continue;
             }
             let m = Arc::new(

@@ -4,13 +4,13 @@
 
 use std::sync::Arc;
 
-use byoc_core::artifact::Artifact;
-use byoc_core::plugin::ReferenceRuntime;
-use byoc_core::sdk::CompileOptions;
+use byoc_artifact::Artifact;
+use byoc_exec::plugin::ReferenceRuntime;
+use byoc_sdk::CompileOptions;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    byoc_core::memory::set_budget(64 << 20);
+    byoc_ir::memory::set_budget(64 << 20);
     if let Ok(a) = Artifact::from_bytes(data) {
         let _ = a.load_externals(
             |_| Ok::<_, String>(Arc::new(ReferenceRuntime)),

@@ -1,10 +1,10 @@
 //! The ONNX importer on arbitrary bytes.
 #![no_main]
 
-use byoc_core::onnx::{import_bytes, ImportOptions};
+use byoc_onnx::{import_bytes, ImportOptions};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    byoc_core::memory::set_budget(64 << 20);
+    byoc_ir::memory::set_budget(64 << 20);
     let _ = import_bytes(data, &ImportOptions::default());
 });

@@ -1,15 +1,18 @@
-//! Host code generation for a whole module: HostFuse, then one native library holding every
-//! fused function (or anchored function's epilogue) that compiles; a function that does not compile goes back to the reference
-//! kernels with a [`Fallback`] note (or fails the build when strict).
+//! Host code generation for a whole module: the host passes (the `host-fuse` stage: reductions
+//! on custom datatypes outlined, then HostFuse), then one native library holding every fused
+//! function (or anchored function's epilogue) that compiles ([`compile_fused`]); a function
+//! that does not compile goes back to the reference kernels with a [`Fallback`] note (or fails
+//! the build when strict).
 
 use std::sync::Arc;
 
-use byoc_core::exec::{ExternalModule, ExternalModules};
-use byoc_core::ir::Module;
-use byoc_core::passes::host_fuse::{unfuse, HostFuse, HOST_CODEGEN_TARGET};
-use byoc_core::passes::{Pass, PassContext, PassError};
-use byoc_core::plugin::external_functions;
-use byoc_core::sdk::{CompileOptions, Plugin, PluginError};
+use byoc_exec::plugin::external_functions;
+use byoc_exec::{ExternalModule, ExternalModules};
+use byoc_ir::stages::{known_names, passes_of, Stage};
+use byoc_ir::Module;
+use byoc_passes::host_fuse::{unfuse, HostFuse, HOST_CODEGEN_TARGET};
+use byoc_passes::{Pass, PassContext, PassError, PassManager};
+use byoc_sdk::{CompileOptions, Plugin, PluginError};
 
 use crate::codegen::{compile_object, CodegenError};
 use crate::custom::{self, CustomKernel};
@@ -92,19 +95,52 @@ pub fn build_library(kernels: &[(String, Kernel)]) -> Result<Arc<Library>, Build
     Ok(library::load(Arc::new(bytes))?)
 }
 
-/// Fuses the host ops of `module` ([`HostFuse`]) and compiles every fused function into one
-/// native library (see the module docs). Functions on custom datatypes (reductions on them
-/// outlined first, [`custom::outline_reductions`]) compile into a library of their own
-/// ([`custom::compile_into`]). `options` carries the executor's thread count.
+/// The host pass called `name`: one of the passes of the `host-fuse` stage
+/// (`byoc_ir::stages::passes_of(Stage::HostFuse)`), which prepare a partitioned module for the
+/// host code generator.
+pub fn create_host_pass(name: &str) -> Option<Box<dyn Pass>> {
+    match name {
+        "outline-custom-reductions" => Some(Box::new(custom::OutlineCustomReductions)),
+        "host-fuse" => Some(Box::new(HostFuse)),
+        _ => None,
+    }
+}
+
+/// Runs the host passes (the `host-fuse` stage, through the pass manager) on `module`.
+pub fn run_host_passes(module: &mut Module) -> Result<(), PassError> {
+    let mut manager = PassManager::new();
+    for name in passes_of(Stage::HostFuse) {
+        manager.push(
+            create_host_pass(name).ok_or_else(|| PassError::UnknownPass {
+                name: name.to_string(),
+                known: known_names(),
+            })?,
+        );
+    }
+    manager.run(module, &mut PassContext::new())
+}
+
+/// Runs the host passes on `module` ([`run_host_passes`]), then compiles it
+/// ([`compile_fused`]).
 pub fn compile_host(
     module: &Module,
     options: &CompileOptions,
     strict: bool,
 ) -> Result<HostCode, HostCodegenError> {
-    let threads = threads(options)?;
     let mut module = module.clone();
-    custom::outline_reductions(&mut module)?;
-    HostFuse.run(&mut module, &mut PassContext::new())?;
+    run_host_passes(&mut module)?;
+    compile_fused(module, options, strict)
+}
+
+/// Compiles every fused function of `module` (after the host passes) into one native library
+/// (see the module docs). Functions on custom datatypes compile into a library of their own
+/// ([`custom::compile_into`]). `options` carries the executor's thread count.
+pub fn compile_fused(
+    mut module: Module,
+    options: &CompileOptions,
+    strict: bool,
+) -> Result<HostCode, HostCodegenError> {
+    let threads = threads(options)?;
     let mut fallbacks = Vec::new();
     let mut kernels = Vec::new();
     let mut custom_kernels = Vec::new();

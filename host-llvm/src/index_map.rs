@@ -14,7 +14,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use byoc_core::ir::ExprId;
+use byoc_ir::ExprId;
 
 use crate::kernel::{unsupported, Unsupported};
 

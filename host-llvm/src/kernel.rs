@@ -44,11 +44,12 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use byoc_core::ir::{Attrs, DType, Expr, ExprId, Function, FunctionBuilder, Module, Type};
-use byoc_core::op::{strided_slice_window, HostKernel};
-use byoc_core::passes::host_fuse::{is_anchor, is_reduction};
-use byoc_core::passes::infer_types;
-use byoc_core::text::{parse_module, print_module};
+use byoc_ir::infer_types;
+use byoc_ir::op::strided_slice_window;
+use byoc_ir::text::{parse_module, print_module};
+use byoc_ir::{Attrs, DType, Expr, ExprId, Function, FunctionBuilder, Module, Type};
+use byoc_kernels::HostKernel;
+use byoc_passes::host_fuse::{is_anchor, is_reduction};
 
 use crate::index_map::{boxes, broadcast, cuts, reshape, Affine, Map, Region, ReshapeError, Visit};
 use crate::reduction::{Fold, FoldPass, ReduceOp, Reduction, WindowFold};
@@ -287,7 +288,7 @@ impl Anchor {
             .iter()
             .map(|&a| tensor(a))
             .collect::<Result<Vec<_>, _>>()?;
-        op.host_kernel(&call.attrs, &inputs, &[tensor(main.body)?])
+        byoc_kernels::host_kernel(op, &call.attrs, &inputs, &[tensor(main.body)?])
             .map_err(|e| format!("anchor: {e}"))
     }
 }

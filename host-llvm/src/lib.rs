@@ -20,7 +20,8 @@
 //!   call the datatype plugin's library functions through a table filled at load;
 //! - [`host`]: [`compile_host`], fusion and compilation of a whole module with fallback.
 //!
-//! LLVM stays in this crate: `byoc-core` and the plugins never link it.
+//! LLVM stays in this crate: the compiler crates (byoc-ir, byoc-passes, byoc-exec, ...) and
+//! the plugins never link it.
 
 pub mod codegen;
 pub mod custom;
@@ -33,5 +34,8 @@ pub mod plugin;
 pub mod reduction;
 pub mod window;
 
-pub use host::{compile_host, Fallback, HostCode, HostCodegenError};
+pub use host::{
+    compile_fused, compile_host, create_host_pass, run_host_passes, Fallback, HostCode,
+    HostCodegenError,
+};
 pub use plugin::{plugin, HostLlvm, PLUGIN_NAME};

@@ -14,10 +14,10 @@
 use std::ops::RangeInclusive;
 use std::sync::{Arc, Mutex};
 
-use byoc_core::ir::DType;
-use byoc_core::op::{HostKernel, OutputEpilogue};
-use byoc_core::sdk::{CompiledModule, PluginError};
-use byoc_core::tensor::{TensorMut, TensorRef};
+use byoc_ir::tensor::{TensorMut, TensorRef};
+use byoc_ir::DType;
+use byoc_kernels::{HostKernel, OutputEpilogue};
+use byoc_sdk::{CompiledModule, PluginError};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 

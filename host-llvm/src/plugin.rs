@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use byoc_core::passes::host_fuse::HOST_CODEGEN_TARGET;
-use byoc_core::sdk::{
+use byoc_passes::host_fuse::HOST_CODEGEN_TARGET;
+use byoc_sdk::{
     CompileOptions, CompiledModule, EmittedSource, OptionSchema, PartitionedFunction, Plugin,
     PluginError, TargetDescription,
 };

@@ -17,8 +17,8 @@
 //! (an accumulator row the inner loop runs across), and the outer kept positions are
 //! independent, so the loop splits over threads there.
 
-use byoc_core::ir::{Attrs, ExprId};
-use byoc_core::passes::host_fuse::WINDOW_POOLINGS;
+use byoc_ir::{Attrs, ExprId};
+use byoc_passes::host_fuse::WINDOW_POOLINGS;
 
 use crate::kernel::{unsupported, Piece, Unsupported};
 use crate::window::PoolWindow;

@@ -14,7 +14,7 @@
 
 use std::ops::Range;
 
-use byoc_core::ir::Attrs;
+use byoc_ir::Attrs;
 
 use crate::kernel::{unsupported, Unsupported};
 

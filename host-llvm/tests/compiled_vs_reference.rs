@@ -9,10 +9,10 @@ mod common;
 
 use std::sync::Arc;
 
-use byoc_core::exec::ExternalModules;
-use byoc_core::sdk::Plugin;
-use byoc_core::tensor::Tensor;
+use byoc_exec::ExternalModules;
 use byoc_host_llvm::{compile_host, HostCodegenError, HostLlvm};
+use byoc_ir::tensor::Tensor;
+use byoc_sdk::Plugin;
 use common::{bits, check, inputs, options, parse, run};
 use proptest::prelude::*;
 

@@ -8,9 +8,9 @@
 
 mod common;
 
-use byoc_core::exec::ExternalModules;
-use byoc_core::passes::host_fuse::group_kind;
+use byoc_exec::ExternalModules;
 use byoc_host_llvm::compile_host;
+use byoc_passes::host_fuse::group_kind;
 use common::{
     bits, check_fallback, check_reduction, check_with, finite, inputs, options, parse, run,
     run_reloaded,

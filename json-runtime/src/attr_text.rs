@@ -6,8 +6,8 @@
 //! (`channels=None`) as `[""]`. Decoding goes back to an [`AttrValue`] given the kind the op's
 //! schema declares.
 
-use byoc_core::ir::AttrValue;
-use byoc_core::op::AttrKind;
+use byoc_sdk::ir::op::AttrKind;
+use byoc_sdk::ir::AttrValue;
 use thiserror::Error;
 
 /// An attribute value that has no string encoding (a nested list, which TVM also rejects).

@@ -21,7 +21,7 @@
 
 use std::sync::Arc;
 
-use byoc_core::tensor::Tensor;
+use byoc_sdk::ir::tensor::Tensor;
 use thiserror::Error;
 
 use crate::format::{FormatError, JsonGraph};

@@ -7,8 +7,8 @@
 //! [`PluginError`]s carrying the runtime's message, which names the graph symbol and, for
 //! kernel failures, the node id and name (`tinyacc_0: node 3 ('clip'): ...`).
 
-use byoc_core::sdk::{CompiledModule, PluginError};
-use byoc_core::tensor::{TensorMut, TensorRef};
+use byoc_sdk::ir::tensor::{TensorMut, TensorRef};
+use byoc_sdk::{CompiledModule, PluginError};
 
 use crate::binary::BinaryError;
 use crate::runtime::{JsonRuntime, KernelProvider, RuntimeError};

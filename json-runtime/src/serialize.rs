@@ -23,10 +23,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use byoc_core::ir::{AttrValue, Callee, Expr, ExprId, Function, LocalFunction, Type};
-use byoc_core::op::Op;
-use byoc_core::tensor::Tensor;
-use byoc_core::TensorType;
+use byoc_sdk::ir::op::Op;
+use byoc_sdk::ir::partition::{symbol_of, target_of};
+use byoc_sdk::ir::tensor::Tensor;
+use byoc_sdk::ir::TensorType;
+use byoc_sdk::ir::{AttrValue, Callee, Expr, ExprId, Function, LocalFunction, Type};
 use thiserror::Error;
 
 use crate::attr_text::{encode_attr, AttrEncodeError};
@@ -102,8 +103,8 @@ impl Serialized {
 /// TVM's serializer symbol for a partitioned function: `<Compiler>_<global_symbol>`, e.g.
 /// `dnnl_tvmgen_default_dnnl_main_0`. `None` when either attribute is missing.
 pub fn external_symbol(func: &Function) -> Option<String> {
-    let compiler = func.attrs.get_str("Compiler")?;
-    let global = func.attrs.get_str("global_symbol")?;
+    let compiler = target_of(func)?;
+    let global = symbol_of(func)?;
     Some(format!("{compiler}_{global}"))
 }
 
@@ -342,7 +343,7 @@ impl Serializer<'_> {
         &self,
         id: ExprId,
         op: &Op,
-        attrs: &byoc_core::ir::Attrs,
+        attrs: &byoc_sdk::ir::Attrs,
     ) -> Result<NodeAttrs, SerializeError> {
         let mut out = NodeAttrs::new();
         for def in &op.attrs {

@@ -6,10 +6,11 @@ mod common;
 
 use std::sync::Arc;
 
-use byoc_core::tensor::Tensor;
-use byoc_core::{DType, TensorType};
+use byoc_exec::json_host::HostProvider;
+use byoc_ir::tensor::Tensor;
+use byoc_ir::{DType, TensorType};
 use byoc_json_runtime::binary::{FORMAT_VERSION, MAGIC};
-use byoc_json_runtime::{BinaryError, HostProvider, JsonGraph, JsonRuntime, Serialized};
+use byoc_json_runtime::{BinaryError, JsonGraph, JsonRuntime, Serialized};
 use common::{assert_close, fixture, run, Fixture};
 
 fn serialized(name: &str) -> (Serialized, Fixture) {

@@ -4,8 +4,9 @@ mod common;
 
 use std::sync::Barrier;
 
-use byoc_core::Tensor;
-use byoc_json_runtime::{HostProvider, JsonRuntime};
+use byoc_exec::json_host::HostProvider;
+use byoc_ir::Tensor;
+use byoc_json_runtime::JsonRuntime;
 use common::{assert_close, fixture, run, values};
 
 #[test]

@@ -4,12 +4,12 @@
 
 use std::sync::{Arc, Mutex};
 
-use byoc_core::sdk::CompiledModule;
-use byoc_core::tensor::{Tensor, TensorMut, TensorRef};
-use byoc_core::{DType, TensorType};
+use byoc_ir::tensor::{Tensor, TensorMut, TensorRef};
+use byoc_ir::{DType, TensorType};
 use byoc_json_runtime::{
     ConstantMap, JsonRuntime, KernelProvider, KernelSpec, NodeKernel, ProviderError,
 };
+use byoc_sdk::CompiledModule;
 
 /// Addresses a kernel saw: (first input, first output).
 type Seen = Arc<Mutex<Vec<(usize, usize)>>>;

@@ -5,11 +5,11 @@ mod common;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use byoc_core::tensor::{Tensor, TensorMut, TensorRef};
-use byoc_core::{DType, TensorType};
+use byoc_exec::json_host::HostProvider;
+use byoc_ir::tensor::{Tensor, TensorMut, TensorRef};
+use byoc_ir::{DType, TensorType};
 use byoc_json_runtime::{
-    ConstantMap, HostProvider, JsonRuntime, KernelProvider, KernelSpec, NodeKernel, ProviderError,
-    RuntimeError,
+    ConstantMap, JsonRuntime, KernelProvider, KernelSpec, NodeKernel, ProviderError, RuntimeError,
 };
 use common::{assert_close, fixture, run};
 
@@ -97,7 +97,7 @@ fn bound_tensors_are_checked_against_the_graph() {
         "{err}"
     );
 
-    let buf = byoc_core::tensor::AlignedBuf::zeroed(768 + 8);
+    let buf = byoc_ir::tensor::AlignedBuf::zeroed(768 + 8);
     let misaligned = TensorRef {
         ty: x.ty(),
         bytes: &buf.as_bytes()[1..769],

@@ -3,14 +3,13 @@
 
 mod common;
 
-use byoc_core::exec::{ExecOptions, Executor};
-use byoc_core::passes::infer_types;
-use byoc_core::text::parse_module;
-use byoc_core::{Module, Tensor};
+use byoc_exec::json_host::HostProvider;
+use byoc_exec::{ExecOptions, Executor};
+use byoc_ir::infer_types;
+use byoc_ir::text::parse_module;
+use byoc_ir::{Module, Tensor};
 use byoc_json_runtime::serialize::external_symbol;
-use byoc_json_runtime::{
-    serialize, Entry, HostProvider, JsonGraph, JsonRuntime, NodeKind, SerializeError,
-};
+use byoc_json_runtime::{serialize, Entry, JsonGraph, JsonRuntime, NodeKind, SerializeError};
 use common::{assert_close, const_text, fixture, run, values};
 
 /// The module `partition_for_dnnl` gives for conv2d+bias+relu → batch_flatten → dense+bias

@@ -4,8 +4,9 @@
 
 mod common;
 
-use byoc_core::{DType, TensorType};
-use byoc_json_runtime::{Entry, HostProvider, JsonGraph, JsonRuntime, NodeKind};
+use byoc_exec::json_host::HostProvider;
+use byoc_ir::{DType, TensorType};
+use byoc_json_runtime::{Entry, JsonGraph, JsonRuntime, NodeKind};
 use common::{assert_close, fixture, run};
 
 fn run_fixture(name: &str, input: &str) {
@@ -128,7 +129,7 @@ fn two_element_entries_and_attr_key_are_accepted() {
     assert_eq!(g.heads, [Entry::new(1, 0)]);
     let rt = JsonRuntime::from_graph(g, HostProvider).unwrap();
     rt.init(&Default::default()).unwrap();
-    let x = byoc_core::Tensor::from_vec([2, 2], vec![-1.0f32, 2.0, -3.0, 4.0]).unwrap();
+    let x = byoc_ir::Tensor::from_vec([2, 2], vec![-1.0f32, 2.0, -3.0, 4.0]).unwrap();
     let out = run(&rt, &[x]);
     assert_eq!(out[0].as_slice::<f32>().unwrap(), &[0.0, 2.0, 0.0, 4.0]);
 }

@@ -7,8 +7,8 @@ mod common;
 
 use std::time::Instant;
 
-use byoc_core::ir::{ExprId, FunctionBuilder};
-use byoc_core::Module;
+use byoc_ir::Module;
+use byoc_ir::{ExprId, FunctionBuilder};
 use byoc_patterns::{MergeComposite, PatternTable};
 use common::{call, finish, t};
 

@@ -6,7 +6,7 @@
 //! post-dominates `b` when every path from `b` to the body passes through `a` (a node
 //! post-dominates itself). Built in one reverse topological sweep; a query walks up the tree.
 
-use byoc_core::ir::{ExprId, Function};
+use byoc_ir::{ExprId, Function};
 
 const NONE: u32 = u32::MAX;
 

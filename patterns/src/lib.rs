@@ -17,7 +17,7 @@ mod rewrite;
 mod syntax;
 mod table;
 
-pub use byoc_core::passes::DeclinedMatch;
+pub use byoc_passes::DeclinedMatch;
 pub use graph::Graph;
 pub use matcher::{match_at, Match, Matcher};
 pub use merge_composite::{MergeComposite, MergeCompositeError, COMPOSITE};

@@ -8,7 +8,7 @@
 //!   so `p | q` tries `q` from a clean state.
 //! - `add` and `multiply` are commutative: when the arguments fail in order, they are tried
 //!   swapped.
-//! - Type constraints read the inferred types: run `byoc_core::passes::infer_types` first (an
+//! - Type constraints read the inferred types: run `byoc_ir::infer_types` first (an
 //!   untyped expression satisfies no type constraint).
 //! - Attribute constraints on op calls compare against the normalized call attributes, the
 //!   wanted value converted by the op's schema first (so `padding=1` reads as the op reads it,
@@ -19,8 +19,8 @@
 
 use std::cell::OnceCell;
 
-use byoc_core::ir::{AttrValue, Attrs, Callee, Expr, ExprId, Function};
-use byoc_core::op::Op;
+use byoc_ir::op::Op;
+use byoc_ir::{AttrValue, Attrs, Callee, Expr, ExprId, Function};
 
 use crate::graph::Graph;
 use crate::overlay::View;

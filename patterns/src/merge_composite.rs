@@ -8,7 +8,7 @@
 //! Holds after: types stay inferred (each composite carries them over; no whole-function
 //! re-inference between entries, unlike TVM). Tables apply in the order given (the pipeline gives the
 //! targets' tables in priority order), entries in table order, so earlier entries win; nodes already inside a composite are never matched again, though a later entry may
-//! match a call of one with a wildcard. Functions [`is_external`] leaves alone (`Compiler`, or a
+//! match a call of one with a wildcard. Functions [`skipped_by_passes`] leaves alone (`Compiler`, or a
 //! non-zero `Extern` or `SkipOptimization`) are not visited (TVM's function-pass skipping).
 //!
 //! How: the entries run over one overlay of the function (`crate::overlay`): each entry sees
@@ -21,16 +21,17 @@
 //! live node for patterns rooted at a tuple or wildcard), plus the size and users of each
 //! match; one rebuild. Linear in the graph size for a fixed table.
 
-use byoc_core::byoc::is_external;
-use byoc_core::ir::{Attrs, Expr, ExprId, Function, Module};
-use byoc_core::passes::{infer_types, DeclinedMatch, Pass, PassContext, PassError, TypeInferError};
+use byoc_ir::partition::skipped_by_passes;
+use byoc_ir::{infer_types, TypeInferError};
+use byoc_ir::{Attrs, Expr, ExprId, Function, Module};
+use byoc_passes::{DeclinedMatch, Pass, PassContext, PassError};
 use thiserror::Error;
 
 use crate::overlay::Overlay;
 use crate::partition::{partition_into, Declined, PartitionError};
 use crate::table::PatternTable;
 
-pub use byoc_core::byoc::COMPOSITE;
+pub use byoc_ir::partition::COMPOSITE;
 
 /// Errors of MergeComposite.
 #[derive(Debug, Error, Clone, PartialEq)]
@@ -88,14 +89,14 @@ impl<'t> MergeComposite<'t> {
     pub fn apply(&self, module: &mut Module) -> Result<Vec<DeclinedMatch>, MergeCompositeError> {
         let untyped = module
             .functions()
-            .any(|(_, f)| !is_external(f) && f.ty(f.body).is_none());
+            .any(|(_, f)| !skipped_by_passes(f) && f.ty(f.body).is_none());
         if untyped {
             infer_types(module)?;
         }
         let mut explained = Vec::new();
         for table in &self.tables {
             for name in module.names() {
-                let Some(f) = module.get(&name).filter(|f| !is_external(f)) else {
+                let Some(f) = module.get(&name).filter(|f| !skipped_by_passes(f)) else {
                     continue;
                 };
                 let (merged, declined) = apply_table(&name, f, table)?;

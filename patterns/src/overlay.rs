@@ -17,8 +17,8 @@
 
 use std::collections::HashMap;
 
-use byoc_core::ir::rewrite::Rebuild;
-use byoc_core::ir::{Attrs, Call, Callee, Expr, ExprId, Function, Type};
+use byoc_ir::rewrite::Rebuild;
+use byoc_ir::{Attrs, Call, Callee, Expr, ExprId, Function, Type};
 
 use crate::partition::{build_composite, Group, PartitionError, PARTITIONED_FROM_PATTERN};
 use crate::pattern::{Pattern, PatternKind};

@@ -1,7 +1,7 @@
 //! Partition by pattern (TVM's `pattern.partition`, `PatternPartitioner` in `dataflow_matcher.cc`): every match of a pattern
 //! becomes a call of a local function literal holding the matched subgraph.
 //!
-//! Needs: a typed function (run `byoc_core::passes::infer_types` first). Holds after: each
+//! Needs: a typed function (run `byoc_ir::infer_types` first). Holds after: each
 //! accepted match root is replaced by `fn (FunctionVar_g_0, ...) { copy of the match }(inputs)`
 //! with the function attrs given plus `PartitionedFromPattern`; every new node carries its type,
 //! so no re-inference is needed.
@@ -33,8 +33,8 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use byoc_core::ir::rewrite::Rebuild;
-use byoc_core::ir::{Attrs, Callee, Expr, ExprId, FuncType, Function, IrError, Type};
+use byoc_ir::rewrite::Rebuild;
+use byoc_ir::{Attrs, Callee, Expr, ExprId, FuncType, Function, IrError, Type};
 use thiserror::Error;
 
 use crate::matcher::{Match, Matcher};
@@ -54,7 +54,7 @@ pub struct Declined {
     pub reason: String,
 }
 
-pub use byoc_core::byoc::PARTITIONED_FROM_PATTERN;
+pub use byoc_ir::partition::PARTITIONED_FROM_PATTERN;
 
 /// Errors of partitioning.
 #[derive(Debug, Error, Clone, PartialEq)]

@@ -11,8 +11,8 @@
 
 use std::sync::Arc;
 
-use byoc_core::ir::{AttrValue, Attrs, ExprId, Type};
-use byoc_core::DType;
+use byoc_ir::DType;
+use byoc_ir::{AttrValue, Attrs, ExprId, Type};
 
 /// A type constraint of [`PatternKind::Type`].
 #[derive(Clone, Debug, PartialEq)]

@@ -12,15 +12,15 @@
 //! callbacks may build nodes without types. Cost per round: one match attempt per node and rule
 //! plus a rebuild per effective rule.
 
-use byoc_core::ir::rewrite::Rebuild;
-use byoc_core::ir::{structural_eq_function, ExprId, Function, FunctionBuilder, IrError, Module};
-use byoc_core::passes::{infer_types, TypeInferError};
+use byoc_ir::rewrite::Rebuild;
+use byoc_ir::{infer_types, TypeInferError};
+use byoc_ir::{structural_eq_function, ExprId, Function, FunctionBuilder, IrError, Module};
 use thiserror::Error;
 
 use crate::matcher::Match;
 use crate::partition::find_groups;
 use crate::pattern::Pattern;
-use byoc_core::byoc::is_external;
+use byoc_ir::partition::skipped_by_passes;
 
 /// What a rewrite callback sees.
 pub struct RewriteCtx<'a, 'f> {
@@ -119,7 +119,7 @@ impl Rewriter {
             let mut changed = false;
             for (pattern, callback) in &self.rules {
                 for name in module.names() {
-                    let Some(f) = module.get(&name).filter(|f| !is_external(f)) else {
+                    let Some(f) = module.get(&name).filter(|f| !skipped_by_passes(f)) else {
                         continue;
                     };
                     let ir = |source| RewriteError::Ir {

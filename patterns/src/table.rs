@@ -11,8 +11,8 @@
 
 use std::fmt;
 
-use byoc_core::ir::Span;
-use byoc_core::op::OpRegistry;
+use byoc_ir::op::OpRegistry;
+use byoc_ir::Span;
 use thiserror::Error;
 
 use crate::partition::Check;

@@ -3,8 +3,8 @@
 
 mod common;
 
-use byoc_core::ir::{Attrs, ExprId, Function, FunctionBuilder};
-use byoc_core::{DType, Tensor};
+use byoc_ir::{Attrs, ExprId, Function, FunctionBuilder};
+use byoc_ir::{DType, Tensor};
 use byoc_patterns::{match_at, Pattern};
 use common::*;
 

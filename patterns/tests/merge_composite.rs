@@ -4,10 +4,10 @@ mod common;
 
 use std::sync::Arc;
 
-use byoc_core::ir::Module;
-use byoc_core::ir::{AttrValue, Attrs, Expr, ExprId, Function, FunctionBuilder};
-use byoc_core::DType;
-use byoc_core::Tensor;
+use byoc_ir::DType;
+use byoc_ir::Module;
+use byoc_ir::Tensor;
+use byoc_ir::{AttrValue, Attrs, Expr, ExprId, Function, FunctionBuilder};
 use byoc_patterns::{DeclinedMatch, MergeComposite, Pattern, PatternTable};
 use common::*;
 
@@ -475,7 +475,7 @@ fn pattern_with_check_can_reject() {
         .is_empty());
     let got = merge(net, &check_table("NCHW"));
     let body = got.expr(got.body).as_call().unwrap();
-    let byoc_core::ir::Callee::Local(f) = body.callee else {
+    let byoc_ir::Callee::Local(f) = body.callee else {
         panic!("body is not a composite call")
     };
     assert_eq!(
@@ -590,7 +590,7 @@ fn optional_pattern_takes_the_longest_form() {
     let tab = table(&[("conv", "nn.relu?(nn.bias_add?(nn.conv2d(*, *), *))")]);
     let got = merge(conv_bias_relu_net("NCHW"), &tab);
     let body = got.expr(got.body).as_call().unwrap();
-    let byoc_core::ir::Callee::Local(f) = body.callee else {
+    let byoc_ir::Callee::Local(f) = body.callee else {
         panic!("body is not a composite call")
     };
     let lit = got.expr(f).as_function().unwrap();
@@ -613,7 +613,7 @@ fn optional_pattern_takes_the_longest_form() {
     let Expr::Call(inner) = got.expr(abs.args[0]) else {
         panic!("abs argument is not a call")
     };
-    let byoc_core::ir::Callee::Local(f) = inner.callee else {
+    let byoc_ir::Callee::Local(f) = inner.callee else {
         panic!("not a composite call")
     };
     assert_eq!(
@@ -671,7 +671,7 @@ fn functions_for_external_compilers_are_skipped() {
     let f = b
         .finish(vec![x], r, Attrs::new().with("Compiler", "dnnl"))
         .unwrap();
-    let mut m = byoc_core::Module::new();
+    let mut m = byoc_ir::Module::new();
     m.add("ext", f.clone()).unwrap();
     let mut b = FunctionBuilder::new();
     let x = b.param("x", t(&[3]));
@@ -761,7 +761,7 @@ proptest::proptest! {
             step = byoc_patterns::partition(&step, &entry.pattern, &attrs, None)
                 .expect("partition succeeds");
         }
-        if let Err(m) = byoc_core::ir::structural_eq_function(&merged, &step) {
+        if let Err(m) = byoc_ir::structural_eq_function(&merged, &step) {
             return Err(proptest::test_runner::TestCaseError::fail(format!(
                 "seed {seed}, {n} ops: {m}"
             )));

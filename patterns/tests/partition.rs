@@ -3,14 +3,14 @@
 
 mod common;
 
-use byoc_core::ir::{Attrs, Function, FunctionBuilder};
+use byoc_ir::{Attrs, Function, FunctionBuilder};
 use byoc_patterns::{find_groups, partition, Pattern};
 use common::*;
 
 fn part(f: &Function, pat: &str) -> Function {
     let pat: Pattern = pat.parse().unwrap();
     let out = partition(f, &pat, &Attrs::new(), None).unwrap();
-    byoc_core::ir::verify_function(&out).unwrap();
+    byoc_ir::verify_function(&out).unwrap();
     out
 }
 
@@ -247,8 +247,8 @@ fn composites_carry_their_types() {
         assert!(got.ty(id).is_some(), "{id} has no type");
     }
     // Re-inference gives the same types.
-    let mut m = byoc_core::Module::from_main(got.clone());
-    byoc_core::passes::infer_types(&mut m).unwrap();
+    let mut m = byoc_ir::Module::from_main(got.clone());
+    byoc_ir::infer_types(&mut m).unwrap();
     let again = m.main().unwrap();
     for id in got.live_ids() {
         assert_eq!(got.ty(id), again.ty(id));

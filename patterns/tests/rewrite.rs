@@ -2,8 +2,8 @@
 
 mod common;
 
-use byoc_core::ir::{Attrs, FunctionBuilder};
-use byoc_core::Module;
+use byoc_ir::Module;
+use byoc_ir::{Attrs, FunctionBuilder};
 use byoc_patterns::{Pattern, RewriteError, Rewriter};
 use common::*;
 

@@ -2,8 +2,8 @@
 
 mod common;
 
-use byoc_core::ir::{AttrValue, Attrs, Span, Type};
-use byoc_core::DType;
+use byoc_ir::DType;
+use byoc_ir::{AttrValue, Attrs, Span, Type};
 use byoc_patterns::{ParseErrorKind, Pattern, PatternKind, PatternParseError, TypeConstraint};
 use proptest::prelude::*;
 
@@ -244,7 +244,7 @@ fn other_errors_name_what_was_expected() {
 #[test]
 fn builder_only_expression_pattern_prints() {
     let f = {
-        let mut b = byoc_core::ir::FunctionBuilder::new();
+        let mut b = byoc_ir::FunctionBuilder::new();
         let x = b.param("x", Type::tensor([1], DType::Float32));
         b.finish(vec![x], x, Attrs::new()).unwrap()
     };

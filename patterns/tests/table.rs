@@ -2,7 +2,7 @@
 
 mod common;
 
-use byoc_core::ir::Span;
+use byoc_ir::Span;
 use byoc_patterns::{ParseErrorKind, PatternTable, TableError};
 
 fn parse_err(text: &str) -> TableError {

@@ -7,7 +7,7 @@
 //! ```
 //! use std::sync::Arc;
 //!
-//! use byoc_core::sdk::Plugin;
+//! use byoc_sdk::Plugin;
 //! use byoc_pipeline::conformance::Conformance;
 //!
 //! fn check(plugin: Arc<dyn Plugin>) {
@@ -37,17 +37,16 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use byoc_core::exec::{ExecOptions, Executor, ExternalModules};
-use byoc_core::ir::Module;
-use byoc_core::passes::infer_types;
-use byoc_core::plugin::{compile_externals, Runtimes};
-use byoc_core::sdk::{CompileOptions, CompiledModule, OptionKind, Plugin, TargetDescription};
-use byoc_core::text::parse_module;
-use byoc_core::Tensor;
+use byoc_exec::{ExecOptions, Executor, ExternalModules};
+use byoc_ir::infer_types;
+use byoc_ir::text::parse_module;
+use byoc_ir::Module;
+use byoc_ir::Tensor;
+use byoc_sdk::{CompileOptions, CompiledModule, OptionKind, Plugin, TargetDescription};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
-use crate::pipeline::{partition, PartitionOptions};
+use crate::build::{build, BuildOptions, Compiled, HostCodegen};
 use crate::target::Target;
 
 /// One failed check.
@@ -191,17 +190,11 @@ impl Conformance {
         let Some((_, text)) = self.cases.first() else {
             return Ok(());
         };
-        let target =
-            Target::from_description(&self.plugin.describe()).map_err(|e| e.to_string())?;
-        let module = partitioned(&target, text).map_err(|(_, m)| m)?;
-        let runtimes = Runtimes::new().with(target.name(), self.plugin.clone());
-        let compile = |options: &CompileOptions| {
-            self.guarded(|| {
-                compile_externals(&module, &runtimes, options)
-                    .map(drop)
-                    .map_err(|e| e.to_string())
-            })
-        };
+        let target = Target::from_description(&self.plugin.describe())
+            .map_err(|e| e.to_string())?
+            .with_runtime(self.plugin.clone());
+        let compile =
+            |options: &CompileOptions| self.guarded(|| built(&target, text, options).map(drop));
         let schema = self.plugin.options();
         let key = schema.key("conformance_undeclared");
         let message = match compile(&self.options.clone().with(&key, "1")) {
@@ -228,7 +221,7 @@ impl Conformance {
 
     fn run_case(&self, target: &Target, text: &str) -> Result<(), (&'static str, String)> {
         let compute = "offloads and computes";
-        let module = partitioned(target, text)?;
+        let target = target.clone().with_runtime(self.plugin.clone());
         let host = parse_module(text)
             .map_err(|e| (compute, e.to_string()))
             .and_then(|mut m| {
@@ -237,19 +230,17 @@ impl Conformance {
             })?;
         let inputs = random_inputs(&host).map_err(|m| (compute, m))?;
         let want = run(&host, &ExternalModules::new(), &inputs).map_err(|m| (compute, m))?;
-        let runtimes = Runtimes::new().with(target.name(), self.plugin.clone());
-        let compiled = self
-            .guarded(|| {
-                compile_externals(&module, &runtimes, &self.options).map_err(|e| e.to_string())
-            })
+        let built = self
+            .guarded(|| built(&target, text, &self.options))
             .map_err(|m| (compute, m))?;
+        let (module, compiled) = (built.module(), built.externals());
         if compiled.is_empty() {
             return Err((
                 compute,
                 format!("nothing was offloaded to '{}'", target.name()),
             ));
         }
-        let got = run(&module, &compiled, &inputs).map_err(|m| (compute, m))?;
+        let got = run(module, compiled, &inputs).map_err(|m| (compute, m))?;
         close(&got, &want, self.tolerance).map_err(|m| (compute, m))?;
         let mut reloaded = ExternalModules::new();
         for (name, e) in compiled.iter() {
@@ -270,7 +261,7 @@ impl Conformance {
             copy.module = Arc::from(back);
             reloaded.insert(name, copy);
         }
-        let again = run(&module, &reloaded, &inputs).map_err(|m| ("round trip", m))?;
+        let again = run(module, &reloaded, &inputs).map_err(|m| ("round trip", m))?;
         if again != got {
             return Err((
                 "round trip",
@@ -322,18 +313,29 @@ impl Conformance {
     }
 }
 
-/// `text` parsed and partitioned for `target` alone.
-fn partitioned(target: &Target, text: &str) -> Result<Module, (&'static str, String)> {
-    let compute = "offloads and computes";
-    let module = parse_module(text).map_err(|e| (compute, e.to_string()))?;
-    partition(
-        &module,
-        std::slice::from_ref(target),
-        &PartitionOptions::default(),
-    )
-    .map(|p| p.module)
-    .map_err(|e| (compute, e.to_string()))
+/// `text` parsed and built for `target` alone with `options`, the host part on the reference
+/// kernels (so the numbers compared are the plugin's); errors with their causes.
+fn built(target: &Target, text: &str, options: &CompileOptions) -> Result<Compiled, String> {
+    let module = parse_module(text).map_err(|e| e.to_string())?;
+    let options = BuildOptions {
+        compile: options.clone(),
+        host_codegen: HostCodegen::Kernels,
+        exec: RUN,
+        ..BuildOptions::default()
+    };
+    build(&module, std::slice::from_ref(target), &options).map_err(|e| {
+        std::iter::successors(Some(&e as &dyn std::error::Error), |e| e.source())
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(": ")
+    })
 }
+
+/// How the kit's runs execute: one thread, no profile.
+const RUN: ExecOptions = ExecOptions {
+    threads: 1,
+    profile: false,
+};
 
 fn random_inputs(module: &Module) -> Result<Vec<Tensor>, String> {
     let main = module.main().map_err(|e| e.to_string())?;
@@ -354,11 +356,7 @@ fn run(
     externals: &ExternalModules,
     inputs: &[Tensor],
 ) -> Result<Vec<Tensor>, String> {
-    let options = ExecOptions {
-        threads: 1,
-        profile: false,
-    };
-    Executor::with_externals(module, options, externals)
+    Executor::with_externals(module, RUN, externals)
         .map_err(|e| e.to_string())?
         .run(inputs)
         .map_err(|e| e.to_string())

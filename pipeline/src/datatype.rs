@@ -7,14 +7,15 @@
 
 use std::path::{Path, PathBuf};
 
-use byoc_core::ir::Type;
-use byoc_core::ir::{DType, DTypeError, Module};
-use byoc_core::passes::{
+use byoc_exec::plugin::RegistryError;
+use byoc_ir::Type;
+use byoc_ir::{DType, DTypeError, Module};
+use byoc_kernels::datatypes::DotProductSetting;
+use byoc_passes::{
     ChangeDatatype, DeadCodeElimination, FoldConstant, PassContext, PassError, PassManager,
     SimplifyInference,
 };
-use byoc_core::plugin::{DotProductSetting, RegistryError};
-use byoc_core::sdk::{CompileOptions, OptionsError};
+use byoc_sdk::{CompileOptions, OptionsError};
 use thiserror::Error;
 
 use crate::plugins::discover_plugins;
@@ -95,7 +96,7 @@ pub fn convert_to_datatype(module: &Module, dtype: DType) -> Result<Module, Data
     Ok(converted)
 }
 
-/// Hands `options` to the registered datatypes ([`byoc_core::plugin::apply_datatype_options`]):
+/// Hands `options` to the registered datatypes ([`byoc_kernels::datatypes::apply_datatype_options`]):
 /// each dot-product flag turned on (`posit.quire=true`) must concern a datatype that `module`
 /// computes in, or it is refused as a likely mistake. Returns the datatypes whose sums now use
 /// their exact dot product.
@@ -103,7 +104,7 @@ pub fn apply_datatype_options(
     module: &Module,
     options: &CompileOptions,
 ) -> Result<Vec<DotProductSetting>, DatatypeError> {
-    let on = byoc_core::plugin::apply_datatype_options(options)?;
+    let on = byoc_kernels::datatypes::apply_datatype_options(options)?;
     if let Some(unused) = on.iter().find(|s| !computes_in(module, s.code)) {
         let err = DatatypeError::NotApplicable {
             key: unused.key.clone(),
@@ -111,7 +112,7 @@ pub fn apply_datatype_options(
             widths: unused.widths.clone(),
         };
         // Nothing stays switched on for a refused run.
-        byoc_core::plugin::apply_datatype_options(&CompileOptions::new())?;
+        byoc_kernels::datatypes::apply_datatype_options(&CompileOptions::new())?;
         return Err(err);
     }
     Ok(on)

@@ -1,14 +1,122 @@
 //! Model inputs from .npz files or a seeded random generator, and output naming.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
-use byoc_core::ir::DType;
-use byoc_core::plugin::convert_tensor;
-use byoc_core::{Module, Tensor, TensorType, Type};
+use byoc_artifact::io::IoError;
+use byoc_ir::tensor::TensorError;
+use byoc_ir::DType;
+use byoc_ir::{IrError, Module, Tensor, TensorType, Type};
+use byoc_kernels::datatypes::{convert_tensor, DatatypeCallError};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
+use thiserror::Error;
+
+/// Why a model's inputs cannot be listed or resolved. Each message names the input and, for
+/// inputs from a file, the file.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum InputsError {
+    /// The module has no usable `@main`.
+    #[error(transparent)]
+    Ir(#[from] IrError),
+    /// An `@main` parameter that is not a variable.
+    #[error("@main parameter is not a variable")]
+    ParamNotVariable,
+    /// An `@main` parameter of a non-tensor type.
+    #[error("@main parameter %{name} has type {ty}; only tensor inputs are supported")]
+    NotTensor {
+        /// The parameter's name.
+        name: String,
+        /// Its type.
+        ty: Type,
+    },
+    /// The `.npz` file cannot be read.
+    #[error("cannot read inputs '{}'", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: Box<IoError>,
+    },
+    /// The `.npz` file holds an array that is no input of the model.
+    #[error("{}: input '{name}' is not an input of the model (inputs: {})", path.display(), inputs.join(", "))]
+    UnknownInput {
+        /// The file.
+        path: PathBuf,
+        /// The array's name.
+        name: String,
+        /// The model's input names.
+        inputs: Vec<String>,
+    },
+    /// An input from the `.npz` file has the wrong shape.
+    #[error("{}: input '{name}' is {given} but the model expects {expected}", path.display())]
+    WrongShape {
+        /// The file.
+        path: PathBuf,
+        /// The input.
+        name: String,
+        /// The type in the file.
+        given: TensorType,
+        /// The type the model expects.
+        expected: TensorType,
+    },
+    /// A custom-typed input not given as its bit patterns.
+    #[error(
+        "{}: input '{name}' is {given} but the model expects {expected}, given as its bit patterns (uint{bits})",
+        path.display()
+    )]
+    NotBitPatterns {
+        /// The file.
+        path: PathBuf,
+        /// The input.
+        name: String,
+        /// The type in the file.
+        given: TensorType,
+        /// The type the model expects.
+        expected: TensorType,
+        /// The width of the expected datatype.
+        bits: u32,
+    },
+    /// An input neither in the file nor made random.
+    #[error(
+        "missing input '{name}' of type {ty} (give it in --inputs or pass --random-inputs SEED)"
+    )]
+    Missing {
+        /// The input.
+        name: String,
+        /// Its type.
+        ty: TensorType,
+    },
+    /// Random values for an input cannot be made.
+    #[error(transparent)]
+    Random(#[from] RandomTensorError),
+}
+
+/// Why [`random_tensor`] cannot make random values of a type.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum RandomTensorError {
+    /// The tensor of random values (`float32` ones for a custom datatype) cannot be made.
+    #[error("cannot make random values of type {ty}")]
+    Tensor {
+        /// The type asked for.
+        ty: TensorType,
+        /// Why.
+        #[source]
+        source: TensorError,
+    },
+    /// The custom datatype's cast from `float32` failed.
+    #[error("cannot make random values of type {ty}")]
+    Convert {
+        /// The type asked for.
+        ty: TensorType,
+        /// Why.
+        #[source]
+        source: DatatypeCallError,
+    },
+}
 
 /// One input of a model: the name users give it (the ONNX name for imported models), the
 /// @main parameter it binds, and its type.
@@ -30,20 +138,19 @@ fn recorded_names(module: &Module, attr: &str) -> Option<Vec<String>> {
 }
 
 /// The @main parameters of `module` with their user-facing names and tensor types.
-pub fn model_inputs(module: &Module) -> Result<Vec<ModelInput>> {
+pub fn model_inputs(module: &Module) -> Result<Vec<ModelInput>, InputsError> {
     let main = module.main()?;
     let recorded = recorded_names(module, "input_names").filter(|n| n.len() == main.params.len());
     main.params
         .iter()
         .enumerate()
         .map(|(i, &p)| {
-            let var = main.var(p).context("@main parameter is not a variable")?;
+            let var = main.var(p).ok_or(InputsError::ParamNotVariable)?;
             let Type::Tensor(ty) = &var.ty else {
-                bail!(
-                    "@main parameter %{} has type {}; only tensor inputs are supported",
-                    var.name,
-                    var.ty
-                );
+                return Err(InputsError::NotTensor {
+                    name: var.name.clone(),
+                    ty: var.ty.clone(),
+                });
             };
             let name = recorded
                 .as_ref()
@@ -64,7 +171,7 @@ pub fn resolve_inputs(
     module: &Module,
     npz: Option<&Path>,
     seed: Option<u64>,
-) -> Result<BTreeMap<String, Tensor>> {
+) -> Result<BTreeMap<String, Tensor>, InputsError> {
     let expected = model_inputs(module)?;
     // Custom-typed inputs come as their bit patterns.
     let custom: BTreeMap<String, DType> = expected
@@ -73,39 +180,44 @@ pub fn resolve_inputs(
         .map(|e| (e.name.clone(), e.ty.dtype))
         .collect();
     let mut given = match npz {
-        Some(path) => byoc_core::io::read_npz_as(path, &custom)
-            .with_context(|| format!("cannot read inputs '{}'", path.display()))?,
+        Some(path) => {
+            byoc_artifact::io::read_npz_as(path, &custom).map_err(|source| InputsError::Read {
+                path: path.to_path_buf(),
+                source: Box::new(source),
+            })?
+        }
         None => BTreeMap::new(),
     };
     if let Some(unknown) = given
         .keys()
         .find(|k| !expected.iter().any(|e| &e.name == *k))
     {
-        let names: Vec<&str> = expected.iter().map(|e| e.name.as_str()).collect();
-        bail!(
-            "{}: input '{unknown}' is not an input of the model (inputs: {})",
-            npz.map_or_else(String::new, |p| p.display().to_string()),
-            names.join(", ")
-        );
+        return Err(InputsError::UnknownInput {
+            path: npz.map(Path::to_path_buf).unwrap_or_default(),
+            name: unknown.clone(),
+            inputs: expected.iter().map(|e| e.name.clone()).collect(),
+        });
     }
     if let Some(path) = npz {
         for input in &expected {
             match given.get(&input.name) {
-                Some(t) if t.shape() != input.ty.shape.as_slice() => bail!(
-                    "{}: input '{}' is {} but the model expects {}",
-                    path.display(),
-                    input.name,
-                    t.ty(),
-                    input.ty
-                ),
-                Some(t) if input.ty.dtype.is_custom() && t.dtype() != input.ty.dtype => bail!(
-                    "{}: input '{}' is {} but the model expects {}, given as its bit patterns (uint{})",
-                    path.display(),
-                    input.name,
-                    t.ty(),
-                    input.ty,
-                    input.ty.dtype.bits()
-                ),
+                Some(t) if t.shape() != input.ty.shape.as_slice() => {
+                    return Err(InputsError::WrongShape {
+                        path: path.to_path_buf(),
+                        name: input.name.clone(),
+                        given: t.ty().clone(),
+                        expected: input.ty.clone(),
+                    })
+                }
+                Some(t) if input.ty.dtype.is_custom() && t.dtype() != input.ty.dtype => {
+                    return Err(InputsError::NotBitPatterns {
+                        path: path.to_path_buf(),
+                        name: input.name.clone(),
+                        given: t.ty().clone(),
+                        expected: input.ty.clone(),
+                        bits: input.ty.dtype.bits(),
+                    })
+                }
                 _ => {}
             }
         }
@@ -116,11 +228,12 @@ pub fn resolve_inputs(
         let tensor = match (given.remove(&input.name), rng.as_mut()) {
             (Some(t), _) => t,
             (None, Some(rng)) => random_tensor(&input.ty, rng)?,
-            (None, None) => bail!(
-                "missing input '{}' of type {} (give it in --inputs or pass --random-inputs SEED)",
-                input.name,
-                input.ty
-            ),
+            (None, None) => {
+                return Err(InputsError::Missing {
+                    name: input.name.clone(),
+                    ty: input.ty.clone(),
+                })
+            }
         };
         inputs.insert(input.param.clone(), tensor);
     }
@@ -129,14 +242,20 @@ pub fn resolve_inputs(
 
 /// A tensor of uniform random values (see [`Tensor::random_uniform`]); a custom-typed one
 /// holds random `float32` values converted by the datatype's cast.
-pub fn random_tensor(ty: &TensorType, rng: &mut StdRng) -> Result<Tensor> {
-    let what = || format!("cannot make random values of type {ty}");
+pub fn random_tensor(ty: &TensorType, rng: &mut StdRng) -> Result<Tensor, RandomTensorError> {
+    let tensor_error = |source| RandomTensorError::Tensor {
+        ty: ty.clone(),
+        source,
+    };
     if ty.dtype.is_custom() {
         let float = Tensor::random_uniform(TensorType::new(ty.shape.clone(), DType::Float32), rng)
-            .with_context(what)?;
-        return convert_tensor(&float, ty.dtype).with_context(what);
+            .map_err(tensor_error)?;
+        return convert_tensor(&float, ty.dtype).map_err(|source| RandomTensorError::Convert {
+            ty: ty.clone(),
+            source,
+        });
     }
-    Tensor::random_uniform(ty.clone(), rng).with_context(what)
+    Tensor::random_uniform(ty.clone(), rng).map_err(tensor_error)
 }
 
 /// Names outputs by the names an importer recorded (ONNX output names), else `output_0`,

@@ -4,13 +4,14 @@
 //! prepare -> merge-composite (each target's table, targets in priority order)
 //!         -> annotate-target -> merge-compiler-regions (unless `merge` is off)
 //!         -> partition-graph -> prune (unless `prune` is off)
-//!         [-> host-fuse, only when asked to stop after it]
+//!         [-> outline-custom-reductions -> host-fuse: the host passes, when the host code
+//!             generator compiles what stays on the host]
 //! ```
 //!
 //! prepare is `fold-constant` (which infers types) and `dead-code-elimination`, plus
 //! `simplify-inference` (and `fold-constant` again) and `fold-scale-axis` when a selected
-//! target asks for them. [`PIPELINE`] is the one list of the pipeline's passes and the stage
-//! each belongs to: [`partition`] runs the passes up to [`PartitionOptions::stop_after`]
+//! target asks for them. `byoc_ir::stages::PASSES` declares the pipeline's passes and the
+//! stage each belongs to: [`partition`] runs the passes up to [`PartitionOptions::stop_after`]
 //! (what `byoc inspect --stage` shows), and `--print-before` / `--print-after` accept its
 //! names. The pass manager verifies the module after every pass in debug builds and tests, and
 //! errors name the pass (`in pass annotate-target: ...`). The passes' reports (rejections,
@@ -23,70 +24,28 @@
 
 use std::collections::BTreeSet;
 
-use byoc_core::ir::Module;
-use byoc_core::passes::annotate_target::{AnnotateTarget, Rejection};
-use byoc_core::passes::merge_compiler_regions::MergeCompilerRegions;
-use byoc_core::passes::partition_graph::PartitionGraph;
-use byoc_core::passes::prune::{Prune, Pruned};
-use byoc_core::passes::{
+use byoc_host_llvm::create_host_pass;
+use byoc_ir::stages::{self, lookup, passes_of};
+use byoc_ir::target::TargetSupport;
+use byoc_ir::Module;
+use byoc_passes::annotate_target::{AnnotateTarget, Rejection};
+use byoc_passes::merge_compiler_regions::MergeCompilerRegions;
+use byoc_passes::partition_graph::PartitionGraph;
+use byoc_passes::prune::{Prune, Pruned};
+use byoc_passes::{
     DeclinedMatch, Pass, PassContext, PassError, PassManager, SimplifyInference, AFTER, BEFORE,
 };
-use byoc_core::target::TargetSupport;
 use byoc_patterns::MergeComposite;
 use thiserror::Error;
 
 use crate::target::{check_distinct, DuplicateTarget, Target};
 
-/// The stages of the pipeline, in order; the pipeline can stop after each.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Stage {
-    /// After MergeComposite: composite function literals formed.
-    Composite,
-    /// After AnnotateTarget: `compiler_begin`/`compiler_end` around every call.
-    Annotate,
-    /// After MergeCompilerRegions: redundant annotations between same-target neighbours gone.
-    Merge,
-    /// After PartitionGraph and Prune: one external function per region.
-    Partition,
-    /// After HostFuse: the host's elementwise/broadcast ops grouped into fused functions for
-    /// the host code generator.
-    HostFuse,
-}
-
-impl Stage {
-    /// The stage's name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Stage::Composite => "composite",
-            Stage::Annotate => "annotate",
-            Stage::Merge => "merge",
-            Stage::Partition => "partition",
-            Stage::HostFuse => "host-fuse",
-        }
-    }
-}
-
-/// Every pass the pipeline may run, in pipeline order, with the stage it belongs to: the one
-/// list of pass names that `--print-before`, `--print-after` and the stages share. A pass runs
-/// when its stage is at most the stage the pipeline stops after (and, for the optional
-/// passes, when a target or an option asks for it).
-pub const PIPELINE: &[(&str, Stage)] = &[
-    ("fold-constant", Stage::Composite),
-    ("dead-code-elimination", Stage::Composite),
-    ("simplify-inference", Stage::Composite),
-    ("fold-scale-axis", Stage::Composite),
-    ("merge-composite", Stage::Composite),
-    ("annotate-target", Stage::Annotate),
-    ("merge-compiler-regions", Stage::Merge),
-    ("partition-graph", Stage::Partition),
-    ("prune", Stage::Partition),
-    ("host-fuse", Stage::HostFuse),
-];
+pub use byoc_ir::stages::Stage;
 
 /// The names of the pipeline's passes, in order (what `--print-before` / `--print-after`
-/// accept).
+/// accept): the passes of `byoc_ir::stages::PASSES` that belong to a stage.
 pub fn pass_names() -> impl Iterator<Item = &'static str> {
-    PIPELINE.iter().map(|(name, _)| *name)
+    stages::pipeline_passes().map(|p| p.name)
 }
 
 /// Options of [`partition`].
@@ -136,6 +95,19 @@ pub struct Partitioned {
     /// The modules asked for by [`PartitionOptions::print_before`] and
     /// [`PartitionOptions::print_after`], in the order the passes ran.
     pub snapshots: Vec<Snapshot>,
+}
+
+impl Partitioned {
+    /// A module no stage has decided anything about (nothing rejected, pruned or declined).
+    pub fn of(module: Module) -> Self {
+        Partitioned {
+            module,
+            rejected: Vec::new(),
+            pruned: Vec::new(),
+            declined: Vec::new(),
+            snapshots: Vec::new(),
+        }
+    }
 }
 
 /// The module around one pass, as `--print-before` / `--print-after` show it.
@@ -226,8 +198,8 @@ pub fn partition(
     })
 }
 
-/// The passes of one run, in [`PIPELINE`] order, up to `options.stop_after` (a pass missing
-/// from [`PIPELINE`] never runs; a unit test keeps the two in step).
+/// The passes of one run, in declaration order (`byoc_ir::stages::PASSES`), up to
+/// `options.stop_after` (a pass without a stage never runs; a unit test keeps the two in step).
 ///
 /// Prepare always folds constants (which infers the types) and eliminates dead code, and runs
 /// SimplifyInference and FoldScaleAxis when a target asks for them (TVM's DNNL flow:
@@ -253,7 +225,7 @@ fn pipeline_passes<'t>(
     if options.prune {
         names.push("prune");
     }
-    names.push("host-fuse");
+    names.extend(passes_of(Stage::HostFuse));
     names
         .into_iter()
         .filter(|n| stage_of(n).is_some_and(|s| s <= options.stop_after))
@@ -285,20 +257,23 @@ pub fn create_pass<'t>(
         "simplify-inference" => Box::new(SimplifyInference {
             keep_layer_norm: targets.iter().any(|t| t.support.lists_op("nn.layer_norm")),
         }),
-        other => byoc_core::passes::create_pass(other)?,
+        other => match create_host_pass(other) {
+            Some(pass) => pass,
+            None => byoc_passes::create_pass(other)?,
+        },
     })
 }
 
 /// The stage a pipeline pass belongs to.
 fn stage_of(pass: &str) -> Option<Stage> {
-    PIPELINE.iter().find(|(n, _)| *n == pass).map(|(_, s)| *s)
+    lookup(pass).and_then(|p| p.stage)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Every pass the pipeline builds carries a name from [`PIPELINE`], in its order.
+    /// Every pass the pipeline builds carries a declared name, in declaration order.
     #[test]
     fn the_pipeline_runs_passes_of_the_list_in_its_order() {
         let mut target = Target::new(TargetSupport::new("acc"));
@@ -323,7 +298,11 @@ mod tests {
                 "prune"
             ]
         );
-        assert!(PIPELINE.windows(2).all(|w| w[0].1 <= w[1].1));
+        // In declaration order, but for prepare's second fold-constant.
+        let mut once = names.clone();
+        once.remove(3);
+        let declared: Vec<&str> = pass_names().filter(|n| once.contains(n)).collect();
+        assert_eq!(once, declared);
         let composite = PartitionOptions {
             stop_after: Stage::Composite,
             ..PartitionOptions::default()

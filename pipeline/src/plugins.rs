@@ -5,15 +5,15 @@
 //! predicates (which call into the plugin across the ABI) form the `TargetSupport`, its
 //! patterns the `PatternTable` (checks call the plugin with the root call of each match).
 //! [`select_targets`] resolves `--target NAME` (a plugin by name, or a target-spec file when
-//! NAME is an existing `.json` file) and `--target-spec FILE`, in that order of priority, and
-//! pairs each target with its runtime: the plugin itself, or the built-in `reference`
-//! runtime (host kernels) for declarative targets.
+//! NAME is an existing `.json` file) and `--target-spec FILE`, in that order of priority; each
+//! target carries its runtime: the plugin itself, or the built-in `reference` runtime (host
+//! kernels) for declarative targets.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use byoc_core::plugin::{PluginRegistry, PluginSearch, RegistryError, Runtimes, REFERENCE_RUNTIME};
-use byoc_core::sdk::Plugin;
+use byoc_exec::plugin::{PluginRegistry, PluginSearch, RegistryError, REFERENCE_RUNTIME};
+use byoc_sdk::Plugin;
 use thiserror::Error;
 
 use crate::target::{Target, TargetSpecError, TargetSpecFileError};
@@ -38,15 +38,6 @@ pub enum SelectError {
     },
 }
 
-/// Targets in priority order, the runtime of each, and the plugins they come from.
-#[derive(Debug, Default)]
-pub struct Selection {
-    /// The targets, in priority order.
-    pub targets: Vec<Target>,
-    /// The runtime compiling each target's partitions.
-    pub runtimes: Runtimes,
-}
-
 /// Loads the plugin registry with the standard search (see [`PluginSearch::standard`]).
 pub fn discover_plugins(plugin_paths: &[PathBuf]) -> Result<PluginRegistry, RegistryError> {
     PluginRegistry::discover(&PluginSearch::standard(plugin_paths))
@@ -58,30 +49,26 @@ pub fn find_plugin(
     name: &str,
 ) -> Result<Arc<dyn Plugin>, RegistryError> {
     if name == REFERENCE_RUNTIME {
-        return Ok(Arc::new(byoc_core::plugin::ReferenceRuntime));
+        return Ok(Arc::new(byoc_exec::plugin::ReferenceRuntime));
     }
     Ok(registry.get(name)?)
 }
 
-/// Resolves `--target NAME` entries, then `--target-spec FILE` entries. The registry is
-/// searched (and its plugins loaded) only when a name is not a spec file.
+/// Resolves `--target NAME` entries, then `--target-spec FILE` entries, into targets in
+/// priority order. The registry is searched (and its plugins loaded) only when a name is not a
+/// spec file.
 pub fn select_targets(
     names: &[String],
     specs: &[PathBuf],
     plugin_paths: &[PathBuf],
-) -> Result<Selection, SelectError> {
+) -> Result<Vec<Target>, SelectError> {
     let mut registry: Option<PluginRegistry> = None;
-    let mut selection = Selection::default();
-    let add_spec = |selection: &mut Selection, path: &Path| -> Result<(), SelectError> {
-        let target = Target::from_spec_file(path)?;
-        selection.runtimes = std::mem::take(&mut selection.runtimes).with_reference(target.name());
-        selection.targets.push(target);
-        Ok(())
-    };
+    let mut selection = Vec::new();
+    let spec = |path: &Path| -> Result<Target, SelectError> { Ok(Target::from_spec_file(path)?) };
     for name in names {
         let path = Path::new(name);
         if path.extension().is_some_and(|e| e == "json") && path.is_file() {
-            add_spec(&mut selection, path)?;
+            selection.push(spec(path)?);
             continue;
         }
         let reg = match &mut registry {
@@ -95,11 +82,10 @@ pub fn select_targets(
                 plugin: name.clone(),
                 source,
             })?;
-        selection.runtimes = std::mem::take(&mut selection.runtimes).with(target.name(), plugin);
-        selection.targets.push(target);
+        selection.push(target.with_runtime(plugin));
     }
     for path in specs {
-        add_spec(&mut selection, path)?;
+        selection.push(spec(path)?);
     }
     Ok(selection)
 }

@@ -5,38 +5,64 @@
 //! The samples come from `.npz` files keyed by the model's input names, or, for the
 //! data-aware calibration modes when no files are given, from seeded random inputs (the
 //! caller tells the user so with [`QuantizeOptions::random_inputs_warning`]).
+//!
+//! The options are plain data; the `byoc` driver maps its command-line flags
+//! (`--calibrate`, `--calibration-inputs`, ...) onto them.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
-use byoc_core::passes::quantize::CalibrationProgress;
-use byoc_core::passes::{CalibrateMode, Pass, PassContext, QConfig, Quantize};
-use byoc_core::{Module, Tensor};
-use clap::Args;
+use byoc_ir::{Module, Tensor};
+use byoc_passes::quantize::CalibrationProgress;
+use byoc_passes::{PassContext, PassError, PassManager, Quantize};
+use thiserror::Error;
 
-use crate::inputs::{model_inputs, resolve_inputs};
+/// The calibration modes and the qconfig, as the quantize pass defines them.
+pub use byoc_passes::{CalibrateMode, QConfig};
+
+use crate::inputs::{model_inputs, resolve_inputs, InputsError};
+
+/// Why calibration samples cannot be made or a model cannot be quantized.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum QuantizeError {
+    /// The model's inputs cannot be listed, or random samples cannot be made.
+    #[error(transparent)]
+    Inputs(#[from] InputsError),
+    /// A `--calibration-inputs` file does not give the model's inputs.
+    #[error("calibration inputs '{}'", path.display())]
+    CalibrationInputs {
+        /// The file.
+        path: PathBuf,
+        /// Why (boxed, as it is large).
+        #[source]
+        source: Box<InputsError>,
+    },
+    /// The quantize pass failed.
+    #[error("{name}: quantization failed")]
+    Failed {
+        /// The model's name in messages.
+        name: String,
+        /// Why (boxed, as it is large).
+        #[source]
+        source: Box<PassError>,
+    },
+}
 
 /// The quantizer's configuration and calibration data (TVM's `qconfig`).
-#[derive(Clone, Debug, Args)]
+#[derive(Clone, Debug)]
 pub struct QuantizeOptions {
-    /// Calibration inputs: one .npz per sample, keyed by the model's input names (repeatable).
-    #[arg(long = "calibration-inputs", value_name = "FILE.npz")]
+    /// Calibration inputs: one .npz per sample, keyed by the model's input names.
     pub calibration_inputs: Vec<PathBuf>,
     /// How activation scales are chosen: global-scale, percentile or kl.
-    #[arg(long, value_name = "MODE", default_value = "global-scale")]
     pub calibrate: CalibrateMode,
     /// Activation range of the global-scale mode (a power of two).
-    #[arg(long, default_value_t = 8.0)]
     pub global_scale: f64,
-    /// Indices of the conv2d layers kept in float, in graph order (comma-separated).
-    #[arg(long, value_delimiter = ',', default_value = "0")]
+    /// Indices of the conv2d layers kept in float, in graph order.
     pub skip_conv_layers: Vec<usize>,
     /// Quantize nn.dense layers too (left in float by default, as TVM does).
-    #[arg(long)]
     pub quantize_dense: bool,
-    /// Seeded random samples to calibrate on when no --calibration-inputs are given.
-    #[arg(long, value_name = "N", default_value_t = 8)]
+    /// Seeded random samples to calibrate on when no calibration inputs are given.
     pub calibration_samples: u64,
 }
 
@@ -79,7 +105,7 @@ impl QuantizeOptions {
 
     /// The calibration samples for `module` (each in `@main` parameter order): the
     /// `--calibration-inputs` files, else (for the data-aware modes) seeded random inputs.
-    pub fn samples(&self, module: &Module) -> Result<Vec<Vec<Tensor>>> {
+    pub fn samples(&self, module: &Module) -> Result<Vec<Vec<Tensor>>, QuantizeError> {
         let order = model_inputs(module)?;
         let ordered = |mut named: BTreeMap<String, Tensor>| {
             order
@@ -93,7 +119,10 @@ impl QuantizeOptions {
                 .iter()
                 .map(|path| {
                     resolve_inputs(module, Some(path), None)
-                        .with_context(|| format!("calibration inputs '{}'", path.display()))
+                        .map_err(|source| QuantizeError::CalibrationInputs {
+                            path: path.clone(),
+                            source: Box::new(source),
+                        })
                         .map(ordered)
                 })
                 .collect();
@@ -102,7 +131,11 @@ impl QuantizeOptions {
             return Ok(Vec::new());
         }
         (0..self.calibration_samples)
-            .map(|seed| resolve_inputs(module, None, Some(seed)).map(ordered))
+            .map(|seed| {
+                resolve_inputs(module, None, Some(seed))
+                    .map(ordered)
+                    .map_err(QuantizeError::from)
+            })
             .collect()
     }
 
@@ -114,15 +147,20 @@ impl QuantizeOptions {
         name: &str,
         samples: Vec<Vec<Tensor>>,
         progress: Option<CalibrationProgress>,
-    ) -> Result<Module> {
+    ) -> Result<Module, QuantizeError> {
         let pass = Quantize {
             config: self.config(),
             samples,
             progress,
         };
         let mut quantized = module.clone();
-        pass.run(&mut quantized, &mut PassContext::new())
-            .with_context(|| format!("{name}: quantization failed"))?;
+        PassManager::new()
+            .pass(pass)
+            .run(&mut quantized, &mut PassContext::new())
+            .map_err(|source| QuantizeError::Failed {
+                name: name.to_string(),
+                source: Box::new(source),
+            })?;
         Ok(quantized)
     }
 }

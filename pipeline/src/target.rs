@@ -24,19 +24,22 @@
 //! and normalized against the op's schema), dtype, prepare pass and pattern is checked when
 //! the target is made; errors name the file and the entry.
 
+use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
-use byoc_core::ir::{ExprId, Function, Type};
-use byoc_core::sdk::{CallView, DescriptionError, TargetDescription};
-use byoc_core::target::{OpPredicate, TargetSupport};
+use byoc_exec::plugin::{ReferenceRuntime, Runtimes};
+use byoc_ir::target::{OpPredicate, TargetSupport};
+use byoc_ir::{ExprId, Function, Type};
 use byoc_patterns::{Check, PatternTable, TableEntry, TableError};
+use byoc_sdk::{CallView, DescriptionError, Plugin, TargetDescription};
 use thiserror::Error;
 
-pub use byoc_core::byoc::HOST_TARGET;
+pub use byoc_ir::partition::HOST_TARGET;
 
-/// A target: what it supports and which composites it forms.
-#[derive(Clone, Debug)]
+/// A target: what it supports, which composites it forms, and the runtime that compiles its
+/// partitions.
+#[derive(Clone)]
 pub struct Target {
     /// Op rules, predicates and prune settings; its name is the target's name.
     pub support: TargetSupport,
@@ -44,16 +47,38 @@ pub struct Target {
     pub patterns: PatternTable,
     /// The prepare passes the target asks for, by name.
     pub prepare: Vec<String>,
+    /// The runtime compiling the target's partitions: its plugin, or the built-in reference
+    /// runtime (host kernels) for a declarative target.
+    pub runtime: Arc<dyn Plugin>,
+}
+
+impl fmt::Debug for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Target")
+            .field("support", &self.support)
+            .field("patterns", &self.patterns)
+            .field("prepare", &self.prepare)
+            .field("runtime", &self.runtime.name())
+            .finish()
+    }
 }
 
 impl Target {
-    /// A target with these support rules, no patterns and no prepare passes.
+    /// A target with these support rules, no patterns, no prepare passes, compiled by the
+    /// reference runtime.
     pub fn new(support: TargetSupport) -> Self {
         Target {
             support,
             patterns: PatternTable::new(),
             prepare: Vec::new(),
+            runtime: Arc::new(ReferenceRuntime),
         }
+    }
+
+    /// Sets the runtime that compiles the target's partitions.
+    pub fn with_runtime(mut self, runtime: Arc<dyn Plugin>) -> Self {
+        self.runtime = runtime;
+        self
     }
 
     /// The target name (the `Compiler` attribute of its partitions).
@@ -72,7 +97,8 @@ impl Target {
         self.prepare.iter().any(|p| p == pass)
     }
 
-    /// The pipeline target of a description, from a plugin or a spec file alike: the
+    /// The pipeline target of a description, from a plugin or a spec file alike (compiled by
+    /// the reference runtime until [`Target::with_runtime`] names its plugin): the
     /// description is validated ([`TargetDescription::validated`]: names, attributes
     /// normalized against the op schemas, prepare passes, prune ops), its patterns parsed into
     /// the pattern table (checks call the description's predicate with the root call of each
@@ -93,6 +119,7 @@ impl Target {
             support: d.support(),
             patterns,
             prepare: d.prepare,
+            runtime: Arc::new(ReferenceRuntime),
         })
     }
 
@@ -170,6 +197,21 @@ pub fn check_distinct(targets: &[Target]) -> Result<(), DuplicateTarget> {
     Ok(())
 }
 
+/// The runtime of each target, by target name (what codegen looks partitions up in).
+pub fn runtimes(targets: &[Target]) -> Runtimes {
+    targets
+        .iter()
+        .fold(Runtimes::new(), |r, t| r.with(t.name(), t.runtime.clone()))
+}
+
+/// The names of the plugins compiling `targets`, without repeats.
+pub fn plugin_names(targets: &[Target]) -> Vec<&str> {
+    let mut names: Vec<&str> = targets.iter().map(|t| t.runtime.name()).collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
 /// A pattern table from `(name, pattern text, check)` entries; names need the `<target>.`
 /// prefix.
 fn pattern_table<'a>(
@@ -225,9 +267,9 @@ fn root_call_check(predicate: OpPredicate) -> Check {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use byoc_core::ir::AttrValue;
-    use byoc_core::target::OpRule;
-    use byoc_core::DType;
+    use byoc_ir::target::OpRule;
+    use byoc_ir::AttrValue;
+    use byoc_ir::DType;
 
     fn err(text: &str) -> String {
         Target::from_spec_json(text).unwrap_err().to_string()

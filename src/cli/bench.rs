@@ -14,10 +14,10 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use byoc_core::exec::{AcceleratorCounters, ExecOptions, Executor, Profile};
+use byoc_exec::{AcceleratorCounters, ExecOptions, Profile};
 use clap::Args;
 
-use super::host_codegen::{Compiled, HostCodegenArgs};
+use super::host_codegen::HostCodegenArgs;
 use super::run::load_runnable;
 use super::targets::TargetArgs;
 use super::trust::TrustArgs;
@@ -180,25 +180,25 @@ pub fn run_bench(args: &BenchArgs) -> Result<BenchReport> {
         bail!("--iters must be at least 1");
     }
     let targets = args.targets.with_executor_threads(args.threads);
-    let Compiled {
-        module, externals, ..
-    } = load_runnable(
+    let compiled = load_runnable(
         &args.model,
         &targets,
         &args.trust,
         &args.input_shapes,
         &args.host,
-    )?;
-    let executor = Executor::with_externals(
-        &module,
         ExecOptions {
             threads: args.threads,
             profile: true,
         },
-        &externals,
-    )
-    .with_context(|| format!("{}: cannot build the host plan", args.model.display()))?;
-    let inputs = resolve_inputs(&module, args.inputs.as_deref(), Some(args.random_inputs))?;
+    )?;
+    let executor = compiled
+        .executor()
+        .with_context(|| format!("{}: cannot build the host plan", args.model.display()))?;
+    let inputs = resolve_inputs(
+        compiled.module(),
+        args.inputs.as_deref(),
+        Some(args.random_inputs),
+    )?;
 
     let bar = progress::bar((args.warmup + args.iters) as u64, "bench");
     let run = || -> Result<Duration> {
@@ -234,7 +234,8 @@ pub fn run_bench(args: &BenchArgs) -> Result<BenchReport> {
         warmup: args.warmup,
         threads: executor.threads(),
         shares: target_shares(&profiles),
-        accelerators: externals
+        accelerators: compiled
+            .externals()
             .counters()
             .with_context(|| format!("{}: accelerator counters", args.model.display()))?,
     })

@@ -4,12 +4,12 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use byoc_core::artifact::keys::{config_dir, load_or_create_signing_key, SECRET_KEY_FILE};
-use byoc_core::artifact::Artifact;
+use byoc_artifact::keys::{config_dir, load_or_create_signing_key, SECRET_KEY_FILE};
+use byoc_exec::ExecOptions;
 use clap::Args;
 
 use super::host_codegen::{print_fallbacks, HostCodegenArgs};
-use super::targets::{load_model_for, partition_and_compile, TargetArgs};
+use super::targets::{compile, load_model_for, TargetArgs};
 
 /// Arguments of `byoc build`.
 #[derive(Debug, Args)]
@@ -34,15 +34,16 @@ pub struct BuildArgs {
 pub fn build(args: &BuildArgs) -> Result<()> {
     let name = args.model.display().to_string();
     let module = load_model_for(&args.model, &args.input_shapes, &args.targets)?;
-    let (partitioned, externals) = partition_and_compile(&module, &args.targets, &name)?;
-    let compiled = args.host.compile(
-        partitioned,
-        externals,
-        &args.targets.compile_options()?,
+    let compiled = compile(
+        &module,
+        &args.targets,
+        &args.host,
+        ExecOptions::default(),
         &name,
     )?;
-    print_fallbacks(&compiled.fallbacks);
-    let artifact = Artifact::build(&compiled.module, &compiled.externals)
+    print_fallbacks(compiled.fallbacks());
+    let artifact = compiled
+        .to_artifact()
         .with_context(|| format!("{name}: cannot build the artifact"))?;
     let dir = config_dir()?;
     let (key, created) = load_or_create_signing_key(&dir).context("cannot sign the artifact")?;

@@ -4,17 +4,17 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use byoc_core::plugin::{emit_sources, PartitionSource};
-use byoc_core::text::{print_module, print_module_with, PrintOptions};
-use clap::builder::PossibleValuesParser;
-use clap::{Args, ValueEnum};
+use byoc_exec::plugin::{emit_sources, PartitionSource};
+use byoc_ir::text::{print_module, print_module_with, PrintOptions};
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+use clap::Args;
 
 use super::targets::{load_model_for, TargetArgs};
 use crate::pipeline::{
     partition, pass_names, PartitionOptions, Partitioned, Stage as PipelineStage,
 };
 use crate::report::{render, Format};
-use crate::target::Target;
+use crate::target::{plugin_names, runtimes, Target};
 
 /// Arguments of `byoc inspect`.
 #[derive(Debug, Args)]
@@ -28,8 +28,8 @@ pub struct InspectArgs {
     #[arg(long = "input-shape", value_name = "NAME=DIMS")]
     pub input_shapes: Vec<String>,
     /// The stage after which to print the module.
-    #[arg(long, value_enum, default_value_t = Stage::Partition)]
-    pub stage: Stage,
+    #[arg(long, value_parser = stage_parser(), default_value = "partition")]
+    pub stage: InspectStage,
     /// Skip MergeCompilerRegions: every annotated call becomes its own partition.
     #[arg(long)]
     pub no_merge: bool,
@@ -41,7 +41,7 @@ pub struct InspectArgs {
     pub print_after: Vec<String>,
     /// Output format: the module as text, or (after `partition`) the summary as JSON, the
     /// graph as Graphviz DOT, or a self-contained HTML report.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    #[arg(long, value_parser = super::report::format_parser(), default_value_t = Format::Text)]
     pub format: Format,
     /// Write to this file instead of standard output.
     #[arg(short, long)]
@@ -52,49 +52,46 @@ pub struct InspectArgs {
     pub emit_source: Option<PathBuf>,
 }
 
-/// Accepts the names of the pipeline's passes ([`crate::pipeline::PIPELINE`]).
+/// Accepts the names of the pipeline's passes (declared in `byoc_ir::stages::PASSES`).
 fn pass_name_parser() -> PossibleValuesParser {
     PossibleValuesParser::new(pass_names())
 }
 
-/// Pipeline stages `inspect` can stop after.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Stage {
-    /// Parsed and type-checked: the typed module, each binding with its type.
-    Parse,
-    /// After MergeComposite.
-    Composite,
-    /// After AnnotateTarget.
-    Annotate,
-    /// After MergeCompilerRegions.
-    Merge,
-    /// After PartitionGraph and pruning.
-    Partition,
-    /// After HostFuse: host elementwise/broadcast ops grouped into fused functions.
-    HostFuse,
+/// What `inspect --stage` stops after: `parse` (the typed module, each binding with its
+/// type), or a stage of the pipeline (`byoc_ir::stages::Stage`, by its name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InspectStage(Option<PipelineStage>);
+
+impl InspectStage {
+    const PARSE: InspectStage = InspectStage(None);
+    const PARTITION: InspectStage = InspectStage(Some(PipelineStage::Partition));
+
+    fn pipeline_stage(self) -> Option<PipelineStage> {
+        self.0
+    }
 }
 
-impl Stage {
-    fn pipeline_stage(self) -> Option<PipelineStage> {
-        match self {
-            Stage::Parse => None,
-            Stage::Composite => Some(PipelineStage::Composite),
-            Stage::Annotate => Some(PipelineStage::Annotate),
-            Stage::Merge => Some(PipelineStage::Merge),
-            Stage::Partition => Some(PipelineStage::Partition),
-            Stage::HostFuse => Some(PipelineStage::HostFuse),
-        }
-    }
+/// Accepts `parse` and the names of the pipeline's stages.
+fn stage_parser() -> impl TypedValueParser<Value = InspectStage> {
+    let names = std::iter::once(
+        PossibleValue::new("parse").help("parsed and type-checked: each binding with its type"),
+    )
+    .chain(
+        PipelineStage::ALL
+            .into_iter()
+            .map(|s| PossibleValue::new(s.name()).help(s.summary())),
+    );
+    PossibleValuesParser::new(names).map(|name| InspectStage(PipelineStage::from_name(&name)))
 }
 
 /// Runs `byoc inspect`.
 pub fn inspect(args: &InspectArgs) -> Result<()> {
-    let selection = args.targets.select()?;
-    let targets = &selection.targets;
-    if args.emit_source.is_some() && args.stage != Stage::Partition {
+    let targets = &args.targets.select()?;
+    if args.emit_source.is_some() && args.stage != InspectStage::PARTITION {
         bail!("--emit-source needs --stage partition (the default)");
     }
-    if args.stage == Stage::Parse && !(args.print_before.is_empty() && args.print_after.is_empty())
+    if args.stage == InspectStage::PARSE
+        && !(args.print_before.is_empty() && args.print_after.is_empty())
     {
         bail!("--print-before / --print-after need a pipeline stage, not --stage parse");
     }
@@ -119,10 +116,8 @@ pub fn inspect(args: &InspectArgs) -> Result<()> {
                 .with_context(|| format!("{}: partitioning failed", args.model.display()))?;
             print_snapshots(&result, &options);
             if let Some(dir) = &args.emit_source {
-                let options = args
-                    .targets
-                    .compile_options_for(&selection.runtimes.plugin_names())?;
-                let sources = emit_sources(&result.module, &selection.runtimes, &options)
+                let options = args.targets.compile_options_for(&plugin_names(targets))?;
+                let sources = emit_sources(&result.module, &runtimes(targets), &options)
                     .with_context(|| format!("{}: codegen failed", args.model.display()))?;
                 write_sources(dir, &sources)?;
             }

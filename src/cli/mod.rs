@@ -8,6 +8,7 @@ mod host_codegen;
 pub mod inspect;
 mod plugins;
 mod quantize;
+mod report;
 mod run;
 mod targets;
 mod trust;
@@ -20,11 +21,10 @@ use clap::{Parser, Subcommand};
 
 pub use bench::{BenchArgs, BenchReport};
 pub use build::BuildArgs;
-pub use byoc_pipeline::quantize::QuantizeOptions;
-pub use host_codegen::{HostCodegen, HostCodegenArgs};
+pub use host_codegen::{HostCodegenArg, HostCodegenArgs};
 pub use inspect::InspectArgs;
 pub use plugins::PluginsArgs;
-pub use quantize::{quantize_module, QuantizeArgs};
+pub use quantize::{quantize_module, QuantizeArgs, QuantizeOptions};
 pub use run::RunArgs;
 pub use targets::TargetArgs;
 pub use trust::{KeygenArgs, TrustArgs};
@@ -39,7 +39,7 @@ pub struct Cli {
     pub command: Command,
     /// The most bytes one tensor may take (e.g. 512M, 8G); larger shapes are refused with their
     /// size. Default: the machine's available memory.
-    #[arg(long, global = true, value_name = "BYTES", value_parser = crate::core::memory::parse_bytes)]
+    #[arg(long, global = true, value_name = "BYTES", value_parser = byoc_ir::memory::parse_bytes)]
     pub max_memory: Option<u64>,
 }
 
@@ -79,7 +79,7 @@ impl std::error::Error for CheckFailed {}
 /// Runs a parsed command line, writing results to standard output.
 pub fn execute(cli: Cli) -> Result<()> {
     if let Some(bytes) = cli.max_memory {
-        crate::core::memory::set_budget(bytes);
+        byoc_ir::memory::set_budget(bytes);
     }
     match cli.command {
         Command::Inspect(args) => inspect::inspect(&args),

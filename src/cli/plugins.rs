@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use byoc_core::plugin::REFERENCE_RUNTIME;
-use byoc_core::sdk::Plugin;
+use byoc_exec::plugin::REFERENCE_RUNTIME;
+use byoc_sdk::Plugin;
 use clap::Args;
 
 use crate::plugins::discover_plugins;

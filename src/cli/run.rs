@@ -3,15 +3,16 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use byoc_core::artifact::Artifact;
-use byoc_core::exec::{ExecOptions, Executor, ExternalModules};
-use byoc_core::plugin::{PluginRegistry, REFERENCE_RUNTIME};
-use byoc_core::Module;
+use byoc_artifact::Artifact;
+use byoc_exec::plugin::{PluginRegistry, REFERENCE_RUNTIME};
+use byoc_exec::{ExecOptions, ExternalModules};
 use byoc_host_llvm::PLUGIN_NAME as HOST_PLUGIN;
+use byoc_ir::Module;
+use byoc_pipeline::Compiled;
 use clap::Args;
 
-use super::host_codegen::{print_fallbacks, Compiled, HostCodegenArgs};
-use super::targets::{load_model_for, partition_and_compile, TargetArgs};
+use super::host_codegen::{print_fallbacks, HostCodegenArgs};
+use super::targets::{compile, load_model_for, TargetArgs};
 use super::trust::TrustArgs;
 use crate::datatype::{apply_datatype_options, load_datatype_plugins, names_custom_dtype};
 use crate::inputs::{output_map, resolve_inputs};
@@ -96,14 +97,15 @@ fn load_artifact(
     Ok((artifact.module, externals))
 }
 
-/// The module to run and its compiled partitions: an artifact as built, or a model run on
-/// the host or partitioned for the selected targets, its host part compiled as `host` says.
+/// The model to run on `exec`, compiled: an artifact as built, or a model run on the host or
+/// partitioned for the selected targets, its host part compiled as `host` says.
 pub fn load_runnable(
     model: &Path,
     targets: &TargetArgs,
     trust: &TrustArgs,
     input_shapes: &[String],
     host: &HostCodegenArgs,
+    exec: ExecOptions,
 ) -> Result<Compiled> {
     if is_artifact(model) {
         if targets.quantize || targets.dtype.is_some() {
@@ -114,52 +116,38 @@ pub fn load_runnable(
         }
         host.refuse_for(&model.display().to_string())?;
         let (module, externals) = load_artifact(model, targets, trust)?;
-        return Ok(Compiled {
-            module,
-            externals,
-            fallbacks: Vec::new(),
-        });
+        return Ok(Compiled::from_artifact(module, externals, exec));
     }
     let name = model.display().to_string();
     let module = load_model_for(model, input_shapes, targets)?;
-    let (module, externals) = if targets.is_empty() {
-        (module, ExternalModules::new())
-    } else {
-        partition_and_compile(&module, targets, &name)?
-    };
-    host.compile(module, externals, &targets.compile_options()?, &name)
+    compile(&module, targets, host, exec, &name)
 }
 
 /// Runs `byoc run`.
 pub fn run(args: &RunArgs) -> Result<()> {
     let name = args.model.display().to_string();
     let targets = args.targets.with_executor_threads(args.threads);
-    let Compiled {
-        module,
-        externals,
-        fallbacks,
-    } = load_runnable(
+    let compiled = load_runnable(
         &args.model,
         &targets,
         &args.trust,
         &args.input_shapes,
         &args.host,
-    )?;
-    let executor = Executor::with_externals(
-        &module,
         ExecOptions {
             threads: args.threads,
             profile: args.profile,
         },
-        &externals,
-    )
-    .with_context(|| format!("{name}: cannot build the host plan"))?;
-    let inputs = resolve_inputs(&module, args.inputs.as_deref(), args.random_inputs)?;
-    let outputs = executor
-        .run_named(&inputs)
+    )?;
+    compiled
+        .executor()
+        .with_context(|| format!("{name}: cannot build the host plan"))?;
+    let module = compiled.module();
+    let inputs = resolve_inputs(module, args.inputs.as_deref(), args.random_inputs)?;
+    let outputs = compiled
+        .run(&inputs)
         .with_context(|| format!("{name}: execution failed"))?;
-    if let Some(profile) = executor.last_profile() {
-        print_fallbacks(&fallbacks);
+    if let Some(profile) = compiled.profile() {
+        print_fallbacks(compiled.fallbacks());
         for t in &profile.targets {
             eprintln!("target {}: {} call(s), {:?}", t.target, t.calls, t.total);
         }
@@ -175,7 +163,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
         for op in profile.ops.iter().filter(|o| o.op.starts_with('@')) {
             eprintln!("partition {}: {} call(s), {:?}", op.op, op.calls, op.total);
         }
-        for a in externals
+        for a in compiled
+            .externals()
             .counters()
             .with_context(|| format!("{name}: accelerator counters"))?
         {
@@ -188,7 +177,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
             );
         }
     }
-    let named = output_map(&module, outputs);
+    let named = output_map(module, outputs);
     for (name, t) in &named {
         let values = t.to_f64_vec();
         let preview: Vec<String> = values.iter().take(6).map(|v| format!("{v:.6}")).collect();
@@ -200,7 +189,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         );
     }
     if let Some(path) = &args.output {
-        byoc_core::io::write_npz(path, &named)
+        byoc_artifact::io::write_npz(path, &named)
             .with_context(|| format!("cannot write outputs to '{}'", path.display()))?;
     }
     Ok(())

@@ -1,26 +1,27 @@
 //! The target-selection arguments shared by the commands, and the steps they share: load a
-//! model, partition it for the selected targets and compile its partitions. Loading shows a
-//! spinner and compiling a bar with one step per partition (see [`crate::progress`]).
+//! model, and compile it for the selected targets ([`byoc_pipeline::build`]). Loading and
+//! compiling show a spinner (see [`crate::progress`]).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use byoc_core::exec::ExternalModules;
-use byoc_core::plugin::{compile_externals, external_functions};
-use byoc_core::sdk::{check_scopes, CompileOptions, THREADS_OPTION};
-use byoc_core::Module;
+use byoc_exec::ExecOptions;
+use byoc_ir::Module;
+use byoc_pipeline::target::{plugin_names, Target};
+use byoc_pipeline::{build_observed, BuildError, BuildOptions, BuildStep, Compiled};
+use byoc_sdk::{check_scopes, CompileOptions, THREADS_OPTION};
 use clap::Args;
 
+use super::host_codegen::HostCodegenArgs;
 use super::{quantize_module, CheckFailed, QuantizeOptions};
 use crate::datatype::{
     apply_datatype_options, convert_to_datatype, load_datatype_plugins, names_custom_dtype,
     parse_custom_dtype,
 };
 use crate::model::{load_model, parse_input_shapes};
-use crate::pipeline::{partition, PartitionOptions};
-use crate::plugins::{select_targets, Selection};
+use crate::pipeline::PartitionOptions;
+use crate::plugins::select_targets;
 use crate::progress;
-use crate::report::summary::Summary;
 
 /// Which targets to use and where their plugins are.
 #[derive(Clone, Debug, Default, Args)]
@@ -60,8 +61,8 @@ impl TargetArgs {
         self.targets.is_empty() && self.target_specs.is_empty()
     }
 
-    /// Resolves the targets and their runtimes.
-    pub fn select(&self) -> Result<Selection> {
+    /// Resolves the targets (each with its runtime), in priority order.
+    pub fn select(&self) -> Result<Vec<Target>> {
         Ok(select_targets(
             &self.targets,
             &self.target_specs,
@@ -89,7 +90,7 @@ impl TargetArgs {
     /// plugins in use), to a plugin that brings a datatype, or be `threads` ([`check_scopes`]).
     pub fn compile_options_for(&self, plugins: &[&str]) -> Result<CompileOptions> {
         let options = self.compile_options()?;
-        let datatype_plugins = byoc_core::plugin::datatype_plugins();
+        let datatype_plugins = byoc_kernels::datatypes::datatype_plugins();
         let mut claimed = plugins.to_vec();
         claimed.extend(datatype_plugins.iter().map(String::as_str));
         check_scopes(&options, &claimed).context("--plugin-option")?;
@@ -142,7 +143,7 @@ pub fn load(model: &Path, input_shapes: &[String], plugin_paths: &[PathBuf]) -> 
         load_datatype_plugins(plugin_paths)?;
     }
     progress::while_running(&format!("importing {}", model.display()), || {
-        load_model(model, &shapes)
+        load_model(model, &shapes).map_err(anyhow::Error::from)
     })
 }
 
@@ -160,80 +161,47 @@ pub fn load_model_for(model: &Path, input_shapes: &[String], args: &TargetArgs) 
     args.in_datatype(&module, &name)
 }
 
-/// Partitions `module` for the selected targets and compiles every partition, one at a time
-/// under a progress bar.
-pub fn partition_and_compile(
+/// Compiles `module` for the selected targets ([`byoc_pipeline::build`]: partition, codegen of
+/// each partition, host codegen as `host` says), to run on `exec`, showing progress. `--strict`
+/// failing is a failed check (exit code 1).
+pub fn compile(
     module: &Module,
     args: &TargetArgs,
+    host: &HostCodegenArgs,
+    exec: ExecOptions,
     model: &str,
-) -> Result<(Module, ExternalModules)> {
-    let selection = args.select()?;
-    let options = args.compile_options_for(&selection.runtimes.plugin_names())?;
-    let result = progress::while_running(&format!("partitioning {model}"), || {
-        partition(module, &selection.targets, &PartitionOptions::default())
+) -> Result<Compiled> {
+    let targets = args.select()?;
+    let options = BuildOptions {
+        partition: PartitionOptions::default(),
+        compile: args.compile_options_for(&plugin_names(&targets))?,
+        host_codegen: host.codegen(),
+        strict_host_codegen: host.strict_host_codegen,
+        no_host_fallback: args.strict,
+        exec,
+    };
+    // A spinner while partitioning, a bar over the partitions, a spinner for the host code.
+    let mut shown = progress::spinner(&format!("partitioning {model}"));
+    let built = build_observed(module, &targets, &options, &mut |step| match step {
+        BuildStep::Partitioned { partitions } => {
+            shown.finish_and_clear();
+            shown = progress::bar(partitions as u64, "compiling partitions");
+        }
+        BuildStep::Compiled { .. } => shown.inc(1),
+        BuildStep::HostCodegen => {
+            shown.finish_and_clear();
+            shown = progress::spinner(&format!("compiling host code of {model}"));
+        }
+        _ => {}
+    });
+    shown.finish_and_clear();
+    built.map_err(|e| match e {
+        BuildError::HostFallback { .. } => CheckFailed(format!("{model}: --strict: {e}")).into(),
+        BuildError::StrictNeedsLlvm => {
+            anyhow::anyhow!("--strict-host-codegen needs --host-codegen llvm")
+        }
+        e => anyhow::Error::new(e).context(model.to_string()),
     })
-    .with_context(|| format!("{model}: partitioning failed"))?;
-    if args.strict {
-        check_no_fallback(&Summary::of(&result), model)?;
-    }
-    let partitions = external_functions(&result.module);
-    let bar = progress::bar(partitions.len() as u64, "compiling partitions");
-    let mut externals = ExternalModules::new();
-    for (name, _) in &partitions {
-        // A module holding just this partition: codegen compiles exactly its functions.
-        let mut single = Module::new();
-        if let Some(f) = result.module.get(name) {
-            single.insert(name.clone(), f.clone());
-        }
-        let compiled = compile_externals(&single, &selection.runtimes, &options)
-            .with_context(|| format!("{model}: codegen failed"))?;
-        for (function, module) in compiled.iter() {
-            externals.insert(function, module.clone());
-        }
-        bar.inc(1);
-    }
-    bar.finish_and_clear();
-    Ok((result.module, externals))
-}
-
-/// `--strict`: fails when `summary` leaves any op on the host, naming each op with its count
-/// and the reasons the targets declined it.
-fn check_no_fallback(summary: &Summary, model: &str) -> Result<()> {
-    if summary.host_ops.is_empty() {
-        return Ok(());
-    }
-    let mut counts: Vec<(&str, usize)> = Vec::new();
-    for op in &summary.host_ops {
-        match counts.last_mut() {
-            Some((last, n)) if *last == op.as_str() => *n += 1,
-            _ => counts.push((op, 1)),
-        }
-    }
-    let lines: Vec<String> = counts
-        .iter()
-        .map(|(op, n)| {
-            let reasons: Vec<String> = summary
-                .rejected
-                .iter()
-                .filter(|r| r.op == *op)
-                .map(|r| format!("{}: {}", r.target, r.reason))
-                .collect();
-            let why = if !reasons.is_empty() {
-                reasons.join("; ")
-            } else if summary.pruned.is_empty() {
-                "no selected target took it".to_string()
-            } else {
-                "supported, but Prune inlined its partition back".to_string()
-            };
-            format!("  {op} x{n} ({why})")
-        })
-        .collect();
-    Err(CheckFailed(format!(
-        "{model}: --strict: {} op call(s) would fall back to the host:\n{}",
-        summary.host_ops.len(),
-        lines.join("\n")
-    ))
-    .into())
 }
 
 #[cfg(test)]

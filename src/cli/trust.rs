@@ -4,10 +4,10 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use byoc_core::artifact::keys::{
+use byoc_artifact::keys::{
     config_dir, create_signing_key, user_trust_policy, PUBLIC_KEY_FILE, SECRET_KEY_FILE,
 };
-use byoc_core::artifact::TrustPolicy;
+use byoc_artifact::TrustPolicy;
 use clap::Args;
 
 /// Which artifacts may be loaded.

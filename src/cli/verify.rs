@@ -11,14 +11,20 @@ use std::path::PathBuf;
 use std::collections::BTreeMap;
 
 use anyhow::{bail, Context, Result};
-use byoc_core::exec::{ExecOptions, ExternalModules};
+use byoc_exec::{ExecOptions, ExternalModules};
+use byoc_ir::{Module, Tensor};
+use byoc_pipeline::verify::{
+    top1_agreement, verify_partitioned_observed, Accuracy, OutputError, Verification, VerifyStep,
+};
+use byoc_pipeline::HostCodegen;
 use clap::Args;
+use indicatif::ProgressBar;
 
-use super::host_codegen::{print_fallbacks, Compiled, HostCodegen, HostCodegenArgs};
-use super::targets::{load, partition_and_compile, TargetArgs};
+use super::host_codegen::{print_fallbacks, HostCodegenArgs};
+use super::targets::{compile, load, TargetArgs};
 use super::{quantize_module, CheckFailed, QuantizeOptions};
 use crate::inputs::resolve_inputs;
-use crate::verify::{top1_agreement, verify_partitioned, Accuracy, OutputError};
+use crate::progress;
 
 /// Arguments of `byoc verify`.
 #[derive(Debug, Args)]
@@ -66,6 +72,36 @@ pub struct VerifyArgs {
     pub min_cosine: f64,
 }
 
+/// [`byoc_pipeline::verify::verify_partitioned`] with a spinner over each run.
+fn verify_partitioned(
+    host: &Module,
+    partitioned: &Module,
+    externals: &ExternalModules,
+    inputs: &BTreeMap<String, Tensor>,
+    options: ExecOptions,
+    floor: f64,
+) -> Result<Verification> {
+    let mut shown = ProgressBar::hidden();
+    let checked = verify_partitioned_observed(
+        host,
+        partitioned,
+        externals,
+        inputs,
+        options,
+        floor,
+        &mut |step| {
+            shown.finish_and_clear();
+            shown = progress::spinner(match step {
+                VerifyStep::HostOnly => "running host-only",
+                VerifyStep::Partitioned => "running partitioned",
+                _ => "verifying",
+            });
+        },
+    );
+    shown.finish_and_clear();
+    Ok(checked?)
+}
+
 /// `byoc verify --quantize` and `byoc verify --dtype D`: the float model on the reference
 /// kernels against the quantized model, or the model converted to the datatype, (on the host,
 /// or partitioned when targets are given, its host part compiled as `--host-codegen` says)
@@ -85,30 +121,20 @@ fn verify_converted(args: &VerifyArgs) -> Result<()> {
         (args.targets.in_datatype(&float, &name)?, "converted")
     };
     let targets = args.targets.with_executor_threads(args.threads);
-    let (converted, externals) = if targets.is_empty() {
-        (converted, ExternalModules::new())
-    } else {
-        partition_and_compile(&converted, &targets, &name)?
-    };
-    let Compiled {
-        module: converted,
-        externals,
-        fallbacks,
-    } = args
-        .host
-        .compile(converted, externals, &targets.compile_options()?, &name)?;
-    print_fallbacks(&fallbacks);
     let options = ExecOptions {
         threads: args.threads,
         profile: false,
     };
+    let compiled = compile(&converted, &targets, &args.host, options, &name)?;
+    print_fallbacks(compiled.fallbacks());
+    let (converted, externals) = (compiled.module(), compiled.externals());
     let mut accuracy: BTreeMap<String, Accuracy> = BTreeMap::new();
     for i in 0..args.samples.max(1) {
         let npz = if i == 0 { args.inputs.as_deref() } else { None };
         let seed = args.random_inputs.wrapping_add(i);
         let inputs = resolve_inputs(&float, npz, Some(seed))?;
         let checked =
-            verify_partitioned(&float, &converted, &externals, &inputs, options, args.floor)?;
+            verify_partitioned(&float, converted, externals, &inputs, options, args.floor)?;
         for (out, want) in &checked.host {
             let got = checked
                 .partitioned
@@ -176,35 +202,19 @@ pub fn verify(args: &VerifyArgs) -> Result<()> {
     let name = args.model.display().to_string();
     let host = load(&args.model, &args.input_shapes, &args.targets.plugin_paths)?;
     let targets = args.targets.with_executor_threads(args.threads);
-    let (partitioned, externals) = if targets.is_empty() {
-        (host.clone(), ExternalModules::new())
-    } else {
-        partition_and_compile(&host, &targets, &name)?
-    };
-    let Compiled {
-        module: partitioned,
-        externals,
-        fallbacks,
-    } = args
-        .host
-        .compile(partitioned, externals, &targets.compile_options()?, &name)?;
-    print_fallbacks(&fallbacks);
     let options = ExecOptions {
         threads: args.threads,
         profile: false,
     };
+    let compiled = compile(&host, &targets, &args.host, options, &name)?;
+    print_fallbacks(compiled.fallbacks());
+    let (partitioned, externals) = (compiled.module(), compiled.externals());
     // Per output: the largest errors over the samples and the top-1 (agreeing, rows) sums.
     let mut worst: Vec<(OutputError, Option<(usize, usize)>)> = Vec::new();
     for seed in args.random_inputs..args.random_inputs.saturating_add(args.samples) {
         let inputs = resolve_inputs(&host, args.inputs.as_deref(), Some(seed))?;
-        let checked = verify_partitioned(
-            &host,
-            &partitioned,
-            &externals,
-            &inputs,
-            options,
-            args.floor,
-        )?;
+        let checked =
+            verify_partitioned(&host, partitioned, externals, &inputs, options, args.floor)?;
         for (i, e) in checked.errors.into_iter().enumerate() {
             let top1 = top1_agreement(&checked.host[&e.name], &checked.partitioned[&e.name]);
             match worst.get_mut(i) {

@@ -10,7 +10,7 @@
 use std::path::Path;
 
 use anyhow::{bail, ensure, Result};
-use byoc_core::Tensor;
+use byoc_ir::Tensor;
 
 /// Largest relative error allowed.
 pub const RTOL: f64 = 1e-4;

@@ -22,9 +22,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{ensure, Context, Result};
-use byoc_core::exec::Executor;
-use byoc_core::io::read_npz;
-use byoc_core::Module;
+use byoc_artifact::io::read_npz;
+use byoc_exec::Executor;
+use byoc_ir::Module;
 use byoc_pipeline::inputs::{output_map, resolve_inputs};
 use byoc_pipeline::model::load_model;
 

@@ -19,8 +19,8 @@
 pub mod kernels;
 pub mod provider;
 
-use byoc_core::sdk::prelude::*;
 use byoc_json_runtime::{serialize, JsonRuntime};
+use byoc_sdk::prelude::*;
 
 pub use provider::{TinyaccKernel, TinyaccProvider};
 
@@ -111,10 +111,10 @@ mod tests {
     //! executor on the same function; compiled modules round-trip through bytes; errors name
     //! the node.
 
-    use byoc_core::exec::{ExecOptions, Executor};
-    use byoc_core::ir::Module;
-    use byoc_core::sdk::{CompileOptions, PartitionedFunction, Plugin, TensorMut};
-    use byoc_core::Tensor;
+    use byoc_exec::{ExecOptions, Executor};
+    use byoc_sdk::ir::Module;
+    use byoc_sdk::ir::Tensor;
+    use byoc_sdk::{CompileOptions, PartitionedFunction, Plugin, TensorMut};
 
     use super::TinyAcc;
 

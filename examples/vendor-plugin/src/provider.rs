@@ -7,9 +7,9 @@
 //! running hands it the node's views, which are the host's own buffers or the runtime's
 //! intermediates. The runtime adds the graph symbol and the node's id and name to every error.
 
-use byoc_core::tensor::{TensorMut, TensorRef};
-use byoc_core::DType;
 use byoc_json_runtime::{KernelProvider, KernelSpec, NodeKernel, ProviderError};
+use byoc_sdk::ir::tensor::{TensorMut, TensorRef};
+use byoc_sdk::ir::DType;
 
 use crate::kernels;
 

@@ -1,5 +1,5 @@
 //! A host function on a custom datatype as a loop kernel: which library functions it calls
-//! (by lowering key, the keys `byoc_core::plugin::DatatypeCalls` resolves), the constants it
+//! (by lowering key, the keys `byoc_kernels::datatypes::DatatypeCalls` resolves), the constants it
 //! needs (converted once, here, through the registered cast from `float32`), the tensors it
 //! reads and writes, and its loop body.
 //!
@@ -19,9 +19,9 @@
 
 use std::collections::HashMap;
 
-use byoc_core::ir::{Attrs, DType, ExprId, Function, Type};
-use byoc_core::plugin::DatatypeCalls;
-use byoc_core::sdk::LoweringKey;
+use byoc_ir::{Attrs, DType, ExprId, Function, Type};
+use byoc_kernels::datatypes::DatatypeCalls;
+use byoc_sdk::LoweringKey;
 
 use crate::kernel::{collapse, Unsupported};
 

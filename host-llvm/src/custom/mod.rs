@@ -1,7 +1,7 @@
 //! Custom datatypes (Bring Your Own Datatypes) through the host code generator: TVM's
 //! `LowerCustomDatatypes`. A host function on a `custom[...]` tensor compiles to loops in which
 //! every scalar operation calls the registering plugin's library function, the same lowering
-//! key and function the interpreted loop (`byoc_core::plugin::DatatypeCalls`) calls, in the
+//! key and function the interpreted loop (`byoc_kernels::datatypes::DatatypeCalls`) calls, in the
 //! same order, so results are bit-identical to it.
 //!
 //! - [`outline`]: reductions on a custom datatype (conv2d, dense, pooling, softmax) become
@@ -19,10 +19,10 @@ pub mod outline;
 
 use std::sync::Arc;
 
-use byoc_core::exec::{ExternalModule, ExternalModules};
-use byoc_core::ir::Module;
-use byoc_core::passes::host_fuse::HOST_CODEGEN_TARGET;
-use byoc_core::sdk::{Plugin, PluginError};
+use byoc_exec::{ExternalModule, ExternalModules};
+use byoc_ir::Module;
+use byoc_passes::host_fuse::HOST_CODEGEN_TARGET;
+use byoc_sdk::{Plugin, PluginError};
 use inkwell::context::Context;
 use inkwell::targets::FileType;
 
@@ -33,7 +33,7 @@ use crate::plugin::{HostLlvm, PLUGIN_NAME};
 
 pub use kernel::{is_custom, CustomKernel};
 pub use module::CustomModule;
-pub use outline::outline_reductions;
+pub use outline::{outline_reductions, OutlineCustomReductions};
 
 fn module<'c>(
     context: &'c Context,

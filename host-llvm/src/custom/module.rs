@@ -12,10 +12,10 @@
 
 use std::sync::Arc;
 
-use byoc_core::ir::DType;
-use byoc_core::plugin::DatatypeCalls;
-use byoc_core::sdk::{CompiledModule, LoweringKey, PluginError};
-use byoc_core::tensor::{TensorMut, TensorRef};
+use byoc_ir::tensor::{TensorMut, TensorRef};
+use byoc_ir::DType;
+use byoc_kernels::datatypes::DatatypeCalls;
+use byoc_sdk::{CompiledModule, LoweringKey, PluginError};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -193,7 +193,7 @@ impl CustomModule {
 
 /// The tensor's bytes if it is `dtype` with `len` elements.
 fn checked(
-    ty: &byoc_core::ir::TensorType,
+    ty: &byoc_ir::TensorType,
     bytes: usize,
     dtype: DType,
     len: usize,

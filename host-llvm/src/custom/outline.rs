@@ -8,11 +8,12 @@
 
 use std::collections::BTreeMap;
 
-use byoc_core::byoc::{COMPILER, GLOBAL_SYMBOL, PRIMITIVE};
-use byoc_core::ir::rewrite::Rebuild;
-use byoc_core::ir::{Attrs, Expr, ExprId, Function, FunctionBuilder, IrError, Module, Type};
-use byoc_core::passes::host_fuse::{FUSED_PREFIX, HOST_CODEGEN_TARGET};
-use byoc_core::passes::{infer_types, PassError};
+use byoc_ir::infer_types;
+use byoc_ir::partition::{COMPILER, GLOBAL_SYMBOL, PRIMITIVE};
+use byoc_ir::rewrite::Rebuild;
+use byoc_ir::{Attrs, Expr, ExprId, Function, FunctionBuilder, IrError, Module, Type};
+use byoc_passes::host_fuse::{FUSED_PREFIX, HOST_CODEGEN_TARGET};
+use byoc_passes::{Pass, PassContext, PassError};
 
 use super::kernel::REDUCTIONS;
 
@@ -52,6 +53,21 @@ fn single_op(main: &Function, id: ExprId, name: &str) -> Result<Function, PassEr
         .with(PRIMITIVE, 1i64)
         .with(GLOBAL_SYMBOL, name);
     Ok(b.finish(params, body, attrs)?)
+}
+
+/// The `outline-custom-reductions` pass: [`outline_reductions`], the host pipeline's first step
+/// (before `host-fuse`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OutlineCustomReductions;
+
+impl Pass for OutlineCustomReductions {
+    fn name(&self) -> &'static str {
+        "outline-custom-reductions"
+    }
+
+    fn run(&self, module: &mut Module, _cx: &mut PassContext) -> Result<(), PassError> {
+        outline_reductions(module).map(|_| ())
+    }
 }
 
 /// Outlines every reduction on a custom datatype in `@main` (see the module docs); returns

@@ -7,15 +7,15 @@
 
 use std::sync::Arc;
 
-use byoc_core::exec::{ExecOptions, Executor, ExternalModules};
-use byoc_core::ir::Module;
-use byoc_core::passes::host_fuse::group_kind;
-use byoc_core::passes::infer_types;
-use byoc_core::sdk::CompileOptions;
-use byoc_core::sdk::Plugin;
-use byoc_core::tensor::Tensor;
-use byoc_core::text::parse_module;
+use byoc_exec::{ExecOptions, Executor, ExternalModules};
 use byoc_host_llvm::{compile_host, HostCode, HostCodegenError, HostLlvm};
+use byoc_ir::infer_types;
+use byoc_ir::tensor::Tensor;
+use byoc_ir::text::parse_module;
+use byoc_ir::Module;
+use byoc_passes::host_fuse::group_kind;
+use byoc_sdk::CompileOptions;
+use byoc_sdk::Plugin;
 use rand::{Rng, SeedableRng};
 
 pub fn parse(src: &str) -> Module {
@@ -25,7 +25,7 @@ pub fn parse(src: &str) -> Module {
 }
 
 pub fn options(threads: usize) -> CompileOptions {
-    CompileOptions::new().with(byoc_core::sdk::THREADS_OPTION, threads.to_string())
+    CompileOptions::new().with(byoc_sdk::THREADS_OPTION, threads.to_string())
 }
 
 /// Random float32 inputs for `m`'s parameters, with a few special values mixed in.
@@ -94,7 +94,7 @@ pub fn check_with(m: &Module, x: &[Tensor]) -> usize {
         assert_eq!(got.len(), want.len());
         for (g, w) in got.iter().zip(&want) {
             assert_eq!(g.ty(), w.ty());
-            assert_eq!(bits(g), bits(w), "{}", byoc_core::text::print_module(m));
+            assert_eq!(bits(g), bits(w), "{}", byoc_ir::text::print_module(m));
         }
         compiled = host.externals.len();
     }

@@ -77,7 +77,7 @@ pub enum FormatError {
         /// The output index.
         index: usize,
         /// The tensor, its size and the budget.
-        source: byoc_core::memory::SizeError,
+        source: byoc_sdk::ir::memory::SizeError,
     },
     /// `shape` and `dtype` have different lengths, or a declared count disagrees.
     #[error("node {node} ('{name}'): {what} is {got} but {expected_from} gives {expected}")]

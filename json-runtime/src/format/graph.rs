@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use byoc_core::TensorType;
+use byoc_sdk::ir::TensorType;
 
 /// One output of one node: TVM's `JSONGraphNodeEntry`, written `[node, index, version]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -12,7 +12,7 @@ use std::collections::HashSet;
 use std::fmt;
 use std::str::FromStr;
 
-use byoc_core::{DType, TensorType};
+use byoc_sdk::ir::{DType, TensorType};
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
@@ -384,7 +384,7 @@ fn convert_node(id: usize, raw: RawNode) -> Result<JsonNode, FormatError> {
                 shape: shape.clone(),
             })?;
         let ty = TensorType::new(dims, dt);
-        byoc_core::memory::check_tensor(&ty).map_err(|source| FormatError::Size {
+        byoc_sdk::ir::memory::check_tensor(&ty).map_err(|source| FormatError::Size {
             node: id,
             name: name.clone(),
             index,

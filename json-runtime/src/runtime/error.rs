@@ -1,6 +1,6 @@
 //! Errors of the JSON runtime.
 
-use byoc_core::TensorType;
+use byoc_sdk::ir::TensorType;
 use thiserror::Error;
 
 use super::ProviderError;

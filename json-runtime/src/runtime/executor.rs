@@ -3,8 +3,8 @@
 
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-use byoc_core::tensor::{AlignedBuf, Tensor, TensorMut, TensorRef};
-use byoc_core::TensorType;
+use byoc_sdk::ir::tensor::{AlignedBuf, Tensor, TensorMut, TensorRef};
+use byoc_sdk::ir::TensorType;
 
 use super::plan::{plan, OutSlot, Plan, Slot};
 use super::{ConstantMap, KernelProvider, KernelSpec, NodeKernel, RuntimeError};

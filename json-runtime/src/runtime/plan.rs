@@ -7,7 +7,7 @@
 //! writes the same buffer. Heads that are inputs, constants or repeated entries are copied
 //! into their output tensor after the kernels ran.
 
-use byoc_core::TensorType;
+use byoc_sdk::ir::TensorType;
 
 use crate::format::{Entry, JsonGraph, NodeKind};
 

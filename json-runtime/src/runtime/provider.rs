@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use byoc_core::tensor::{Tensor, TensorMut, TensorRef};
-use byoc_core::TensorType;
+use byoc_sdk::ir::tensor::{Tensor, TensorMut, TensorRef};
+use byoc_sdk::ir::TensorType;
 use thiserror::Error;
 
 use crate::format::NodeAttrs;

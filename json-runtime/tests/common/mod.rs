@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use byoc_core::tensor::{Tensor, TensorMut, TensorRef};
-use byoc_json_runtime::{ConstantMap, HostProvider, JsonRuntime};
+use byoc_exec::json_host::HostProvider;
+use byoc_ir::tensor::{Tensor, TensorMut, TensorRef};
+use byoc_json_runtime::{ConstantMap, JsonRuntime};
 
 /// A fixture graph: its JSON text and its `.npz` arrays (inputs, constants, `expected`).
 pub struct Fixture {
@@ -23,7 +24,7 @@ pub fn data_path(name: &str) -> PathBuf {
 
 pub fn fixture(name: &str) -> Fixture {
     let json = std::fs::read_to_string(data_path(&format!("{name}.json"))).unwrap();
-    let arrays = byoc_core::io::read_npz(data_path(&format!("{name}.npz"))).unwrap();
+    let arrays = byoc_artifact::io::read_npz(data_path(&format!("{name}.npz"))).unwrap();
     Fixture { json, arrays }
 }
 

@@ -1,7 +1,7 @@
 //! Errors of pattern parsing, each located at a line and column of the pattern text.
 
-use byoc_core::ir::{IrError, Span};
-use byoc_core::op::Arity;
+use byoc_ir::op::Arity;
+use byoc_ir::{IrError, Span};
 use thiserror::Error;
 
 /// A pattern text that does not parse, with where.
@@ -73,7 +73,7 @@ pub enum ParseErrorKind {
     Attr(IrError),
     /// A dtype name that is not one.
     #[error("{0}")]
-    DType(byoc_core::ir::DTypeError),
+    DType(byoc_ir::DTypeError),
     /// A side of `|` with no pattern.
     #[error("empty alternative: expected a pattern {side} '|'")]
     EmptyAlternative {

@@ -4,7 +4,7 @@
 //! a digit is a tuple-get-item (`p.0`), and a number right after a dot is always an integer, so
 //! `p.0.1` reads as two projections.
 
-use byoc_core::ir::Span;
+use byoc_ir::Span;
 
 use super::error::{ParseErrorKind, PatternParseError};
 

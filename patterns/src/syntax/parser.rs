@@ -20,9 +20,9 @@
 
 use std::collections::HashMap;
 
-use byoc_core::ir::{AttrValue, Attrs, Span, TensorType, Type};
-use byoc_core::op::OpRegistry;
-use byoc_core::DType;
+use byoc_ir::op::OpRegistry;
+use byoc_ir::DType;
+use byoc_ir::{AttrValue, Attrs, Span, TensorType, Type};
 
 use super::error::{ParseErrorKind, PatternParseError};
 use super::lexer::{tokenize, Tok, Token};

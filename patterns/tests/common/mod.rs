@@ -3,8 +3,8 @@
 
 #![allow(dead_code, reason = "each test file uses a different subset")]
 
-use byoc_core::ir::{Attrs, ExprId, Function, FunctionBuilder, Module, Type};
-use byoc_core::{DType, TensorType};
+use byoc_ir::{Attrs, ExprId, Function, FunctionBuilder, Module, Type};
+use byoc_ir::{DType, TensorType};
 use byoc_patterns::{MergeComposite, PatternTable};
 
 /// A float32 tensor type.
@@ -28,7 +28,7 @@ pub fn finish(b: FunctionBuilder, params: Vec<ExprId>, body: ExprId) -> Function
         .finish(params, body, Attrs::new())
         .expect("test function verifies");
     let mut m = Module::from_main(f);
-    byoc_core::passes::infer_types(&mut m).expect("test function type-checks");
+    byoc_ir::infer_types(&mut m).expect("test function type-checks");
     m.remove("main").expect("main exists")
 }
 
@@ -39,7 +39,7 @@ pub fn merge(f: Function, table: &PatternTable) -> Function {
         .apply(&mut m)
         .expect("merge composite succeeds");
     let out = m.remove("main").expect("main exists");
-    byoc_core::ir::verify_function(&out).expect("result verifies");
+    byoc_ir::verify_function(&out).expect("result verifies");
     out
 }
 
@@ -68,7 +68,7 @@ pub fn composite(
 
 /// Asserts structural equality with a readable failure.
 pub fn assert_same(got: &Function, want: &Function) {
-    if let Err(m) = byoc_core::ir::structural_eq_function(got, want) {
+    if let Err(m) = byoc_ir::structural_eq_function(got, want) {
         panic!("functions differ: {m}\n got: {got:#?}");
     }
 }

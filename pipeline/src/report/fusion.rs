@@ -2,9 +2,9 @@
 //! json` prints them: one entry per fused host function, with its kind, ops, anchor, inputs
 //! and output. The text format prints the module and then one comment line per group.
 
-use byoc_core::byoc::COMPILER;
-use byoc_core::ir::Module;
-use byoc_core::passes::host_fuse::{
+use byoc_ir::partition::target_of;
+use byoc_ir::Module;
+use byoc_passes::host_fuse::{
     anchor_op, group_kind, reduction_op, FUSED_PREFIX, HOST_CODEGEN_TARGET,
 };
 use serde::Serialize;
@@ -52,7 +52,7 @@ impl FusionSummary {
             .filter(|(name, _)| name.starts_with(FUSED_PREFIX))
             .map(|(name, f)| FusionGroup {
                 function: name.to_string(),
-                target: f.attrs.get_str(COMPILER).map(str::to_string),
+                target: target_of(f).map(str::to_string),
                 kind: group_kind(f),
                 ops: f.op_names(),
                 anchor: anchor_op(f),

@@ -12,7 +12,7 @@
 //! Colours: the host is grey; each target gets one palette entry, in the order of the selected
 //! targets, then any other target found in the module in order of appearance.
 
-use byoc_core::ir::{Callee, Expr, ExprId, Function, Module};
+use byoc_ir::{Callee, Expr, ExprId, Function, Module};
 
 /// What a node stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -245,7 +245,7 @@ impl ViewGraph {
                         }
                         Callee::Global(name) => match module.get(name) {
                             Some(g) if !stack.contains(name) => {
-                                let inner = match g.attrs.get_str("Compiler") {
+                                let inner = match byoc_ir::partition::target_of(g) {
                                     Some(target) => {
                                         self.clusters.push(Cluster {
                                             name: name.clone(),

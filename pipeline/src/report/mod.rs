@@ -15,13 +15,17 @@ pub mod html;
 pub mod summary;
 pub mod svg;
 
-use byoc_core::analysis::regions::RegionError;
+use std::fmt;
+use std::str::FromStr;
+
+use byoc_ir::analysis::regions::RegionError;
 use thiserror::Error;
 
 use crate::pipeline::{Partitioned, Stage};
 
-/// Output formats of `byoc inspect`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+/// Output formats of `byoc inspect`, named on the command line by [`Format::name`] (parsed
+/// back by [`FromStr`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     /// The module in the Relay text format.
     Text,
@@ -36,6 +40,9 @@ pub enum Format {
 }
 
 impl Format {
+    /// Every format, in the order the command line lists them.
+    pub const ALL: [Format; 4] = [Format::Text, Format::Json, Format::Dot, Format::Html];
+
     /// The name on the command line.
     pub fn name(self) -> &'static str {
         match self {
@@ -44,6 +51,28 @@ impl Format {
             Format::Dot => "dot",
             Format::Html => "html",
         }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A name that is not one of the [`Format`]s.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[error("unknown format '{0}' (expected text, json, dot or html)")]
+pub struct UnknownFormat(pub String);
+
+impl FromStr for Format {
+    type Err = UnknownFormat;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Format::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| UnknownFormat(s.to_string()))
     }
 }
 
@@ -89,13 +118,13 @@ pub fn render(
     let graph = || graph::ViewGraph::of_main(&result.module, targets).ok_or(ReportError::NoMain);
     Ok(match format {
         Format::Text if stage == Stage::HostFuse => {
-            let module = byoc_core::text::print_module(&result.module);
+            let module = byoc_ir::text::print_module(&result.module);
             format!(
                 "{module}{}",
                 fusion::FusionSummary::of(&result.module).to_comments()
             )
         }
-        Format::Text => byoc_core::text::print_module(&result.module),
+        Format::Text => byoc_ir::text::print_module(&result.module),
         Format::Json if stage == Stage::Partition => summary().to_json(),
         Format::Json if stage == Stage::HostFuse => {
             fusion::FusionSummary::of(&result.module).to_json()

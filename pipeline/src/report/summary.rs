@@ -24,10 +24,13 @@
 
 use std::collections::BTreeMap;
 
-use byoc_core::analysis::regions::{composite_call, literal_members, RegionError, RegionSet};
-use byoc_core::byoc::{is_external, COMPILER, COMPOSITE, HOST_TARGET, PARTITIONED_FROM_PATTERN};
-use byoc_core::ir::{Callee, Expr, ExprId, Function, Module, Type};
-use byoc_core::passes::prune::{PruneReason, Pruned};
+use byoc_ir::analysis::regions::{composite_call, literal_members, RegionError, RegionSet};
+use byoc_ir::partition::{
+    skipped_by_passes, target_of, COMPOSITE, HOST_TARGET, PARTITIONED_FROM_PATTERN,
+};
+use byoc_ir::{Callee, Expr, ExprId, Function, Module, Type};
+use byoc_passes::host_fuse::HOST_CODEGEN_TARGET;
+use byoc_passes::prune::{PruneReason, Pruned};
 use serde::Serialize;
 
 use crate::pipeline::{Partitioned, Stage};
@@ -109,7 +112,9 @@ impl Summary {
         let mut host_ops = Vec::new();
         for (name, f) in sorted_functions(&result.module) {
             let (ops, composites) = op_calls(f);
-            match f.attrs.get_str(COMPILER) {
+            match target_of(f) {
+                // Fused host groups (after the host passes) are the host's ops.
+                Some(HOST_CODEGEN_TARGET) | None => host_ops.extend(ops),
                 Some(target) => functions.push(FunctionSummary {
                     name: name.to_string(),
                     target: target.to_string(),
@@ -118,7 +123,6 @@ impl Summary {
                     num_inputs: f.params.len(),
                     num_outputs: num_outputs(f),
                 }),
-                None => host_ops.extend(ops),
             }
         }
         host_ops.sort();
@@ -206,7 +210,7 @@ impl StageSummary {
         };
         let mut composites: BTreeMap<(String, String), usize> = BTreeMap::new();
         for (name, f) in sorted_functions(&result.module) {
-            if is_external(f) {
+            if skipped_by_passes(f) {
                 continue;
             }
             let regions = RegionSet::build(f, name, true)?;

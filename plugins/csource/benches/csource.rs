@@ -7,10 +7,10 @@
 
 use std::time::{Duration, Instant};
 
-use byoc_core::exec::{ExecOptions, Executor};
-use byoc_core::ir::{AttrValue, Attrs, DType, FunctionBuilder, Module, TensorType, Type};
-use byoc_core::passes::infer_types;
-use byoc_core::Tensor;
+use byoc_exec::{ExecOptions, Executor};
+use byoc_ir::infer_types;
+use byoc_ir::Tensor;
+use byoc_ir::{AttrValue, Attrs, DType, FunctionBuilder, Module, TensorType, Type};
 use byoc_plugin_csource::{
     compile, CSourceCodegen, CodegenOptions, CompilerOptions, LoadedPartition,
 };

@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-use byoc_core::ir::TensorType;
-use byoc_core::Tensor;
+use byoc_sdk::ir::Tensor;
+use byoc_sdk::ir::TensorType;
 use thiserror::Error;
 
 use crate::codegen::GeneratedSource;

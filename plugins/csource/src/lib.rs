@@ -36,4 +36,4 @@ pub use module::{CSourceModule, ModuleFormatError};
 pub use plugin::{options_schema, CSource, Settings};
 pub use runtime::{LoadError, LoadedPartition, RunError};
 
-byoc_core::export_plugin!(CSource, CSource::new());
+byoc_sdk::export_plugin!(CSource, CSource::new());

@@ -23,9 +23,9 @@
 
 use std::sync::Arc;
 
-use byoc_core::ir::TensorType;
-use byoc_core::sdk::{CompiledModule, PluginError, TensorMut, TensorRef};
-use byoc_core::Tensor;
+use byoc_sdk::ir::Tensor;
+use byoc_sdk::ir::TensorType;
+use byoc_sdk::{CompiledModule, PluginError, TensorMut, TensorRef};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 

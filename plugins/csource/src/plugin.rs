@@ -15,8 +15,8 @@
 
 use std::sync::Arc;
 
-use byoc_core::sdk::prelude::*;
-use byoc_core::sdk::OptionsError;
+use byoc_sdk::prelude::*;
+use byoc_sdk::OptionsError;
 
 use crate::codegen::{check_call, CSourceCodegen, CodegenOptions, GeneratedSource};
 use crate::compile::{compile, CompilerOptions};

@@ -18,10 +18,10 @@ use std::ffi::{c_char, c_void};
 use std::io::Write as _;
 use std::sync::Arc;
 
-use byoc_core::ir::TensorType;
-use byoc_core::sdk::native::{check_shared_object, NativeCodeError};
-use byoc_core::tensor::{TensorMut, TensorRef};
-use byoc_core::Tensor;
+use byoc_sdk::ir::tensor::{TensorMut, TensorRef};
+use byoc_sdk::ir::Tensor;
+use byoc_sdk::ir::TensorType;
+use byoc_sdk::native::{check_shared_object, NativeCodeError};
 use thiserror::Error;
 
 use crate::compile::SharedObject;

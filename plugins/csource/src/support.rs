@@ -7,8 +7,8 @@
 //! [`SUPPORTED_OPS`], and every listed op is lowered; the tests partition with the plugin's
 //! description and compile what comes out, so a drift shows up as a codegen error.
 
-use byoc_core::ir::{AttrValue, DType};
-use byoc_core::target::OpRule;
+use byoc_sdk::ir::target::OpRule;
+use byoc_sdk::ir::{AttrValue, DType};
 
 /// The target name: the `Compiler` attribute of csource partitions and the prefix of its
 /// composite names.

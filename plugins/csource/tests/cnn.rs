@@ -6,17 +6,17 @@
 mod common;
 
 use anyhow::{anyhow, Result};
-use byoc_core::ir::{Attrs, ExprId, FunctionBuilder, Module};
-use byoc_core::passes::annotate_target::AnnotateTarget;
-use byoc_core::passes::infer_types;
-use byoc_core::passes::merge_compiler_regions::MergeCompilerRegions;
-use byoc_core::passes::partition_graph::PartitionGraph;
-use byoc_core::passes::prune::op_names;
-use byoc_core::sdk::Plugin;
-use byoc_core::{DType, TensorType, Type};
+use byoc_ir::infer_types;
+use byoc_ir::{Attrs, ExprId, FunctionBuilder, Module};
+use byoc_ir::{DType, TensorType, Type};
+use byoc_passes::annotate_target::AnnotateTarget;
+use byoc_passes::merge_compiler_regions::MergeCompilerRegions;
+use byoc_passes::partition_graph::PartitionGraph;
+use byoc_passes::prune::op_names;
 use byoc_patterns::{MergeComposite, PatternTable};
 use byoc_plugin_csource::support::pattern_table_text;
 use byoc_plugin_csource::{CSource, CodegenOptions};
+use byoc_sdk::Plugin;
 use common::{check_function, random};
 
 fn conv_block(

@@ -5,9 +5,9 @@
 mod common;
 
 use anyhow::{anyhow, Result};
-use byoc_core::ir::{Attrs, Callee, Expr, FunctionBuilder, Module};
-use byoc_core::passes::infer_types;
-use byoc_core::{DType, TensorType, Type};
+use byoc_ir::infer_types;
+use byoc_ir::{Attrs, Callee, Expr, FunctionBuilder, Module};
+use byoc_ir::{DType, TensorType, Type};
 use byoc_plugin_csource::CodegenOptions;
 use common::{as_partition, check_function, module, random};
 

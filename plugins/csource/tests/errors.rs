@@ -5,8 +5,8 @@
 mod common;
 
 use anyhow::{anyhow, Result};
-use byoc_core::ir::Attrs;
-use byoc_core::{DType, Tensor, TensorType};
+use byoc_ir::Attrs;
+use byoc_ir::{DType, Tensor, TensorType};
 use byoc_plugin_csource::{
     compile, CSourceCodegen, CodegenError, CodegenOptions, CompileError, CompilerOptions,
     LoadError, LoadedPartition, RunError, SharedObject,

@@ -1,4 +1,4 @@
-//! Every supported op, compiled to C and compared with byoc-core's host kernels through the
+//! Every supported op, compiled to C and compared with byoc's host kernels through the
 //! host executor, on odd shapes: sizes that are not multiples of 8, asymmetric padding,
 //! dilation, groups and depthwise, strides, ceil_mode, broadcasting.
 

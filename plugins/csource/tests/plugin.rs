@@ -9,11 +9,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{anyhow, Result};
-use byoc_core::ir::Attrs;
-use byoc_core::sdk::{CompileOptions, CompiledModule, PartitionedFunction, Plugin, TensorMut};
-use byoc_core::Tensor;
+use byoc_ir::Attrs;
+use byoc_ir::Tensor;
 use byoc_plugin_csource::module::{CSourceModule, MODULE_MAGIC};
 use byoc_plugin_csource::CSource;
+use byoc_sdk::{CompileOptions, CompiledModule, PartitionedFunction, Plugin, TensorMut};
 use common::{as_partition, assert_close, host, inputs_for, module};
 
 /// A conv2d + bias + relu composite, a pool and a softmax-free dense head.
@@ -90,7 +90,7 @@ fn description_lists_ops_patterns_predicates_and_pruning() -> Result<()> {
         .iter()
         .map(|&a| main.ty(a).cloned().ok_or_else(|| anyhow!("untyped")))
         .collect::<Result<_>>()?;
-    let view = byoc_core::sdk::CallView {
+    let view = byoc_sdk::CallView {
         op,
         attrs: &call.attrs,
         arg_types: &arg_types,

@@ -1,13 +1,13 @@
-//! The support description is consistent with byoc-core and byoc-patterns: every listed op is
+//! The support description is consistent with byoc-ir and byoc-patterns: every listed op is
 //! registered and has the attributes it pins, the pattern table parses, and the plugin's
 //! description accepts and rejects what the table says.
 
 use anyhow::{anyhow, Result};
-use byoc_core::op::OpRegistry;
-use byoc_core::sdk::Plugin;
+use byoc_ir::op::OpRegistry;
 use byoc_patterns::PatternTable;
 use byoc_plugin_csource::support::{pattern_table_text, PATTERNS, SUPPORTED_OPS, TARGET};
 use byoc_plugin_csource::CSource;
+use byoc_sdk::Plugin;
 
 #[test]
 fn listed_ops_exist_with_their_attributes() -> Result<()> {
@@ -47,6 +47,6 @@ fn target_rules_pin_layouts_and_float32() {
     assert_eq!(t.rules().len(), SUPPORTED_OPS.len());
     let conv = t.rules().iter().find(|r| r.op == "nn.conv2d");
     let conv = conv.map(|r| (r.attrs.len(), r.dtypes.clone()));
-    assert_eq!(conv, Some((2, Some(vec![byoc_core::DType::Float32]))));
+    assert_eq!(conv, Some((2, Some(vec![byoc_ir::DType::Float32]))));
     assert!(!t.lists_op("exp"));
 }

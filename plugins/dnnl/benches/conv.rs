@@ -13,8 +13,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use byoc_core::ir::DType;
-use byoc_core::{Tensor, TensorType};
+use byoc_ir::DType;
+use byoc_ir::{Tensor, TensorType};
 use byoc_json_runtime::ConstantMap;
 use byoc_plugin_dnnl::dnnl::{
     ffi, Attr, Engine, Memory, MemoryDesc, OpDesc, PostOp, Primitive, PrimitiveDesc, Query, Stream,

@@ -22,8 +22,8 @@ pub mod options;
 pub mod runtime;
 pub mod support;
 
-use byoc_core::sdk::prelude::*;
 use byoc_json_runtime::serialize::{external_symbol, serialize};
+use byoc_sdk::prelude::*;
 
 pub use module::DnnlModule;
 pub use options::{Bf16Support, FPMATH_OPTION, INT8_EPILOGUE_OPTION};
@@ -32,7 +32,7 @@ pub use runtime::{DnnlRuntime, FpMath, Int8Epilogue, RuntimeError, RuntimeOption
 /// The compile option naming the OpenMP thread count of runs: the host's `--threads`, or
 /// `--plugin-option threads=N` (0 or absent: OpenMP's default, `OMP_NUM_THREADS` or all
 /// cores).
-pub use byoc_core::sdk::THREADS_OPTION;
+pub use byoc_sdk::THREADS_OPTION;
 
 /// The dnnl plugin.
 #[derive(Clone, Copy, Debug, Default)]

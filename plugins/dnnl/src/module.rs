@@ -3,9 +3,9 @@
 //! ([`Serialized::to_bytes`]), not the primitives: deserializing rebuilds the primitives for
 //! the machine it runs on.
 
-use byoc_core::sdk::{CompiledModule, PluginError};
-use byoc_core::tensor::{TensorMut, TensorRef};
 use byoc_json_runtime::Serialized;
+use byoc_sdk::ir::tensor::{TensorMut, TensorRef};
+use byoc_sdk::{CompiledModule, PluginError};
 
 use crate::runtime::{DnnlRuntime, RuntimeOptions};
 

@@ -11,7 +11,7 @@
 //! Other `dnnl.*` keys are refused by the SDK's option schema (a misspelt option must not
 //! silently run float32).
 
-use byoc_core::sdk::prelude::*;
+use byoc_sdk::prelude::*;
 
 use crate::dnnl::{effective_cpu_isa, ffi};
 use crate::runtime::{FpMath, Int8Epilogue, RuntimeOptions};

@@ -48,7 +48,7 @@
 //!   `nn.batch_matmul`, `nn.layer_norm` or `nn.global_avg_pool2d` go back to the host (TVM's
 //!   `prune_dnnl_subgraphs`).
 
-use byoc_core::sdk::prelude::*;
+use byoc_sdk::prelude::*;
 
 use crate::composite::{IntRoot, CHANNEL_SHUFFLE, QUANTIZE, REQUANTIZE};
 use crate::runtime::MAX_SPLIT_REDUCTION;
@@ -583,7 +583,7 @@ fn per_channel_operand(call: &CallView<'_>, out: &[usize]) -> Result<(), RejectR
 #[cfg(test)]
 mod tests {
     use super::*;
-    use byoc_core::ir::Attrs;
+    use byoc_sdk::ir::Attrs;
 
     #[test]
     fn names_follow_the_contract_and_tvm_order() {
@@ -618,7 +618,7 @@ mod tests {
             .into_iter()
             .find(|f| f.name() == entry)
             .unwrap();
-        let op = byoc_core::op::OpRegistry::lookup(op).unwrap();
+        let op = byoc_sdk::ir::op::OpRegistry::lookup(op).unwrap();
         let ty = |s: &[usize]| Type::tensor(s.to_vec(), DType::Float32);
         let arg_types: Vec<Type> = args.iter().map(|s| ty(s)).collect();
         let result_type = ty(out);
@@ -644,7 +644,7 @@ mod tests {
             .find(|e| e.name() == "dnnl.qconv2d")
             .copied()
             .unwrap();
-        let op = byoc_core::op::OpRegistry::lookup("nn.conv2d").unwrap();
+        let op = byoc_sdk::ir::op::OpRegistry::lookup("nn.conv2d").unwrap();
         let check = |w: Vec<usize>| {
             let arg_types = [
                 Type::tensor(vec![1, 4096, 8, 8], DType::Int8),
@@ -704,7 +704,7 @@ mod tests {
     #[test]
     fn a_channel_shuffle_root_goes_back_to_the_data_shape() {
         let check = |x: &[usize], out: &[usize]| {
-            let op = byoc_core::op::OpRegistry::lookup("reshape").unwrap();
+            let op = byoc_sdk::ir::op::OpRegistry::lookup("reshape").unwrap();
             let arg_types = [Type::tensor(x.to_vec(), DType::Float32)];
             channel_shuffle_check(&CallView {
                 op: &op,

@@ -4,9 +4,9 @@
 
 mod common;
 
-use byoc_core::sdk::PartitionedFunction;
 use byoc_json_runtime::serialize::serialize;
 use byoc_plugin_dnnl::DnnlRuntime;
+use byoc_sdk::PartitionedFunction;
 use common::{check, konst, partition, tensor};
 
 /// `%name = conv(src) + bias, relu` as a `dnnl.conv2d_bias_relu` composite call on 9x9 maps.
@@ -52,7 +52,7 @@ fn fire(concat: &str, tail: &str) -> String {
 }
 
 /// The steps of `text`'s module (after checking it against the host on `inputs`).
-fn steps(text: &str, inputs: &[byoc_core::Tensor]) -> Vec<String> {
+fn steps(text: &str, inputs: &[byoc_ir::Tensor]) -> Vec<String> {
     check(text, inputs);
     let f = PartitionedFunction::from_text(text).unwrap();
     let s = serialize(&f.function, "dnnl_test").unwrap();
@@ -61,7 +61,7 @@ fn steps(text: &str, inputs: &[byoc_core::Tensor]) -> Vec<String> {
 }
 
 /// Checks `text` against the host on `inputs` and returns its number of concat steps.
-fn concat_steps(text: &str, inputs: &[byoc_core::Tensor]) -> usize {
+fn concat_steps(text: &str, inputs: &[byoc_ir::Tensor]) -> usize {
     let labels = steps(text, inputs);
     labels.iter().filter(|l| l.starts_with("concat")).count()
 }

@@ -5,14 +5,14 @@
 
 mod common;
 
-use byoc_core::sdk::{CompileOptions, PartitionedFunction, Plugin};
-use byoc_core::Tensor;
+use byoc_ir::Tensor;
 use byoc_json_runtime::serialize::serialize;
 use byoc_plugin_dnnl::dnnl::effective_cpu_isa;
 use byoc_plugin_dnnl::options::runtime_options;
 use byoc_plugin_dnnl::{
     Bf16Support, DnnlModule, DnnlPlugin, FpMath, Int8Epilogue, RuntimeOptions, FPMATH_OPTION,
 };
+use byoc_sdk::{CompileOptions, PartitionedFunction, Plugin};
 use common::{host, konst, partition, rel_err, run, tensor};
 
 const BF16: RuntimeOptions = RuntimeOptions {

@@ -11,13 +11,13 @@ mod common;
 
 use std::sync::Arc;
 
-use byoc_core::exec::{ExecOptions, Executor};
-use byoc_core::passes::{infer_types, Pass, PassContext, QConfig, Quantize};
-use byoc_core::plugin::{compile_externals, Runtimes};
-use byoc_core::sdk::{CompileOptions, PartitionedFunction, Plugin};
-use byoc_core::text::parse_module;
-use byoc_core::{Module, Tensor};
+use byoc_exec::plugin::{compile_externals, Runtimes};
+use byoc_exec::{ExecOptions, Executor};
+use byoc_ir::infer_types;
+use byoc_ir::text::parse_module;
+use byoc_ir::{Module, Tensor};
 use byoc_json_runtime::serialize::serialize;
+use byoc_passes::{Pass, PassContext, QConfig, Quantize};
 use byoc_pipeline::pipeline::{partition, PartitionOptions};
 use byoc_pipeline::report::summary::Summary;
 use byoc_pipeline::target::Target;
@@ -25,6 +25,7 @@ use byoc_plugin_dnnl::support::TARGET;
 use byoc_plugin_dnnl::{
     DnnlModule, DnnlPlugin, Int8Epilogue, RuntimeOptions, INT8_EPILOGUE_OPTION, THREADS_OPTION,
 };
+use byoc_sdk::{CompileOptions, PartitionedFunction, Plugin};
 use common::{compile_error, partition as dnnl_partition, values};
 
 /// Every conv2d and dense quantized (TVM's qconfig with no skipped layer).

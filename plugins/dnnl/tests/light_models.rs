@@ -19,19 +19,20 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use byoc_core::exec::{ExecOptions, Executor};
-use byoc_core::io::read_npz;
-use byoc_core::passes::{infer_types, Pass, PassContext, QConfig, Quantize};
-use byoc_core::plugin::{compile_externals, Runtimes};
-use byoc_core::sdk::{CompileOptions, Plugin};
-use byoc_core::text::{parse_module, print_module};
-use byoc_core::Module;
+use byoc_artifact::io::read_npz;
+use byoc_exec::plugin::{compile_externals, Runtimes};
+use byoc_exec::{ExecOptions, Executor};
+use byoc_ir::infer_types;
+use byoc_ir::text::{parse_module, print_module};
+use byoc_ir::Module;
+use byoc_passes::{Pass, PassContext, QConfig, Quantize};
 use byoc_pipeline::model::load_model;
 use byoc_pipeline::pipeline::{partition, PartitionOptions};
 use byoc_pipeline::report::summary::Summary;
 use byoc_pipeline::target::Target;
 use byoc_plugin_dnnl::support::TARGET;
 use byoc_plugin_dnnl::{DnnlPlugin, THREADS_OPTION};
+use byoc_sdk::{CompileOptions, Plugin};
 use light::{check, light_dir};
 
 fn dnnl() -> Result<Target> {

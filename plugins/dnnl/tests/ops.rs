@@ -1,4 +1,4 @@
-//! Per-op numerical tests: single-op dnnl partitions against byoc-core's host executor
+//! Per-op numerical tests: single-op dnnl partitions against byoc's host executor
 //! (max relative error ≤ 1e-4, float32), on odd shapes: channels that are not multiples of
 //! 8/16, one-sided and asymmetric padding, groups, depthwise, dilation, broadcasting.
 

@@ -5,10 +5,10 @@ mod common;
 
 use std::sync::Arc;
 
-use byoc_core::sdk::{CompileOptions, PartitionedFunction, Plugin};
-use byoc_core::Tensor;
+use byoc_ir::Tensor;
 use byoc_json_runtime::serialize::serialize;
 use byoc_plugin_dnnl::{DnnlPlugin, DnnlRuntime};
+use byoc_sdk::{CompileOptions, PartitionedFunction, Plugin};
 use common::{compile_error, host, konst, partition, rel_err, run, tensor};
 
 /// conv → relu → conv + residual add → pools: blocked layouts, reorders and arena reuse.

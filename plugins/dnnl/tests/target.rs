@@ -6,10 +6,10 @@
 
 use std::collections::BTreeMap;
 
-use byoc_core::exec::{ExecOptions, Executor};
-use byoc_core::ir::{Callee, Expr, Module};
-use byoc_core::text::parse_module;
-use byoc_core::{Tensor, Type};
+use byoc_exec::{ExecOptions, Executor};
+use byoc_ir::text::parse_module;
+use byoc_ir::{Callee, Expr, Module};
+use byoc_ir::{Tensor, Type};
 use byoc_pipeline::pipeline::{partition, PartitionOptions, Partitioned, Stage};
 use byoc_pipeline::report::summary::Summary;
 use byoc_pipeline::target::Target;

@@ -35,4 +35,4 @@ pub type P16 = Posit<16>;
 /// `posit<32, 2>`.
 pub type P32 = Posit<32>;
 
-byoc_core::export_plugin!(PositPlugin, PositPlugin);
+byoc_sdk::export_plugin!(PositPlugin, PositPlugin);

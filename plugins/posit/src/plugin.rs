@@ -3,7 +3,7 @@
 //! cast to the C functions of [`crate::cabi`], and the quire's exact dot product
 //! (`PositNes2QuireDot`) as the `DotProduct` lowering, enabled by the flag `posit.quire`.
 
-use byoc_core::sdk::{
+use byoc_sdk::{
     CompileOptions, CompiledModule, CustomDatatype, DatatypeLowering, LoweringKey, OptionSchema,
     PartitionedFunction, Plugin, PluginError, TargetDescription,
 };

@@ -30,4 +30,4 @@ pub use module::VtaModule;
 pub use plugin::{Settings, Vta};
 pub use sim::{Profile, SimError, Simulator};
 
-byoc_core::export_plugin!(Vta, Vta::new());
+byoc_sdk::export_plugin!(Vta, Vta::new());

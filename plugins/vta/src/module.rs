@@ -19,8 +19,8 @@
 
 use std::sync::Mutex;
 
-use byoc_core::sdk::{CompiledModule, PluginError, TensorMut, TensorRef};
-use byoc_core::Tensor;
+use byoc_sdk::ir::Tensor;
+use byoc_sdk::{CompiledModule, PluginError, TensorMut, TensorRef};
 use serde::{Deserialize, Serialize};
 
 use crate::compiler::layer::{
@@ -104,7 +104,7 @@ fn err(e: impl std::fmt::Display) -> PluginError {
 /// `n` zeros for `what`, or an error when the memory cannot be allocated (the sizes come from
 /// the compiled program, which an artifact carries).
 fn zeroed<T: Clone + Default>(n: usize, what: &str) -> Result<Vec<T>, PluginError> {
-    byoc_core::memory::try_vec_of(n, T::default()).ok_or_else(|| {
+    byoc_sdk::ir::memory::try_vec_of(n, T::default()).ok_or_else(|| {
         err(format!(
             "vta: {what} ({n} values of {} bytes) cannot be allocated",
             size_of::<T>()
@@ -132,7 +132,7 @@ fn packed_len(spec: &LayerSpec, b: usize, k: usize) -> usize {
 impl VtaModule {
     /// Compiles a partition.
     pub fn compile(
-        f: &byoc_core::ir::Function,
+        f: &byoc_sdk::ir::Function,
         config: &VtaConfig,
         threads: usize,
     ) -> Result<Self, CompileError> {

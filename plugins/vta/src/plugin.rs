@@ -12,7 +12,7 @@
 //! Options (`--plugin-option KEY=VALUE`): `vta.config=FILE.json` (a `vta_config.json`),
 //! `vta.virtual_threads=1|2` (default 2).
 
-use byoc_core::sdk::prelude::*;
+use byoc_sdk::prelude::*;
 
 use crate::config::VtaConfig;
 use crate::module::VtaModule;

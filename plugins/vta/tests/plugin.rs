@@ -5,11 +5,11 @@
 mod common;
 
 use anyhow::{anyhow, Result};
-use byoc_core::ir::{AttrValue, Attrs, FunctionBuilder, Module};
-use byoc_core::passes::infer_types;
-use byoc_core::sdk::{CompileOptions, PartitionedFunction, Plugin};
-use byoc_core::{DType, Tensor, TensorType, Type};
+use byoc_ir::infer_types;
+use byoc_ir::{AttrValue, Attrs, FunctionBuilder, Module};
+use byoc_ir::{DType, Tensor, TensorType, Type};
 use byoc_plugin_vta::{Vta, VtaConfig};
+use byoc_sdk::{CompileOptions, PartitionedFunction, Plugin};
 use common::{assert_same, build, host, partition, run, Case};
 
 fn partitioned(m: &Module) -> Result<PartitionedFunction> {

@@ -12,7 +12,7 @@
 
 use std::fmt::Write as _;
 
-use byoc_core::ir::TensorType;
+use byoc_sdk::ir::TensorType;
 
 use super::memory::{MemoryPlan, Storage};
 use super::program::Program;

@@ -1,8 +1,8 @@
 //! Errors of C code generation. Every variant names the partition, and the op where one is
 //! involved.
 
-use byoc_core::ir::DType;
-use byoc_core::passes::TypeInferError;
+use byoc_sdk::ir::DType;
+use byoc_sdk::ir::TypeInferError;
 use thiserror::Error;
 
 /// Why a partition could not be turned into C.

@@ -2,7 +2,7 @@
 //!
 //! Every kernel works on dense row-major `float` buffers named by C expressions. All sizes
 //! are known at generation time, so loop bounds, strides and window tables are literals and
-//! the C compiler sees fixed trip counts. Semantics follow the host kernels of byoc-core
+//! the C compiler sees fixed trip counts. Semantics follow the host kernels of byoc-kernels
 //! (Relay v0.16): pooling windows, padding counts, the lowest finite value for an empty max
 //! window, max-subtracted softmax, `fmaxf`-style NaN handling in `relu`.
 

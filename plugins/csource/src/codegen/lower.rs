@@ -16,8 +16,8 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use byoc_core::ir::{Callee, Expr, ExprId, Function, TensorType, Type};
-use byoc_core::Tensor;
+use byoc_sdk::ir::Tensor;
+use byoc_sdk::ir::{Callee, Expr, ExprId, Function, TensorType, Type};
 
 use super::error::CodegenError;
 use super::kernel::{Epilogue, EpilogueOp, Kernel};

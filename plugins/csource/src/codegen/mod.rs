@@ -24,10 +24,11 @@ mod writer;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use byoc_core::ir::{Function, TensorType, Type};
-use byoc_core::passes::infer_function;
-use byoc_core::target::{CallView, RejectReason};
-use byoc_core::Tensor;
+use byoc_sdk::ir::infer_function;
+use byoc_sdk::ir::partition::{symbol_of, target_of};
+use byoc_sdk::ir::target::{CallView, RejectReason};
+use byoc_sdk::ir::Tensor;
+use byoc_sdk::ir::{Function, TensorType, Type};
 
 pub use error::CodegenError;
 
@@ -95,15 +96,11 @@ impl CSourceCodegen {
 
     /// Generates the C file of the partition `f`.
     pub fn generate(&self, f: &Function) -> Result<GeneratedSource, CodegenError> {
-        let symbol = f
-            .attrs
-            .get_str("global_symbol")
-            .ok_or(CodegenError::MissingSymbol)?
-            .to_string();
+        let symbol = symbol_of(f).ok_or(CodegenError::MissingSymbol)?.to_string();
         if !is_c_identifier(&symbol) {
             return Err(CodegenError::BadSymbol { symbol });
         }
-        match f.attrs.get_str("Compiler") {
+        match target_of(f) {
             Some(TARGET) => {}
             other => {
                 return Err(CodegenError::WrongCompiler {

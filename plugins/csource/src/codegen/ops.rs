@@ -1,11 +1,11 @@
 //! Lowering of one typed op call to a [`Kernel`] (or to a view), with the attribute checks
 //! that decide whether the generator handles it.
 //!
-//! Shapes come from the inferred types, which byoc-core's type relations already checked;
+//! Shapes come from the inferred types, which the IR's type relations already checked;
 //! attributes are read here only for what types do not say (strides, padding, axes, bounds).
 //! Anything outside the supported set is an [`CodegenError::UnsupportedOp`] naming the op.
 
-use byoc_core::ir::{AttrValue, Attrs, TensorType};
+use byoc_sdk::ir::{AttrValue, Attrs, TensorType};
 
 use super::error::CodegenError;
 use super::kernel::{

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use byoc_core::Tensor;
+use byoc_sdk::ir::Tensor;
 
 use super::kernel::Kernel;
 

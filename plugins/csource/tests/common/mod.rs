@@ -1,14 +1,14 @@
 //! Shared helpers: partitions from Relay text, deterministic inputs, and the comparison of a
-//! compiled partition against byoc-core's host executor (the independent reference).
+//! compiled partition against byoc's host executor (the independent reference).
 
 #![allow(dead_code, reason = "each test binary uses a different subset")]
 
 use anyhow::{anyhow, Context, Result};
-use byoc_core::exec::{ExecOptions, Executor};
-use byoc_core::ir::{AttrValue, Attrs, Function, Module, Type};
-use byoc_core::passes::infer_types;
-use byoc_core::text::parse_module;
-use byoc_core::{DType, Tensor, TensorType};
+use byoc_exec::{ExecOptions, Executor};
+use byoc_ir::infer_types;
+use byoc_ir::text::parse_module;
+use byoc_ir::{AttrValue, Attrs, Function, Module, Type};
+use byoc_ir::{DType, Tensor, TensorType};
 use byoc_patterns::{MergeComposite, PatternTable};
 use byoc_plugin_csource::support::pattern_table_text;
 use byoc_plugin_csource::{

@@ -33,8 +33,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use byoc_core::ir::DType;
-use byoc_core::{Tensor, TensorType};
+use byoc_sdk::ir::DType;
+use byoc_sdk::ir::{Tensor, TensorType};
 
 use super::ops::{conv_geometry, ConvGeometry, NodeCx};
 use super::plan::{Builder, ValueId};

@@ -32,10 +32,10 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use byoc_core::ir::DType;
-use byoc_core::tensor::{TensorMut, TensorRef};
-use byoc_core::TensorType;
 use byoc_json_runtime::{ConstantMap, FormatError, JsonGraph, NodeKind};
+use byoc_sdk::ir::tensor::{TensorMut, TensorRef};
+use byoc_sdk::ir::DType;
+use byoc_sdk::ir::TensorType;
 use thiserror::Error;
 
 use crate::dnnl::{channel_block, DataType, DnnlError, Engine, MemoryDesc};

@@ -6,8 +6,8 @@
 
 use std::sync::Arc;
 
-use byoc_core::{Tensor, TensorType};
 use byoc_json_runtime::NodeAttrs;
+use byoc_sdk::ir::{Tensor, TensorType};
 
 use super::attrs::{pad_before, per_axis, Attrs};
 use super::int8;

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::ffi::c_int;
 use std::sync::Arc;
 
-use byoc_core::Tensor;
+use byoc_sdk::ir::Tensor;
 
 use super::int8::{IntPass, IntRange};
 use super::pages::PageBuf;

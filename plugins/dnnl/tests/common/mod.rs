@@ -1,14 +1,14 @@
 //! Shared test helpers: partitions written as Relay text, compiled by the dnnl plugin and
-//! checked against byoc-core's host executor (an implementation independent of oneDNN).
+//! checked against byoc's host executor (an implementation independent of oneDNN).
 
 #![allow(dead_code, reason = "each test binary uses a subset of the helpers")]
 
-use byoc_core::exec::{ExecOptions, Executor};
-use byoc_core::ir::Module;
-use byoc_core::sdk::{CompileOptions, CompiledModule, PartitionedFunction, Plugin};
-use byoc_core::tensor::TensorMut;
-use byoc_core::Tensor;
+use byoc_exec::{ExecOptions, Executor};
+use byoc_ir::tensor::TensorMut;
+use byoc_ir::Module;
+use byoc_ir::Tensor;
 use byoc_plugin_dnnl::DnnlPlugin;
+use byoc_sdk::{CompileOptions, CompiledModule, PartitionedFunction, Plugin};
 
 /// Deterministic values in [-1, 1) (a 64-bit LCG).
 pub fn values(n: usize, seed: u64) -> Vec<f32> {

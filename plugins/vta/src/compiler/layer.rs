@@ -14,8 +14,8 @@
 
 use std::sync::Arc;
 
-use byoc_core::ir::{AttrValue, Callee, Expr, ExprId, Function, Type};
-use byoc_core::{DType, Tensor};
+use byoc_sdk::ir::{AttrValue, Callee, Expr, ExprId, Function, Type};
+use byoc_sdk::ir::{DType, Tensor};
 use serde::{Deserialize, Serialize};
 
 use super::CompileError;
@@ -138,7 +138,7 @@ fn tensor_type(f: &Function, id: ExprId) -> Result<(Vec<usize>, DType), CompileE
     }
 }
 
-fn ints(attrs: &byoc_core::ir::Attrs, name: &str) -> Result<Vec<usize>, CompileError> {
+fn ints(attrs: &byoc_sdk::ir::Attrs, name: &str) -> Result<Vec<usize>, CompileError> {
     let list = attrs
         .get(name)
         .and_then(AttrValue::as_list)
@@ -464,7 +464,7 @@ fn dense_geometry(d: &[usize], w: &[usize]) -> Result<(LayerKind, Geometry), Com
 }
 
 fn conv_geometry(
-    call: &byoc_core::ir::Call,
+    call: &byoc_sdk::ir::Call,
     d: &[usize],
     w: &[usize],
     out: &[usize],

@@ -12,7 +12,7 @@ pub mod tiling;
 
 use std::collections::HashMap;
 
-use byoc_core::ir::{Callee, Expr, ExprId, Function};
+use byoc_sdk::ir::{Callee, Expr, ExprId, Function};
 use thiserror::Error;
 
 use layer::{read_layer, Layer, Resolver, Source};

@@ -1,18 +1,18 @@
 //! Shared helpers: realized int8 layers built with the IR builder, the vta composites merged
-//! and compiled, and the comparison with byoc-core's host executor running the same realized
+//! and compiled, and the comparison with byoc's host executor running the same realized
 //! module with its own integer kernels (the independent reference).
 
 #![allow(dead_code, reason = "each test binary uses a different subset")]
 
 use anyhow::{anyhow, ensure, Result};
-use byoc_core::exec::{ExecOptions, Executor};
-use byoc_core::ir::{AttrValue, Attrs, ExprId, Function, FunctionBuilder, Module};
-use byoc_core::passes::infer_types;
-use byoc_core::sdk::CompiledModule;
-use byoc_core::{DType, Tensor, TensorType, Type};
+use byoc_exec::{ExecOptions, Executor};
+use byoc_ir::infer_types;
+use byoc_ir::{AttrValue, Attrs, ExprId, Function, FunctionBuilder, Module};
+use byoc_ir::{DType, Tensor, TensorType, Type};
 use byoc_patterns::{MergeComposite, PatternTable};
 use byoc_plugin_vta::plugin::pattern_table_text;
 use byoc_plugin_vta::{Profile, VtaConfig, VtaModule};
+use byoc_sdk::CompiledModule;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 

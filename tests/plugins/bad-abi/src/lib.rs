@@ -1,15 +1,15 @@
 //! A plugin from a future SDK: its entry point returns a byoc plugin header (the layout of
-//! `byoc_core::sdk::abi::PluginHeader`, which never changes) with ABI major version 99 and SDK
+//! `byoc_sdk::abi::PluginHeader`, which never changes) with ABI major version 99 and SDK
 //! version 99.0.0. The host must refuse it after reading the header, naming both versions.
 
-/// `byoc_core::sdk::abi::StrView`.
+/// `byoc_sdk::abi::StrView`.
 #[repr(C)]
 pub struct StrView {
     ptr: *const u8,
     len: usize,
 }
 
-/// `byoc_core::sdk::abi::PluginHeader`.
+/// `byoc_sdk::abi::PluginHeader`.
 #[repr(C)]
 pub struct PluginHeader {
     magic: u64,

@@ -2,4 +2,4 @@
 
 use byoc_testplugin_bad_datatype::{BadDatatype, Malformation};
 
-byoc_core::export_plugin!(BadDatatype, BadDatatype(Malformation::TakenCode));
+byoc_sdk::export_plugin!(BadDatatype, BadDatatype(Malformation::TakenCode));

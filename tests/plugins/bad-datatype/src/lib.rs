@@ -11,7 +11,7 @@
 //! Apart from that one problem the declarations are complete: the float32 casts every width
 //! needs are exported below.
 
-use byoc_core::sdk::{
+use byoc_sdk::{
     CompileOptions, CompiledModule, CustomDatatype, DatatypeLowering, LoweringKey,
     PartitionedFunction, Plugin, PluginError, TargetDescription,
 };

@@ -13,9 +13,9 @@
 //! Its `nn.relu` predicate panics for rank-3 tensors, to check that a panicking predicate
 //! only declines the call.
 
-use byoc_core::export_plugin;
-use byoc_core::ir::{Callee, Expr};
-use byoc_core::sdk::{
+use byoc_sdk::export_plugin;
+use byoc_sdk::ir::{Callee, Expr};
+use byoc_sdk::{
     CompileOptions, CompiledModule, OpRule, OptionSchema, PartitionedFunction, Plugin, PluginError,
     TargetDescription, TensorMut, TensorRef,
 };

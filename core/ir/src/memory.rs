@@ -1,0 +1,332 @@
+//! The memory budget: the most bytes one tensor, or one run's buffers together, may take.
+//!
+//! Every tensor type that enters a module is checked where it is created: parameter types by
+//! type inference (text parser) and the ONNX importer, op results by [`crate::op::OpDef::infer_type`]
+//! (so type inference, the importer, constant folding and every pass that builds calls), and
+//! the executor's buffers by its planner. An oversized or overflowing shape is therefore refused
+//! with the tensor, its shape, its size and the budget, before anything is allocated; the
+//! allocations themselves ([`crate::tensor::Tensor::try_zeros`]) are fallible as well.
+//!
+//! The buffers one run of the executor holds at once (its scratch arena and its outputs) are
+//! counted together against the same budget when the run is planned ([`RunTally`]); memory the
+//! system refuses at run time is reported as [`SizeError::Unavailable`], never an abort.
+//!
+//! The budget is process-wide: [`set_budget`] (the CLI's `--max-memory`) sets it; by default it
+//! is the machine's available memory (`MemAvailable` in `/proc/meminfo`), or unlimited where
+//! that cannot be read.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+use thiserror::Error;
+
+use crate::tensor::AlignedBuf;
+use crate::{TensorType, Type};
+
+/// The budget set by [`set_budget`]; 0 means "not set" (use the available memory).
+static BUDGET: AtomicU64 = AtomicU64::new(0);
+
+/// Sets the budget in bytes for the rest of the process (at least 1).
+pub fn set_budget(bytes: u64) {
+    BUDGET.store(bytes.max(1), Ordering::Relaxed);
+}
+
+/// The budget in bytes: the value of [`set_budget`], else the available memory.
+pub fn budget() -> u64 {
+    match BUDGET.load(Ordering::Relaxed) {
+        0 => available_memory().unwrap_or(u64::MAX),
+        b => b,
+    }
+}
+
+/// `MemAvailable` of `/proc/meminfo` in bytes, read once.
+pub fn available_memory() -> Option<u64> {
+    static AVAILABLE: OnceLock<Option<u64>> = OnceLock::new();
+    *AVAILABLE.get_or_init(|| {
+        let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+        let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        kib.checked_mul(1024)
+    })
+}
+
+/// Parses a byte count: digits with an optional `K`, `M`, `G` or `T` suffix (powers of 1024,
+/// an optional trailing `B` or `iB`), e.g. `512M`, `8GiB`, `1000000`.
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let t = t
+        .strip_suffix("iB")
+        .or_else(|| t.strip_suffix('B'))
+        .unwrap_or(t);
+    let not_a_count = || format!("'{text}' is not a byte count (e.g. 512M, 8G, 1000000)");
+    let (digits, shift) = match t.char_indices().last() {
+        Some((i, _)) if t[..i].parse::<u64>().is_err() && t.parse::<u64>().is_err() => {
+            return Err(not_a_count())
+        }
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let shift = match c.to_ascii_uppercase() {
+                'K' => 10,
+                'M' => 20,
+                'G' => 30,
+                'T' => 40,
+                _ => return Err(format!("unknown unit '{c}' in '{text}' (use K, M, G or T)")),
+            };
+            (&t[..i], shift)
+        }
+        _ => (t, 0),
+    };
+    let n: u64 = digits.parse().map_err(|_| not_a_count())?;
+    match n.checked_mul(1u64 << shift) {
+        Some(0) => Err(format!("'{text}': the budget must be positive")),
+        Some(bytes) => Ok(bytes),
+        None => Err(format!("'{text}' is too large")),
+    }
+}
+
+/// A tensor that cannot be represented or that does not fit the budget.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum SizeError {
+    /// The element count or byte size overflows the address space.
+    #[error("{ty} is too large: its size overflows 64 bits")]
+    Overflow {
+        /// The tensor type.
+        ty: TensorType,
+    },
+    /// A dimension does not fit a signed 64-bit integer (what files and attributes hold).
+    #[error("{ty} has a dimension over 2^63-1")]
+    HugeDimension {
+        /// The tensor type.
+        ty: TensorType,
+    },
+    /// The byte size is over the budget.
+    #[error("{ty} needs {}, over the memory budget of {} (see --max-memory)", Bytes(*.bytes), Bytes(*.budget))]
+    OverBudget {
+        /// The tensor type.
+        ty: TensorType,
+        /// Its size in bytes.
+        bytes: u64,
+        /// The budget in bytes.
+        budget: u64,
+    },
+    /// A run's buffers, counted together up to this tensor's, are over the budget.
+    #[error("the run buffer of {ty} ({}) brings the memory of one run to {}, over the memory budget of {} (see --max-memory)", Bytes(*.bytes), Bytes(*.total), Bytes(*.budget))]
+    RunOverBudget {
+        /// The tensor whose buffer crosses the budget.
+        ty: TensorType,
+        /// Its buffer's size in bytes.
+        bytes: u64,
+        /// The run's buffers up to and including this one, in bytes.
+        total: u64,
+        /// The budget in bytes.
+        budget: u64,
+    },
+    /// The system refused the memory of a tensor within the budget.
+    #[error("{ty} needs {}, which the system cannot allocate now (memory budget {}, see --max-memory)", Bytes(*.bytes), Bytes(*.budget))]
+    Unavailable {
+        /// The tensor type.
+        ty: TensorType,
+        /// Its size in bytes.
+        bytes: u64,
+        /// The budget in bytes.
+        budget: u64,
+    },
+}
+
+/// The error for `bytes` of memory for `ty` that could not be allocated.
+pub fn unavailable(ty: &TensorType, bytes: usize) -> SizeError {
+    SizeError::Unavailable {
+        ty: ty.clone(),
+        bytes: bytes as u64,
+        budget: budget(),
+    }
+}
+
+/// A zero-filled buffer of `bytes` for a tensor of `ty`, or [`SizeError::Unavailable`] when the
+/// system refuses the memory: for buffers whose size comes from a model or its inputs.
+pub fn try_buffer(ty: &TensorType, bytes: usize) -> Result<AlignedBuf, SizeError> {
+    AlignedBuf::try_zeroed(bytes).ok_or_else(|| unavailable(ty, bytes))
+}
+
+/// `n` copies of `value`, or `None` when the memory cannot be allocated: for scratch whose
+/// length comes from a model or its inputs.
+pub fn try_vec_of<T: Clone>(n: usize, value: T) -> Option<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).ok()?;
+    v.resize(n, value);
+    Some(v)
+}
+
+/// The running total of buffers that live at the same time (the scratch arena and the outputs
+/// of one run), checked against the budget as each is added.
+#[derive(Debug)]
+pub struct RunTally {
+    total: u64,
+    budget: u64,
+}
+
+impl Default for RunTally {
+    fn default() -> Self {
+        RunTally::new()
+    }
+}
+
+impl RunTally {
+    /// An empty tally under the current budget.
+    pub fn new() -> Self {
+        RunTally {
+            total: 0,
+            budget: budget(),
+        }
+    }
+
+    /// Adds the `bytes` buffer of a tensor of `ty`; an error when the total goes over the
+    /// budget.
+    pub fn add(&mut self, ty: &TensorType, bytes: usize) -> Result<(), SizeError> {
+        let bytes = bytes as u64;
+        let total = self.total.saturating_add(bytes);
+        if total > self.budget {
+            return Err(SizeError::RunOverBudget {
+                ty: ty.clone(),
+                bytes,
+                total,
+                budget: self.budget,
+            });
+        }
+        self.total = total;
+        Ok(())
+    }
+}
+
+/// A byte count printed exactly with a readable approximation: `4000000000 bytes (3.7 GiB)`.
+struct Bytes(u64);
+
+impl fmt::Display for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+        write!(f, "{} bytes", self.0)?;
+        let mut v = self.0 as f64;
+        let mut unit = None;
+        for u in UNITS {
+            if v < 1024.0 {
+                break;
+            }
+            v /= 1024.0;
+            unit = Some(u);
+        }
+        match unit {
+            Some(u) => write!(f, " ({v:.1} {u})"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The byte size of `ty`, checked for overflow (no budget). Every dimension must also fit an
+/// `i64`, so shapes that pass convert to attributes and files without loss.
+pub fn tensor_bytes(ty: &TensorType) -> Result<usize, SizeError> {
+    if crate::dims::dims_i64(&ty.shape).is_none() {
+        return Err(SizeError::HugeDimension { ty: ty.clone() });
+    }
+    crate::dims::product(&ty.shape)
+        .and_then(|n| n.checked_mul(ty.dtype.size_bytes()))
+        .ok_or_else(|| SizeError::Overflow { ty: ty.clone() })
+}
+
+/// The byte size of `ty`, which must be within the budget.
+pub fn check_tensor(ty: &TensorType) -> Result<usize, SizeError> {
+    let bytes = tensor_bytes(ty)?;
+    let budget = budget();
+    if bytes as u64 > budget {
+        return Err(SizeError::OverBudget {
+            ty: ty.clone(),
+            bytes: bytes as u64,
+            budget,
+        });
+    }
+    Ok(bytes)
+}
+
+/// Checks every tensor in `ty` (tuple fields included; function types are not values).
+pub fn check_type(ty: &Type) -> Result<(), SizeError> {
+    match ty {
+        Type::Tensor(t) => check_tensor(t).map(|_| ()),
+        Type::Tuple(fields) => fields.iter().try_for_each(check_type),
+        Type::Func(_) => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::DType;
+
+    #[test]
+    fn byte_counts_parse_with_units() {
+        assert_eq!(parse_bytes("1000"), Ok(1000));
+        assert_eq!(parse_bytes("512M"), Ok(512 << 20));
+        assert_eq!(parse_bytes("8GiB"), Ok(8 << 30));
+        assert_eq!(parse_bytes("2k"), Ok(2048));
+        assert!(parse_bytes("0").is_err());
+        assert!(parse_bytes("12X").unwrap_err().contains("unknown unit 'X'"));
+        assert!(parse_bytes("lots").is_err());
+        assert!(parse_bytes("99999999999T")
+            .unwrap_err()
+            .contains("too large"));
+    }
+
+    #[test]
+    fn overflowing_shapes_are_errors_not_wraps() {
+        let ty = TensorType::new(vec![usize::MAX / 2, 2], DType::Float32);
+        assert_eq!(tensor_bytes(&ty), Err(SizeError::Overflow { ty }));
+        let ok = TensorType::new(vec![3, 5], DType::Float64);
+        assert_eq!(tensor_bytes(&ok), Ok(120));
+        // No elements, but a dimension no attribute or file can hold.
+        let empty = TensorType::new(vec![0, usize::MAX], DType::Float32);
+        assert_eq!(
+            tensor_bytes(&empty),
+            Err(SizeError::HugeDimension { ty: empty })
+        );
+    }
+
+    #[test]
+    fn a_run_tally_refuses_the_buffer_that_crosses_the_budget() {
+        let ty = TensorType::new(vec![100], DType::Float32);
+        let mut tally = RunTally {
+            total: 0,
+            budget: 1000,
+        };
+        assert_eq!(tally.add(&ty, 400), Ok(()));
+        assert_eq!(tally.add(&ty, 400), Ok(()));
+        let err = tally.add(&ty, 400).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the run buffer of Tensor[(100), float32] (400 bytes) brings the memory of one run \
+             to 1200 bytes (1.2 KiB), over the memory budget of 1000 bytes (see --max-memory)"
+        );
+        // A refused buffer is not counted.
+        assert_eq!(tally.add(&ty, 200), Ok(()));
+    }
+
+    #[test]
+    fn memory_the_system_refuses_is_an_error() {
+        // More than any address space holds: the allocation fails without touching memory.
+        let ty = TensorType::new(vec![1 << 61], DType::Float32);
+        let err = try_buffer(&ty, 1 << 62).unwrap_err();
+        assert!(
+            err.to_string().starts_with(
+                "Tensor[(2305843009213693952), float32] needs 4611686018427387904 bytes"
+            ),
+            "{err}"
+        );
+        assert!(matches!(err, SizeError::Unavailable { .. }));
+    }
+
+    #[test]
+    fn sizes_print_exactly_and_readably() {
+        assert_eq!(Bytes(512).to_string(), "512 bytes");
+        assert_eq!(
+            Bytes(4_000_000_000).to_string(),
+            "4000000000 bytes (3.7 GiB)"
+        );
+    }
+}

@@ -1,0 +1,123 @@
+//! ONNX op converters: one function per ONNX op type, mapping a node onto Relay-named ops, one
+//! file per op family. Semantics follow TVM Relay's ONNX frontend (v0.16) where it is right.
+//!
+//! A converter reads its node through [`NodeCtx`] and returns the node's outputs in order; it
+//! may return fewer than the node names only when the rest are optional outputs it does not
+//! compute (the importer rejects a model that uses them).
+
+mod elementwise;
+mod matmul;
+mod nn;
+mod quant;
+mod reduce;
+mod resize;
+mod shape;
+
+use super::ctx::NodeCtx;
+use super::OnnxError;
+use byoc_ir::ExprId;
+
+/// A converter: the node's output values in order.
+pub(crate) type Convert = fn(&mut NodeCtx<'_>) -> Result<Vec<ExprId>, OnnxError>;
+
+/// The converter of default-domain op `op_type`.
+pub(crate) fn converter(op_type: &str) -> Option<Convert> {
+    CONVERTERS
+        .iter()
+        .find(|(name, _)| *name == op_type)
+        .map(|&(_, f)| f)
+}
+
+/// The converter of a node that [`super::qdq::fuse`] made from a QDQ group.
+pub(crate) fn fused_converter(op_type: &str) -> Option<Convert> {
+    match op_type {
+        super::qdq::QDQ_CONV => Some(quant::qdq_conv),
+        super::qdq::QDQ_MATMUL => Some(quant::qdq_matmul),
+        _ => None,
+    }
+}
+
+/// Every supported op type with its converter, by family.
+const CONVERTERS: &[(&str, Convert)] = &[
+    // elementwise.rs
+    ("Add", elementwise::add),
+    ("Sub", elementwise::sub),
+    ("Mul", elementwise::mul),
+    ("Div", elementwise::div),
+    ("Pow", elementwise::pow),
+    ("Max", elementwise::max),
+    ("Min", elementwise::min),
+    ("Sum", elementwise::sum),
+    ("Equal", elementwise::equal),
+    ("Less", elementwise::less),
+    ("Greater", elementwise::greater),
+    ("Where", elementwise::where_),
+    ("Relu", elementwise::relu),
+    ("Sigmoid", elementwise::sigmoid),
+    ("Tanh", elementwise::tanh),
+    ("Erf", elementwise::erf),
+    ("Exp", elementwise::exp),
+    ("Log", elementwise::log),
+    ("Abs", elementwise::abs),
+    ("Neg", elementwise::neg),
+    ("Sqrt", elementwise::sqrt),
+    ("LeakyRelu", elementwise::leaky_relu),
+    ("PRelu", elementwise::prelu),
+    ("HardSigmoid", elementwise::hard_sigmoid),
+    ("HardSwish", elementwise::hard_swish),
+    ("Clip", elementwise::clip),
+    ("Cast", elementwise::cast),
+    ("Identity", elementwise::identity),
+    ("Dropout", elementwise::identity),
+    // nn.rs
+    ("Conv", nn::conv),
+    ("ConvTranspose", nn::conv_transpose),
+    ("BatchNormalization", nn::batch_norm),
+    ("LRN", nn::lrn),
+    ("MaxPool", nn::max_pool),
+    ("AveragePool", nn::avg_pool),
+    ("GlobalAveragePool", nn::global_avg_pool),
+    ("GlobalMaxPool", nn::global_max_pool),
+    ("Softmax", nn::softmax),
+    ("LogSoftmax", nn::log_softmax),
+    // matmul.rs
+    ("Gemm", matmul::gemm),
+    ("MatMul", matmul::matmul),
+    // quant.rs
+    ("QuantizeLinear", quant::quantize_linear),
+    ("DequantizeLinear", quant::dequantize_linear),
+    ("QLinearConv", quant::qlinear_conv),
+    ("QLinearMatMul", quant::qlinear_matmul),
+    ("ConvInteger", quant::conv_integer),
+    ("MatMulInteger", quant::matmul_integer),
+    // shape.rs
+    ("Flatten", shape::flatten),
+    ("Reshape", shape::reshape),
+    ("Transpose", shape::transpose),
+    ("Squeeze", shape::squeeze),
+    ("Unsqueeze", shape::unsqueeze),
+    ("Concat", shape::concat),
+    ("Split", shape::split),
+    ("Slice", shape::slice),
+    ("Gather", shape::gather),
+    ("Pad", shape::pad),
+    ("Expand", shape::expand),
+    ("Shape", shape::shape),
+    ("Constant", shape::constant),
+    ("ConstantOfShape", shape::constant_of_shape),
+    // resize.rs
+    ("Resize", resize::resize),
+    ("Upsample", resize::upsample),
+    // reduce.rs
+    ("ReduceMean", reduce::reduce_mean),
+    ("ReduceSum", reduce::reduce_sum),
+    ("ReduceMax", reduce::reduce_max),
+    ("ReduceMin", reduce::reduce_min),
+    ("ArgMax", reduce::argmax),
+    ("ArgMin", reduce::argmin),
+];
+
+/// A one-output result.
+fn one(id: ExprId) -> Result<Vec<ExprId>, OnnxError> {
+    Ok(vec![id])
+}

@@ -1,0 +1,66 @@
+//! Errors of the quantize pass.
+
+use thiserror::Error;
+
+use byoc_exec::ExecError;
+use byoc_ir::{ExprId, IrError};
+
+use super::CalibrateMode;
+
+/// Why quantization failed.
+#[derive(Debug, Error, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum QuantizeError {
+    /// A calibration mode name that does not exist.
+    #[error("unknown calibration mode '{0}' (known: global-scale, percentile, kl)")]
+    UnknownMode(String),
+    /// A data-aware mode without samples.
+    #[error("calibration mode '{0}' needs calibration samples")]
+    NoSamples(CalibrateMode),
+    /// A `global_scale` that is not a positive power of two.
+    #[error(
+        "global scale {0} is not a positive power of two (the realized form requantizes by shifts)"
+    )]
+    GlobalScale(f64),
+    /// A calibration sample with the wrong number of tensors.
+    #[error("calibration sample {sample} has {got} tensors but @main takes {want}")]
+    SampleArity {
+        /// The sample's index.
+        sample: usize,
+        /// Tensors given.
+        got: usize,
+        /// Parameters of `@main`.
+        want: usize,
+    },
+    /// Running the float model on a calibration sample failed.
+    #[error("running the float model on calibration sample {sample}: {source}")]
+    Run {
+        /// The sample's index.
+        sample: usize,
+        /// The executor's error.
+        #[source]
+        source: Box<ExecError>,
+    },
+    /// A constant that cannot be quantized.
+    #[error("quantizing a constant: {0}")]
+    Constant(String),
+    /// A bias_add whose axis is outside its operand's rank.
+    #[error("{at}: nn.bias_add axis {axis} is out of range")]
+    BiasAxis {
+        /// The call.
+        at: ExprId,
+        /// Its axis.
+        axis: i64,
+    },
+    /// A call planned as integer that has no integer form (an internal inconsistency).
+    #[error("{at}: {op} has no integer form")]
+    NoIntegerForm {
+        /// The call.
+        at: ExprId,
+        /// Its op.
+        op: String,
+    },
+    /// Building the quantized IR failed.
+    #[error(transparent)]
+    Ir(#[from] IrError),
+}
