@@ -110,6 +110,7 @@ fn main() {
     let opts = ExecOptions {
         threads: 1,
         profile: false,
+        memory_budget: None,
     };
     let tinyacc = Target::from_description(&plugin.describe())
         .unwrap_or_else(|e| panic!("{e}"))

@@ -303,7 +303,8 @@ fn inspect_emits_the_c_of_each_partition() -> Result<()> {
 fn squeezenet_partitioned_to_csource_matches_onnxruntime() -> Result<()> {
     let dir = light_model("squeezenet")?;
     let model = dir.join("random.onnx");
-    let module = byoc_pipeline::model::load_model(&model, &BTreeMap::new())?;
+    let module =
+        byoc_pipeline::model::load_model(&model, &byoc_pipeline::model::LoadOptions::default())?;
     let registry = PluginRegistry::discover(&PluginSearch::only(&[cli().library()]))?;
     let plugin = registry.get("csource")?;
     let target = Target::from_description(&plugin.describe())?;

@@ -1198,7 +1198,7 @@ fn squeezenet_in_posit32_and_posit16_tracks_float32() {
     use byoc_exec::{ExecOptions, Executor};
     use byoc_pipeline::datatype::convert_to_datatype;
     use byoc_pipeline::inputs::resolve_inputs;
-    use byoc_pipeline::model::load_model;
+    use byoc_pipeline::model::{load_model, LoadOptions};
     use byoc_pipeline::verify::Accuracy;
     loaded();
     let dir = PathBuf::from(
@@ -1206,7 +1206,7 @@ fn squeezenet_in_posit32_and_posit16_tracks_float32() {
             .expect("BYOC_ONNX_LIGHT_DIR names the light models"),
     )
     .join("squeezenet");
-    let module = load_model(&dir.join("random.onnx"), &BTreeMap::new()).unwrap();
+    let module = load_model(&dir.join("random.onnx"), &LoadOptions::default()).unwrap();
     let inputs = resolve_inputs(&module, Some(&dir.join("random_input.npz")), None).unwrap();
     let run = |m: &byoc_ir::Module| {
         Executor::new(m, ExecOptions::default())

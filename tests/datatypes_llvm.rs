@@ -9,7 +9,6 @@
 mod plugin_build;
 mod posit_plugin;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -57,6 +56,7 @@ fn run(m: &Module, externals: &ExternalModules, threads: usize, x: &[Tensor]) ->
         ExecOptions {
             threads,
             profile: false,
+            memory_budget: None,
         },
         externals,
     )
@@ -428,14 +428,14 @@ fn artifacts_with_compiled_posit_code_run_without_recompiling_and_need_the_plugi
 #[ignore = "needs the ONNX light models: ./scripts/fetch_onnx_light.sh"]
 fn squeezenet_in_posit16_compiled_equals_interpreted() {
     use byoc_pipeline::inputs::resolve_inputs;
-    use byoc_pipeline::model::load_model;
+    use byoc_pipeline::model::{load_model, LoadOptions};
     loaded();
     let dir = PathBuf::from(
         std::env::var_os("BYOC_ONNX_LIGHT_DIR")
             .expect("BYOC_ONNX_LIGHT_DIR names the light models"),
     )
     .join("squeezenet");
-    let module = load_model(&dir.join("random.onnx"), &BTreeMap::new()).unwrap();
+    let module = load_model(&dir.join("random.onnx"), &LoadOptions::default()).unwrap();
     let inputs = resolve_inputs(&module, Some(&dir.join("random_input.npz")), None).unwrap();
     let converted = convert_to_datatype(&module, posit(16)).unwrap();
     let main = converted.main().unwrap();

@@ -18,6 +18,7 @@ use byoc_artifact::io::{read_npz_from, write_npz};
 use byoc_artifact::Artifact;
 use byoc_exec::plugin::{compile_externals, ReferenceRuntime, Runtimes};
 use byoc_ir::infer_types;
+use byoc_ir::memory::with_budget;
 use byoc_ir::text::parse_module;
 use byoc_ir::Tensor;
 use byoc_onnx::{import_bytes, ImportOptions};
@@ -89,7 +90,6 @@ fn inputs(seeds: Vec<Vec<u8>>) -> impl Strategy<Value = Vec<u8>> {
 }
 
 fn config() -> ProptestConfig {
-    byoc_ir::memory::set_budget(BUDGET);
     ProptestConfig {
         cases: std::env::var("PROPTEST_CASES")
             .ok()
@@ -157,9 +157,11 @@ proptest! {
     #[test]
     fn the_text_parser_never_panics(bytes in inputs(text_seeds())) {
         let text = String::from_utf8_lossy(&bytes);
-        if let Ok(mut m) = parse_module(&text) {
-            let _ = infer_types(&mut m);
-        }
+        with_budget(Some(BUDGET), || {
+            if let Ok(mut m) = parse_module(&text) {
+                let _ = infer_types(&mut m);
+            }
+        });
     }
 
     #[test]
@@ -175,21 +177,27 @@ proptest! {
         read("tests/data/onnx/conv/model.onnx"),
         read("tests/data/onnx/norm_pool/model.onnx"),
     ])) {
-        let _ = import_bytes(&bytes, &ImportOptions::default());
+        with_budget(Some(BUDGET), || {
+            let _ = import_bytes(&bytes, &ImportOptions::default());
+        });
     }
 
     #[test]
     fn the_npz_reader_never_panics(bytes in inputs(vec![npz_seed()])) {
-        let _ = read_npz_from(Cursor::new(bytes), Path::new("fuzz.npz"), &BTreeMap::new());
+        let _ = with_budget(Some(BUDGET), || {
+            read_npz_from(Cursor::new(bytes), Path::new("fuzz.npz"), &BTreeMap::new())
+        });
     }
 
     #[test]
     fn the_artifact_reader_never_panics(bytes in inputs(vec![artifact_seed()])) {
-        if let Ok(a) = Artifact::from_bytes(&bytes) {
-            let _ = a.load_externals(
-                |_| Ok::<_, String>(Arc::new(ReferenceRuntime)),
-                &CompileOptions::new(),
-            );
-        }
+        with_budget(Some(BUDGET), || {
+            if let Ok(a) = Artifact::from_bytes(&bytes) {
+                let _ = a.load_externals(
+                    |_| Ok::<_, String>(Arc::new(ReferenceRuntime)),
+                    &CompileOptions::new(),
+                );
+            }
+        });
     }
 }

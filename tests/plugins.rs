@@ -146,6 +146,7 @@ fn run_with(
         ExecOptions {
             threads: 1,
             profile: true,
+            memory_budget: None,
         },
         externals,
     )
@@ -183,6 +184,7 @@ fn tinyacc_partitions_run_through_the_so_and_match_the_host() {
         ExecOptions {
             threads: 1,
             profile: true,
+            memory_budget: None,
         },
         &ext,
     )

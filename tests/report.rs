@@ -8,7 +8,7 @@ use std::process::Command;
 
 use byoc_ir::infer_types;
 use byoc_ir::text::parse_module;
-use byoc_pipeline::model::load_model;
+use byoc_pipeline::model::{load_model, LoadOptions};
 use byoc_pipeline::pipeline::{partition, PartitionOptions, Partitioned, Stage};
 use byoc_pipeline::report::graph::{ViewGraph, HOST_COLOUR, TARGET_COLOURS};
 use byoc_pipeline::report::summary::Summary;
@@ -25,7 +25,7 @@ fn target(spec: &str) -> Target {
 }
 
 fn run_file(model: &Path, targets: &[Target]) -> Partitioned {
-    let module = load_model(&root().join(model), &Default::default()).expect("model loads");
+    let module = load_model(&root().join(model), &LoadOptions::default()).expect("model loads");
     partition(&module, targets, &PartitionOptions::default()).expect("pipeline runs")
 }
 

@@ -13,7 +13,6 @@ mod plugin_build;
 #[path = "common/plugin_cli.rs"]
 mod plugin_cli;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::OnceLock;
@@ -251,7 +250,10 @@ fn conv_inputs(f: &Function) -> Vec<DType> {
 #[ignore = "needs the ONNX light models: ./scripts/fetch_onnx_light.sh"]
 fn quantized_resnet50_runs_on_vta_bit_exact_with_the_host() -> Result<()> {
     let dir = light_model("resnet50")?;
-    let mut module = byoc_pipeline::model::load_model(&dir.join("random.onnx"), &BTreeMap::new())?;
+    let mut module = byoc_pipeline::model::load_model(
+        &dir.join("random.onnx"),
+        &byoc_pipeline::model::LoadOptions::default(),
+    )?;
     Quantize::new(QConfig::default()).run(&mut module, &mut PassContext::new())?;
     // Compare the logits, not their softmax: with random weights the softmax is uniform.
     let main = module.get_mut("main").context("no @main")?;

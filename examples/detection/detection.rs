@@ -93,6 +93,7 @@ pub fn run() -> Result<Report> {
     let options = ExecOptions {
         threads: 1,
         profile: true,
+        memory_budget: None,
     };
     let checked = verify_partitioned(
         &model,

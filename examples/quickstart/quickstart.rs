@@ -18,7 +18,7 @@ use byoc_exec::plugin::PluginRegistry;
 use byoc_exec::ExecOptions;
 use byoc_ir::Tensor;
 use byoc_pipeline::inputs::resolve_inputs;
-use byoc_pipeline::model::load_model;
+use byoc_pipeline::model::{load_model, LoadOptions};
 use byoc_pipeline::plugins::find_plugin;
 use byoc_pipeline::report::summary::Summary;
 use byoc_pipeline::target::Target;
@@ -135,7 +135,7 @@ pub fn run(options: &Options) -> Result<Report> {
     let mut steps = Vec::new();
     let model = &options.model;
     let module = timed(&mut steps, format!("import {}", model.display()), || {
-        Ok(load_model(model, &BTreeMap::new())?)
+        Ok(load_model(model, &LoadOptions::default())?)
     })?;
     let target =
         Target::from_spec_json(TARGET_SPEC).context("examples/targets/cnnacc.json: bad spec")?;

@@ -10,11 +10,12 @@ use byoc_sdk::CompileOptions;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    byoc_ir::memory::set_budget(64 << 20);
-    if let Ok(a) = Artifact::from_bytes(data) {
-        let _ = a.load_externals(
-            |_| Ok::<_, String>(Arc::new(ReferenceRuntime)),
-            &CompileOptions::new(),
-        );
-    }
+    byoc_ir::memory::with_budget(Some(64 << 20), || {
+        if let Ok(a) = Artifact::from_bytes(data) {
+            let _ = a.load_externals(
+                |_| Ok::<_, String>(Arc::new(ReferenceRuntime)),
+                &CompileOptions::new(),
+            );
+        }
+    });
 });

@@ -4,8 +4,9 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    byoc_ir::memory::set_budget(64 << 20);
-    if let Ok(mut m) = byoc_ir::text::parse_module(&String::from_utf8_lossy(data)) {
-        let _ = byoc_ir::infer_types(&mut m);
-    }
+    byoc_ir::memory::with_budget(Some(64 << 20), || {
+        if let Ok(mut m) = byoc_ir::text::parse_module(&String::from_utf8_lossy(data)) {
+            let _ = byoc_ir::infer_types(&mut m);
+        }
+    });
 });

@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use byoc_ir::Module;
 use byoc_ir::{ExprId, FunctionBuilder};
+use byoc_passes::{Pass, PassContext};
 use byoc_patterns::{MergeComposite, PatternTable};
 use common::{call, finish, t};
 
@@ -119,7 +120,7 @@ fn main() {
             let mut m = module.clone();
             let start = Instant::now();
             MergeComposite::new(&table)
-                .apply(&mut m)
+                .run(&mut m, &mut PassContext::new())
                 .expect("merge composite succeeds");
             best = best.min(start.elapsed().as_secs_f64());
             let main = m.main().expect("main");

@@ -86,7 +86,7 @@ impl<'t> MergeComposite<'t> {
     /// Applies the tables to every function of `module` that the passes visit, and returns
     /// the matches that checks rejected (table by table, function by function, in entry
     /// order): what `byoc inspect` reports as declined composites.
-    pub fn apply(&self, module: &mut Module) -> Result<Vec<DeclinedMatch>, MergeCompositeError> {
+    fn merge(&self, module: &mut Module) -> Result<Vec<DeclinedMatch>, MergeCompositeError> {
         let untyped = module
             .functions()
             .any(|(_, f)| !skipped_by_passes(f) && f.ty(f.body).is_none());
@@ -115,7 +115,7 @@ impl Pass for MergeComposite<'_> {
 
     /// Applies the tables; declined matches go to [`PassContext::declined`].
     fn run(&self, module: &mut Module, cx: &mut PassContext) -> Result<(), PassError> {
-        cx.declined.extend(self.apply(module)?);
+        cx.declined.extend(self.merge(module)?);
         Ok(())
     }
 }

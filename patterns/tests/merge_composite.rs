@@ -8,6 +8,7 @@ use byoc_ir::DType;
 use byoc_ir::Module;
 use byoc_ir::Tensor;
 use byoc_ir::{AttrValue, Attrs, Expr, ExprId, Function, FunctionBuilder};
+use byoc_passes::run_pass;
 use byoc_patterns::{DeclinedMatch, MergeComposite, Pattern, PatternTable};
 use common::*;
 
@@ -455,10 +456,9 @@ fn pattern_with_check_can_reject() {
     let got = merge(net.clone(), &check_table("NHWC"));
     assert_same(&got, &net);
     // The rejection is kept: entry, root op and the check's reason.
-    let mut m = Module::from_main(net.clone());
-    let declined = MergeComposite::new(&check_table("NHWC"))
-        .apply(&mut m)
-        .unwrap();
+    let m = Module::from_main(net.clone());
+    let (_, cx) = run_pass(&MergeComposite::new(&check_table("NHWC")), &m).unwrap();
+    let declined = cx.declined;
     assert_eq!(
         declined,
         [DeclinedMatch {
@@ -468,11 +468,9 @@ fn pattern_with_check_can_reject() {
             reason: "data_layout Some(\"NCHW\"), not NHWC".to_string(),
         }]
     );
-    let mut m = Module::from_main(net.clone());
-    assert!(MergeComposite::new(&check_table("NCHW"))
-        .apply(&mut m)
-        .unwrap()
-        .is_empty());
+    let m = Module::from_main(net.clone());
+    let (_, cx) = run_pass(&MergeComposite::new(&check_table("NCHW")), &m).unwrap();
+    assert!(cx.declined.is_empty());
     let got = merge(net, &check_table("NCHW"));
     let body = got.expr(got.body).as_call().unwrap();
     let byoc_ir::Callee::Local(f) = body.callee else {
@@ -678,7 +676,7 @@ fn functions_for_external_compilers_are_skipped() {
     let c = b.call_global("ext", &[x]).unwrap();
     m.add("main", b.finish(vec![x], c, Attrs::new()).unwrap())
         .unwrap();
-    MergeComposite::new(&tab).apply(&mut m).unwrap();
+    let (m, _) = run_pass(&MergeComposite::new(&tab), &m).unwrap();
     assert_same(m.get("ext").unwrap(), &f);
     assert_eq!(
         DType::Float32,

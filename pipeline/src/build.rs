@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use byoc_artifact::{Artifact, ArtifactError};
-use byoc_exec::plugin::{compile_externals, CodegenError};
+use byoc_exec::plugin::{compile_external, CodegenError};
 use byoc_exec::{ExecError, ExecOptions, Executor, ExternalModules, Profile};
 use byoc_host_llvm::{compile_fused, run_host_passes, Fallback, HostCodegenError};
 use byoc_ir::{Module, Tensor};
@@ -46,7 +46,8 @@ pub struct BuildOptions {
     /// Partitioning (its `stop_after` is set by the build: the host passes with
     /// [`HostCodegen::Llvm`], partitioning with [`HostCodegen::Kernels`]).
     pub partition: PartitionOptions,
-    /// The options every partition is compiled with (plugin options, `threads`).
+    /// The options every partition is compiled with (plugin options); `threads` is the
+    /// executor's thread count unless given here ([`CompileOptions::or_threads`]).
     pub compile: CompileOptions,
     /// The host code generator.
     pub host_codegen: HostCodegen,
@@ -55,7 +56,8 @@ pub struct BuildOptions {
     pub strict_host_codegen: bool,
     /// Fail when any op of the model would stay on the host (`--strict`).
     pub no_host_fallback: bool,
-    /// Threads and profiling of the executor that runs the model.
+    /// Threads, profiling and the memory budget of the executor that runs the model; the
+    /// budget holds for the build as well (`byoc_ir::memory`).
     pub exec: ExecOptions,
 }
 
@@ -215,6 +217,18 @@ pub fn build_observed(
     options: &BuildOptions,
     observe: &mut dyn FnMut(BuildStep<'_>),
 ) -> Result<Compiled, BuildError> {
+    byoc_ir::memory::with_budget(options.exec.memory_budget, || {
+        build_under_budget(module, targets, options, observe)
+    })
+}
+
+/// [`build_observed`] under the budget in force.
+fn build_under_budget(
+    module: &Module,
+    targets: &[Target],
+    options: &BuildOptions,
+    observe: &mut dyn FnMut(BuildStep<'_>),
+) -> Result<Compiled, BuildError> {
     if options.strict_host_codegen && options.host_codegen != HostCodegen::Llvm {
         return Err(BuildError::StrictNeedsLlvm);
     }
@@ -238,6 +252,7 @@ pub fn build_observed(
         check_no_fallback(&Summary::of(&partitioned))?;
     }
     let runtimes = runtimes(targets);
+    let compile = options.compile.or_threads(options.exec.threads);
     let mut externals = ExternalModules::new();
     let partitions: Vec<_> = partitioned
         .module
@@ -247,25 +262,18 @@ pub fn build_observed(
     observe(BuildStep::Partitioned {
         partitions: partitions.len(),
     });
-    for (name, _, f) in partitions {
-        // A module holding just this partition: codegen compiles exactly its functions.
-        let mut single = Module::new();
-        single.insert(name.to_string(), f.clone());
-        for (function, compiled) in compile_externals(&single, &runtimes, &options.compile)?.iter()
-        {
-            externals.insert(function, compiled.clone());
-        }
+    for (name, target, f) in partitions {
+        externals.insert(
+            name,
+            compile_external(name, target, f, &runtimes, &compile)?,
+        );
         observe(BuildStep::Compiled { partition: name });
     }
     let (module, fallbacks) = match options.host_codegen {
         HostCodegen::Kernels => (partitioned.module, Vec::new()),
         HostCodegen::Llvm => {
             observe(BuildStep::HostCodegen);
-            let host = compile_fused(
-                partitioned.module,
-                &options.compile,
-                options.strict_host_codegen,
-            )?;
+            let host = compile_fused(partitioned.module, &compile, options.strict_host_codegen)?;
             for (name, m) in host.externals.iter() {
                 externals.insert(name, m.clone());
             }

@@ -335,6 +335,7 @@ fn built(target: &Target, text: &str, options: &CompileOptions) -> Result<Compil
 const RUN: ExecOptions = ExecOptions {
     threads: 1,
     profile: false,
+    memory_budget: None,
 };
 
 fn random_inputs(module: &Module) -> Result<Vec<Tensor>, String> {

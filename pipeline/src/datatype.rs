@@ -28,26 +28,26 @@ pub enum DatatypeError {
     #[error(transparent)]
     Registry(#[from] RegistryError),
     /// The dtype does not parse or is not a registered custom datatype.
-    #[error("--dtype '{dtype}': {error}")]
+    #[error("datatype '{dtype}': {error}")]
     DType {
         /// The dtype as given.
         dtype: String,
         /// What is wrong.
         error: DTypeError,
     },
-    /// `--dtype` names a built-in dtype.
+    /// The datatype is a built-in dtype.
     #[error(
-        "--dtype '{0}': not a custom datatype (expected custom[NAME]BITS, e.g. custom[posites2]16)"
+        "datatype '{0}': not a custom datatype (expected custom[NAME]BITS, e.g. custom[posites2]16)"
     )]
     NotCustom(String),
     /// A pass failed.
     #[error(transparent)]
     Pass(#[from] PassError),
     /// A datatype option with a value of the wrong type.
-    #[error("--plugin-option: {0}")]
+    #[error("datatype option: {0}")]
     Option(#[from] OptionsError),
     /// A datatype option for a datatype the module does not compute in.
-    #[error("--plugin-option {key}=true: the model computes in no custom[{datatype}] type, so there is nothing for it to change (run the model with --dtype custom[{datatype}]{widths})")]
+    #[error("datatype option {key}=true: the model computes in no custom[{datatype}] type, so there is nothing for it to change (convert the model to custom[{datatype}]{widths})")]
     NotApplicable {
         /// The option.
         key: String,
@@ -70,7 +70,7 @@ pub fn names_custom_dtype(path: &Path) -> bool {
     std::fs::read(path).is_ok_and(|bytes| bytes.windows(7).any(|w| w == b"custom["))
 }
 
-/// Parses `--dtype`, loading the datatype plugins first.
+/// Parses a custom datatype (`custom[posites2]16`), loading the datatype plugins first.
 pub fn parse_custom_dtype(dtype: &str, plugin_paths: &[PathBuf]) -> Result<DType, DatatypeError> {
     load_datatype_plugins(plugin_paths)?;
     let parsed: DType = dtype.parse().map_err(|error| DatatypeError::DType {

@@ -80,9 +80,7 @@ pub enum InputsError {
         bits: u32,
     },
     /// An input neither in the file nor made random.
-    #[error(
-        "missing input '{name}' of type {ty} (give it in --inputs or pass --random-inputs SEED)"
-    )]
+    #[error("missing input '{name}' of type {ty}")]
     Missing {
         /// The input.
         name: String,

@@ -1,7 +1,6 @@
 //! Loading a model file into a typed [`Module`], chosen by the file extension.
 
 use std::collections::BTreeMap;
-use std::num::ParseIntError;
 use std::path::{Path, PathBuf};
 
 use byoc_ir::text::ParseError;
@@ -14,8 +13,8 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum ModelError {
-    /// `--input-shape` given for a `.relay` model.
-    #[error("--input-shape applies to .onnx models; a .relay model declares its input types")]
+    /// Input shapes given for a `.relay` model.
+    #[error("input shapes apply to .onnx models; a .relay model declares its input types")]
     InputShapesForRelay,
     /// The file cannot be read.
     #[error("cannot read model '{}'", path.display())]
@@ -63,37 +62,27 @@ pub enum ModelError {
     },
 }
 
-/// A bad `--input-shape` value; each message names it.
-#[derive(Debug, Error)]
-#[non_exhaustive]
-pub enum InputShapeError {
-    /// The value is not `NAME=D0,D1,...`.
-    #[error("--input-shape '{value}': expected NAME=D0,D1,... (e.g. data=1,3,224,224)")]
-    Syntax {
-        /// The value as given.
-        value: String,
-    },
-    /// A dimension is not a non-negative integer.
-    #[error("--input-shape '{value}': dimensions must be non-negative integers")]
-    Dimension {
-        /// The value as given.
-        value: String,
-        /// Why the dimension does not parse.
-        #[source]
-        source: ParseIntError,
-    },
-    /// The same input is given twice.
-    #[error("--input-shape gives '{name}' twice")]
-    Duplicate {
-        /// The input's name.
-        name: String,
-    },
+/// Options of [`load_model`].
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    /// Shapes of ONNX inputs by name, fixing their symbolic dimensions (`data` ->
+    /// `[1, 3, 224, 224]`).
+    pub input_shapes: BTreeMap<String, Vec<usize>>,
+    /// The memory budget in bytes that every tensor of the model must fit (`byoc_ir::memory`);
+    /// `None`: the caller's.
+    pub memory_budget: Option<u64>,
 }
 
-/// Reads a `.relay` or `.onnx` model and infers its types. `input_shapes` fixes symbolic
-/// dimensions of ONNX inputs (`--input-shape name=1,3,224,224`). Errors name the file and, for
-/// text, the line and column.
-pub fn load_model(
+/// Reads a `.relay` or `.onnx` model and infers its types, as `options` say. Errors name the
+/// file and, for text, the line and column.
+pub fn load_model(path: &Path, options: &LoadOptions) -> Result<Module, ModelError> {
+    byoc_ir::memory::with_budget(options.memory_budget, || {
+        load_under_budget(path, &options.input_shapes)
+    })
+}
+
+/// [`load_model`] under the budget in force.
+fn load_under_budget(
     path: &Path,
     input_shapes: &BTreeMap<String, Vec<usize>>,
 ) -> Result<Module, ModelError> {
@@ -132,30 +121,4 @@ pub fn load_model(
             extension: ext.to_string(),
         }),
     }
-}
-
-/// Parses `--input-shape` values `name=d0,d1,...` into a map; errors name the bad value.
-pub fn parse_input_shapes(
-    values: &[String],
-) -> Result<BTreeMap<String, Vec<usize>>, InputShapeError> {
-    let mut shapes = BTreeMap::new();
-    for v in values {
-        let Some((name, dims)) = v.split_once('=') else {
-            return Err(InputShapeError::Syntax { value: v.clone() });
-        };
-        let dims = dims
-            .split(',')
-            .map(|d| d.trim().parse::<usize>())
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|source| InputShapeError::Dimension {
-                value: v.clone(),
-                source,
-            })?;
-        if shapes.insert(name.to_string(), dims).is_some() {
-            return Err(InputShapeError::Duplicate {
-                name: name.to_string(),
-            });
-        }
-    }
-    Ok(shapes)
 }

@@ -92,11 +92,11 @@ impl QuantizeOptions {
     }
 
     /// What to tell the user when [`samples`](Self::samples) falls back to seeded random
-    /// inputs (no `--calibration-inputs`, a data-aware mode); `None` otherwise.
+    /// inputs (no calibration inputs, a data-aware mode); `None` otherwise.
     pub fn random_inputs_warning(&self) -> Option<String> {
         (self.calibration_inputs.is_empty() && self.calibrate.needs_data()).then(|| {
             format!(
-                "no --calibration-inputs given: calibrating '{}' on {} seeded random inputs \
+                "no calibration inputs given: calibrating '{}' on {} seeded random inputs \
                  (seeds 0..{}); scales from real data are better",
                 self.calibrate, self.calibration_samples, self.calibration_samples
             )

@@ -179,16 +179,16 @@ pub fn run_bench(args: &BenchArgs) -> Result<BenchReport> {
     if args.iters == 0 {
         bail!("--iters must be at least 1");
     }
-    let targets = args.targets.with_executor_threads(args.threads);
     let compiled = load_runnable(
         &args.model,
-        &targets,
+        &args.targets,
         &args.trust,
         &args.input_shapes,
         &args.host,
         ExecOptions {
             threads: args.threads,
             profile: true,
+            memory_budget: None,
         },
     )?;
     let executor = compiled

@@ -122,7 +122,7 @@ pub fn inspect(args: &InspectArgs) -> Result<()> {
                 write_sources(dir, &sources)?;
             }
             let names: Vec<&str> = targets.iter().map(Target::name).collect();
-            render(args.format, stop_after, &result, &names)?
+            render(args.format, stop_after, &result, &names).map_err(super::flags::report)?
         }
     };
     match &args.output {

@@ -4,6 +4,7 @@
 
 mod bench;
 mod build;
+mod flags;
 mod host_codegen;
 pub mod inspect;
 mod plugins;
@@ -77,11 +78,16 @@ impl fmt::Display for CheckFailed {
 impl std::error::Error for CheckFailed {}
 
 /// Runs a parsed command line, writing results to standard output.
+///
+/// `--max-memory` is the memory budget of everything the command does: the command runs
+/// inside [`byoc_ir::memory::with_budget`], so the library calls it makes, given no budget of
+/// their own, check against it.
 pub fn execute(cli: Cli) -> Result<()> {
-    if let Some(bytes) = cli.max_memory {
-        byoc_ir::memory::set_budget(bytes);
-    }
-    match cli.command {
+    byoc_ir::memory::with_budget(cli.max_memory, || run_command(cli.command))
+}
+
+fn run_command(command: Command) -> Result<()> {
+    match command {
         Command::Inspect(args) => inspect::inspect(&args),
         Command::Run(args) => run::run(&args),
         Command::Build(args) => build::build(&args),

@@ -85,7 +85,7 @@ pub fn quantize_module(options: &QuantizeOptions, module: &Module, name: &str) -
     let options = quantize::QuantizeOptions::from(options);
     let samples = options.samples(module)?;
     if let Some(warning) = options.random_inputs_warning() {
-        eprintln!("warning: {warning}");
+        eprintln!("warning: {warning} (give them with --calibration-inputs)");
     }
     let bar = progress::bar(samples.len() as u64, "calibrating");
     let tick = bar.clone();

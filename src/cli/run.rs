@@ -11,6 +11,7 @@ use byoc_ir::Module;
 use byoc_pipeline::Compiled;
 use clap::Args;
 
+use super::flags;
 use super::host_codegen::{print_fallbacks, HostCodegenArgs};
 use super::targets::{compile, load_model_for, TargetArgs};
 use super::trust::TrustArgs;
@@ -64,6 +65,7 @@ fn load_artifact(
     path: &Path,
     args: &TargetArgs,
     trust: &TrustArgs,
+    threads: usize,
 ) -> Result<(Module, ExternalModules)> {
     let name = path.display();
     // Custom datatypes in the module parse once their plugins are loaded.
@@ -89,10 +91,11 @@ fn load_artifact(
                 HOST_PLUGIN => Ok(byoc_host_llvm::plugin()),
                 _ => find_plugin(&registry, plugin),
             },
-            &args.compile_options_for(&plugins)?,
+            &args.compile_options_for(&plugins)?.or_threads(threads),
         )
         .with_context(|| format!("{name}: cannot load"))?;
     apply_datatype_options(&artifact.module, &args.compile_options()?)
+        .map_err(flags::datatype)
         .with_context(|| name.to_string())?;
     Ok((artifact.module, externals))
 }
@@ -115,7 +118,7 @@ pub fn load_runnable(
             );
         }
         host.refuse_for(&model.display().to_string())?;
-        let (module, externals) = load_artifact(model, targets, trust)?;
+        let (module, externals) = load_artifact(model, targets, trust, exec.threads)?;
         return Ok(Compiled::from_artifact(module, externals, exec));
     }
     let name = model.display().to_string();
@@ -126,23 +129,24 @@ pub fn load_runnable(
 /// Runs `byoc run`.
 pub fn run(args: &RunArgs) -> Result<()> {
     let name = args.model.display().to_string();
-    let targets = args.targets.with_executor_threads(args.threads);
     let compiled = load_runnable(
         &args.model,
-        &targets,
+        &args.targets,
         &args.trust,
         &args.input_shapes,
         &args.host,
         ExecOptions {
             threads: args.threads,
             profile: args.profile,
+            memory_budget: None,
         },
     )?;
     compiled
         .executor()
         .with_context(|| format!("{name}: cannot build the host plan"))?;
     let module = compiled.module();
-    let inputs = resolve_inputs(module, args.inputs.as_deref(), args.random_inputs)?;
+    let inputs = resolve_inputs(module, args.inputs.as_deref(), args.random_inputs)
+        .map_err(flags::inputs)?;
     let outputs = compiled
         .run(&inputs)
         .with_context(|| format!("{name}: execution failed"))?;

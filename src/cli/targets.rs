@@ -9,16 +9,17 @@ use byoc_exec::ExecOptions;
 use byoc_ir::Module;
 use byoc_pipeline::target::{plugin_names, Target};
 use byoc_pipeline::{build_observed, BuildError, BuildOptions, BuildStep, Compiled};
-use byoc_sdk::{check_scopes, CompileOptions, THREADS_OPTION};
+use byoc_sdk::{check_scopes, CompileOptions};
 use clap::Args;
 
+use super::flags::{self, parse_input_shapes};
 use super::host_codegen::HostCodegenArgs;
 use super::{quantize_module, CheckFailed, QuantizeOptions};
 use crate::datatype::{
     apply_datatype_options, convert_to_datatype, load_datatype_plugins, names_custom_dtype,
     parse_custom_dtype,
 };
-use crate::model::{load_model, parse_input_shapes};
+use crate::model::{load_model, LoadOptions};
 use crate::pipeline::PartitionOptions;
 use crate::plugins::select_targets;
 use crate::progress;
@@ -70,22 +71,6 @@ impl TargetArgs {
         )?)
     }
 
-    /// These arguments with `threads=N` among the plugin options when the executor runs on
-    /// `threads` workers (0: all cores, nothing added) and no `--plugin-option threads=...`
-    /// was given: plugins with their own thread pools (dnnl's OpenMP team) follow `--threads`.
-    pub fn with_executor_threads(&self, threads: usize) -> TargetArgs {
-        let mut args = self.clone();
-        let explicit = args.plugin_options.iter().any(|kv| {
-            kv.split_once('=')
-                .is_some_and(|(k, _)| k.trim() == THREADS_OPTION)
-        });
-        if threads > 0 && !explicit {
-            args.plugin_options
-                .push(format!("{THREADS_OPTION}={threads}"));
-        }
-        args
-    }
-
     /// The `--plugin-option` values, each of which must belong to one of `plugins` (the
     /// plugins in use), to a plugin that brings a datatype, or be `threads` ([`check_scopes`]).
     pub fn compile_options_for(&self, plugins: &[&str]) -> Result<CompileOptions> {
@@ -100,11 +85,13 @@ impl TargetArgs {
     /// `module` converted to the `--dtype` datatype (unchanged without `--dtype`), with the
     /// datatype plugins' options (`posit.quire=true`) applied to the host's datatypes; such an
     /// option is refused when the module computes in none of its plugin's datatypes.
-    pub fn in_datatype(&self, module: &Module, model: &str) -> Result<Module> {
+    pub fn in_datatype(&self, module: Module, model: &str) -> Result<Module> {
         let converted = match &self.dtype {
             Some(dtype) => {
-                let dtype = parse_custom_dtype(dtype, &self.plugin_paths)?;
-                convert_to_datatype(module, dtype)
+                let dtype =
+                    parse_custom_dtype(dtype, &self.plugin_paths).map_err(flags::datatype)?;
+                convert_to_datatype(&module, dtype)
+                    .map_err(flags::datatype)
                     .with_context(|| format!("{model}: cannot convert to {dtype}"))?
             }
             None => {
@@ -112,10 +99,11 @@ impl TargetArgs {
                 if !self.plugin_options.is_empty() {
                     load_datatype_plugins(&self.plugin_paths)?;
                 }
-                module.clone()
+                module
             }
         };
         apply_datatype_options(&converted, &self.compile_options()?)
+            .map_err(flags::datatype)
             .with_context(|| model.to_string())?;
         Ok(converted)
     }
@@ -138,12 +126,15 @@ impl TargetArgs {
 /// custom datatype has the plugins of `plugin_paths` (and the standard search) loaded first,
 /// so the datatypes they bring parse.
 pub fn load(model: &Path, input_shapes: &[String], plugin_paths: &[PathBuf]) -> Result<Module> {
-    let shapes = parse_input_shapes(input_shapes)?;
+    let options = LoadOptions {
+        input_shapes: parse_input_shapes(input_shapes)?,
+        memory_budget: None,
+    };
     if model.extension().is_some_and(|e| e == "relay") && names_custom_dtype(model) {
         load_datatype_plugins(plugin_paths)?;
     }
     progress::while_running(&format!("importing {}", model.display()), || {
-        load_model(model, &shapes).map_err(anyhow::Error::from)
+        load_model(model, &options).map_err(flags::model)
     })
 }
 
@@ -158,7 +149,7 @@ pub fn load_model_for(model: &Path, input_shapes: &[String], args: &TargetArgs) 
     if args.quantize {
         return quantize_module(&QuantizeOptions::default(), &module, &name);
     }
-    args.in_datatype(&module, &name)
+    args.in_datatype(module, &name)
 }
 
 /// Compiles `module` for the selected targets ([`byoc_pipeline::build`]: partition, codegen of
@@ -202,36 +193,4 @@ pub fn compile(
         }
         e => anyhow::Error::new(e).context(model.to_string()),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn args(options: &[&str]) -> TargetArgs {
-        TargetArgs {
-            plugin_options: options.iter().map(|s| s.to_string()).collect(),
-            ..TargetArgs::default()
-        }
-    }
-
-    #[test]
-    fn executor_threads_reach_the_plugins_unless_given() {
-        let options = args(&[])
-            .with_executor_threads(3)
-            .compile_options()
-            .unwrap();
-        assert_eq!(options.get(THREADS_OPTION), Some("3"));
-        let all_cores = args(&[])
-            .with_executor_threads(0)
-            .compile_options()
-            .unwrap();
-        assert_eq!(all_cores.get(THREADS_OPTION), None);
-        let explicit = args(&["threads = 1", "csource.cc=gcc"])
-            .with_executor_threads(2)
-            .compile_options()
-            .unwrap();
-        assert_eq!(explicit.get(THREADS_OPTION), Some("1"));
-        assert_eq!(explicit.get("csource.cc"), Some("gcc"));
-    }
 }

@@ -118,14 +118,14 @@ fn verify_converted(args: &VerifyArgs) -> Result<()> {
             "quantized",
         )
     } else {
-        (args.targets.in_datatype(&float, &name)?, "converted")
+        (args.targets.in_datatype(float.clone(), &name)?, "converted")
     };
-    let targets = args.targets.with_executor_threads(args.threads);
     let options = ExecOptions {
         threads: args.threads,
         profile: false,
+        memory_budget: None,
     };
-    let compiled = compile(&converted, &targets, &args.host, options, &name)?;
+    let compiled = compile(&converted, &args.targets, &args.host, options, &name)?;
     print_fallbacks(compiled.fallbacks());
     let (converted, externals) = (compiled.module(), compiled.externals());
     let mut accuracy: BTreeMap<String, Accuracy> = BTreeMap::new();
@@ -201,12 +201,12 @@ pub fn verify(args: &VerifyArgs) -> Result<()> {
     }
     let name = args.model.display().to_string();
     let host = load(&args.model, &args.input_shapes, &args.targets.plugin_paths)?;
-    let targets = args.targets.with_executor_threads(args.threads);
     let options = ExecOptions {
         threads: args.threads,
         profile: false,
+        memory_budget: None,
     };
-    let compiled = compile(&host, &targets, &args.host, options, &name)?;
+    let compiled = compile(&host, &args.targets, &args.host, options, &name)?;
     print_fallbacks(compiled.fallbacks());
     let (partitioned, externals) = (compiled.module(), compiled.externals());
     // Per output: the largest errors over the samples and the top-1 (agreeing, rows) sums.

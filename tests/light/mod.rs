@@ -18,7 +18,6 @@
 //!
 //! Tolerance: `tests/common/compare.rs` (`compare`): a relative error of at most 1e-4.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{ensure, Context, Result};
@@ -26,7 +25,7 @@ use byoc_artifact::io::read_npz;
 use byoc_exec::Executor;
 use byoc_ir::Module;
 use byoc_pipeline::inputs::{output_map, resolve_inputs};
-use byoc_pipeline::model::load_model;
+use byoc_pipeline::model::{load_model, LoadOptions};
 
 use crate::common::compare;
 
@@ -61,7 +60,7 @@ pub fn check(
             file.display()
         );
     }
-    let module = load_model(model, &BTreeMap::new())?;
+    let module = load_model(model, &LoadOptions::default())?;
     let executor = make(&module).with_context(|| format!("{}: cannot plan", model.display()))?;
     let feeds = resolve_inputs(&module, Some(inputs), None)?;
     let outputs = executor

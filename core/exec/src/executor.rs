@@ -6,10 +6,13 @@
 //! external functions to their compiled modules with views of the executor's buffers.
 //! [`Executor::run`] takes `&self` and may be called from several threads at once: each run
 //! borrows a scratch arena from a small pool (or makes one) and gives it back afterwards, so
-//! repeated runs do not reallocate. Kernels run inside the executor's own rayon pool.
+//! repeated runs do not reallocate. Kernels run inside a rayon pool of the executor's thread
+//! count, shared by every executor of that count alive in the process: a model with thousands
+//! of partitions on the reference runtime plans thousands of sub-executors, which would
+//! otherwise start a thread each.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
 use super::error::ExecError;
@@ -21,7 +24,7 @@ use super::storage::{
     StoragePlan,
 };
 use byoc_ir::infer_types;
-use byoc_ir::memory::{try_buffer, RunTally, SizeError};
+use byoc_ir::memory::{budget, try_buffer, with_budget, RunTally, SizeError};
 use byoc_ir::tensor::{AlignedBuf, Tensor, TensorMut, TensorRef};
 use byoc_ir::{Module, Type};
 
@@ -35,6 +38,10 @@ pub struct ExecOptions {
     pub threads: usize,
     /// Record a per-op timing [`Profile`] of each run (see [`Executor::last_profile`]).
     pub profile: bool,
+    /// The memory budget in bytes of planning and of each run: the buffers one run holds at
+    /// once must fit it (`byoc_ir::memory`). `None`: the caller's budget
+    /// ([`byoc_ir::memory::budget`] when the executor is planned).
+    pub memory_budget: Option<u64>,
 }
 
 /// A module planned for host execution.
@@ -44,7 +51,9 @@ pub struct Executor {
     output_names: Vec<String>,
     threads: usize,
     profile: bool,
-    pool: rayon::ThreadPool,
+    /// The budget the plan was checked against; runs allocate under it.
+    budget: u64,
+    pool: Arc<rayon::ThreadPool>,
     /// Idle scratch arenas (one buffer per arena slot).
     arenas: Mutex<Vec<Vec<AlignedBuf>>>,
     last_profile: Mutex<Option<Profile>>,
@@ -95,6 +104,18 @@ impl Executor {
         externals: &ExternalModules,
         parts: ConcatParts,
     ) -> Result<Executor, ExecError> {
+        with_budget(options.memory_budget, || {
+            Executor::plan(module, options, externals, parts)
+        })
+    }
+
+    /// [`Executor::with_concat_parts`] under the budget in force.
+    fn plan(
+        module: &Module,
+        options: ExecOptions,
+        externals: &ExternalModules,
+        parts: ConcatParts,
+    ) -> Result<Executor, ExecError> {
         let plan = if fully_typed(module) {
             lower(module, externals)?
         } else {
@@ -104,6 +125,7 @@ impl Executor {
         };
         let storage = plan_storage(&plan, parts);
         let mut tally = RunTally::new();
+        let tally_budget = budget();
         for size in storage.slot_sizes.iter().chain(&storage.output_sizes) {
             tally
                 .add(&plan.values[size.value].ty, size.bytes)
@@ -113,14 +135,7 @@ impl Executor {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
             n => n,
         };
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("byoc-exec-{i}"))
-            .build()
-            .map_err(|e| ExecError::ThreadPool {
-                threads,
-                message: e.to_string(),
-            })?;
+        let pool = shared_pool(threads)?;
         let output_names = (0..plan.outputs.len())
             .map(|i| format!("output_{i}"))
             .collect();
@@ -130,6 +145,7 @@ impl Executor {
             output_names,
             threads,
             profile: options.profile,
+            budget: tally_budget,
             pool,
             arenas: Mutex::new(Vec::new()),
             last_profile: Mutex::new(None),
@@ -182,7 +198,8 @@ impl Executor {
     /// [`Executor::run`] on borrowed inputs.
     pub fn run_views(&self, inputs: &[TensorRef<'_>]) -> Result<Vec<Tensor>, ExecError> {
         self.check_inputs(inputs)?;
-        self.pool.install(|| self.execute(inputs))
+        self.pool
+            .install(|| with_budget(Some(self.budget), || self.execute(inputs)))
     }
 
     /// Runs `@main` on inputs keyed by name (see [`Executor::inputs`]), borrowed, not copied.
@@ -481,6 +498,28 @@ fn memory_error(plan: &Plan, size: &BufferSize, error: SizeError) -> ExecError {
         site: plan.instrs[size.instr].site.clone(),
         error,
     }
+}
+
+/// The pool of `threads` workers that the executors of that count share: the live one, or a
+/// new one when none is alive (the pools go with their last executor).
+fn shared_pool(threads: usize) -> Result<Arc<rayon::ThreadPool>, ExecError> {
+    static POOLS: Mutex<BTreeMap<usize, Weak<rayon::ThreadPool>>> = Mutex::new(BTreeMap::new());
+    let mut pools = lock(&POOLS);
+    if let Some(pool) = pools.get(&threads).and_then(Weak::upgrade) {
+        return Ok(pool);
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(move |i| format!("byoc-{threads}x-{i}"))
+        .build()
+        .map_err(|e| ExecError::ThreadPool {
+            threads,
+            message: e.to_string(),
+        })?;
+    let pool = Arc::new(pool);
+    pools.retain(|_, p| p.strong_count() > 0);
+    pools.insert(threads, Arc::downgrade(&pool));
+    Ok(pool)
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

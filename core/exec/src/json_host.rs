@@ -220,6 +220,7 @@ fn build_composite(spec: &KernelSpec<'_>) -> Result<HostNodeKernel, ProviderErro
         ExecOptions {
             threads: 1,
             profile: false,
+            memory_budget: None,
         },
     )
     .map_err(|e| ProviderError::new(format!("composite '{}': {e}", spec.name)))?;

@@ -99,7 +99,11 @@ fn unary(b: &mut FunctionBuilder, op: &str, x: ExprId) -> ExprId {
 fn executor(m: &Module, parts: ConcatParts, threads: usize, profile: bool) -> Executor {
     Executor::with_concat_parts(
         m,
-        ExecOptions { threads, profile },
+        ExecOptions {
+            threads,
+            profile,
+            memory_budget: None,
+        },
         &ExternalModules::new(),
         parts,
     )
@@ -725,8 +729,7 @@ fn random_programs_match_the_evaluator() {
     assert!(placed > 100, "only {placed} parts placed");
 }
 
-/// The memory budget counts a concatenation's buffer once, with its parts in it. The budget is
-/// process-wide: the other tests of this file stay far below both values set here.
+/// The memory budget counts a concatenation's buffer once, with its parts in it.
 #[test]
 fn the_memory_budget_counts_parts_in_place_once() {
     // a = relu(x), b = -x, c = concat(a, b), result relu(c); x is [1, 256, 64] (64 KiB).
@@ -737,29 +740,32 @@ fn the_memory_budget_counts_parts_in_place_once() {
     let c = concat(&mut b, &[a, n], 1);
     let y = unary(&mut b, "nn.relu", c);
     let m = Module::from_main(b.finish(vec![x], y, Attrs::new()).unwrap());
-    let plan = |parts| {
+    let plan = |parts, budget: u64| {
         Executor::with_concat_parts(
             &m,
             ExecOptions {
                 threads: 1,
                 profile: false,
+                memory_budget: Some(budget),
             },
             &ExternalModules::new(),
             parts,
         )
     };
     // Copied: a, b and c (256 KiB) plus the result (128 KiB); in place: c and the result.
-    byoc_ir::memory::set_budget(300 << 10);
-    let in_place = plan(ConcatParts::InPlace).expect("256 KiB fit in 300 KiB");
+    let in_place = plan(ConcatParts::InPlace, 300 << 10).expect("256 KiB fit in 300 KiB");
     assert_eq!(in_place.memory_report().planned_bytes, 256 << 10);
-    let err = plan(ConcatParts::Copied).unwrap_err().to_string();
+    let err = plan(ConcatParts::Copied, 300 << 10)
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("to 393216 bytes (384.0 KiB), over the memory budget of 307200 bytes"),
         "{err}"
     );
     // Under 128 KiB the concatenation's result itself is refused, naming it.
-    byoc_ir::memory::set_budget(100 << 10);
-    let err = plan(ConcatParts::InPlace).unwrap_err().to_string();
+    let err = plan(ConcatParts::InPlace, 100 << 10)
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains(&format!("{c}: concatenate")) && err.contains("131072 bytes (128.0 KiB)"),
         "{err}"

@@ -11,12 +11,15 @@
 //! counted together against the same budget when the run is planned ([`RunTally`]); memory the
 //! system refuses at run time is reported as [`SizeError::Unavailable`], never an abort.
 //!
-//! The budget is process-wide: [`set_budget`] (the CLI's `--max-memory`) sets it; by default it
-//! is the machine's available memory (`MemAvailable` in `/proc/meminfo`), or unlimited where
-//! that cannot be read.
+//! The budget is an option of the calls that load, compile and run a model (the pipeline's
+//! `LoadOptions`, `BuildOptions` and the executor's `ExecOptions`); each runs its work inside
+//! [`with_budget`], which sets the budget of the calling thread for the duration of one call,
+//! as TVM's `PassContext` scopes the configuration of the passes it runs. Outside any such call,
+//! or where a call gives none, it is the machine's available memory (`MemAvailable` in
+//! `/proc/meminfo`), or unlimited where that cannot be read.
 
+use std::cell::Cell;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use thiserror::Error;
@@ -24,17 +27,33 @@ use thiserror::Error;
 use crate::tensor::AlignedBuf;
 use crate::{TensorType, Type};
 
-/// The budget set by [`set_budget`]; 0 means "not set" (use the available memory).
-static BUDGET: AtomicU64 = AtomicU64::new(0);
-
-/// Sets the budget in bytes for the rest of the process (at least 1).
-pub fn set_budget(bytes: u64) {
-    BUDGET.store(bytes.max(1), Ordering::Relaxed);
+thread_local! {
+    /// The budget of the innermost [`with_budget`] call on this thread; 0: none (use the
+    /// available memory).
+    static BUDGET: Cell<u64> = const { Cell::new(0) };
 }
 
-/// The budget in bytes: the value of [`set_budget`], else the available memory.
+/// Runs `f` with `bytes` (at least 1) as the budget of this thread's checks, then restores the
+/// budget it had, also when `f` unwinds. `None` keeps the current budget, so a library call
+/// given no budget inherits its caller's.
+pub fn with_budget<R>(bytes: Option<u64>, f: impl FnOnce() -> R) -> R {
+    /// Puts the previous budget back when dropped.
+    struct Restore(u64);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            BUDGET.with(|b| b.set(self.0));
+        }
+    }
+    let Some(bytes) = bytes else {
+        return f();
+    };
+    let _restore = Restore(BUDGET.with(|b| b.replace(bytes.max(1))));
+    f()
+}
+
+/// The budget in bytes: that of the innermost [`with_budget`] call, else the available memory.
 pub fn budget() -> u64 {
-    match BUDGET.load(Ordering::Relaxed) {
+    match BUDGET.with(Cell::get) {
         0 => available_memory().unwrap_or(u64::MAX),
         b => b,
     }
@@ -172,7 +191,7 @@ impl Default for RunTally {
 }
 
 impl RunTally {
-    /// An empty tally under the current budget.
+    /// An empty tally under the current budget ([`budget`]).
     pub fn new() -> Self {
         RunTally {
             total: 0,
@@ -305,6 +324,30 @@ mod tests {
         );
         // A refused buffer is not counted.
         assert_eq!(tally.add(&ty, 200), Ok(()));
+    }
+
+    #[test]
+    fn a_budget_holds_for_one_call_and_nests() {
+        let outside = budget();
+        let ty = TensorType::new(vec![1000], DType::Float32);
+        with_budget(Some(1000), || {
+            assert_eq!(budget(), 1000);
+            assert!(matches!(
+                check_tensor(&ty),
+                Err(SizeError::OverBudget { budget: 1000, .. })
+            ));
+            with_budget(None, || assert_eq!(budget(), 1000));
+            with_budget(Some(8000), || assert_eq!(check_tensor(&ty), Ok(4000)));
+            assert_eq!(budget(), 1000);
+            // Another thread has its own budget.
+            std::thread::spawn(move || assert_eq!(budget(), outside))
+                .join()
+                .expect("thread runs");
+        });
+        assert_eq!(budget(), outside);
+        let unwound = std::panic::catch_unwind(|| with_budget(Some(5), || panic!("unwinds")));
+        assert!(unwound.is_err());
+        assert_eq!(budget(), outside);
     }
 
     #[test]

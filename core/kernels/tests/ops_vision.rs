@@ -41,6 +41,7 @@ fn check(case: &str, body: &str) {
                 ExecOptions {
                     threads,
                     profile: false,
+                    memory_budget: None,
                 },
             )
             .and_then(|e| e.run(std::slice::from_ref(data)))

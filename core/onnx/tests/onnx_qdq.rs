@@ -50,6 +50,7 @@ fn check(name: &str) {
         ExecOptions {
             threads: 2,
             profile: false,
+            memory_budget: None,
         },
     )
     .unwrap_or_else(|e| panic!("{name}: executor: {e}"));

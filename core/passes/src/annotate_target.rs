@@ -45,11 +45,11 @@ pub struct Rejection {
 }
 
 /// What AnnotateTarget decided besides the annotations.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct AnnotateReport {
+#[derive(Default)]
+struct AnnotateReport {
     /// For every op call left to `default`, one entry per target, in function, call and
     /// target priority order.
-    pub rejected: Vec<Rejection>,
+    rejected: Vec<Rejection>,
 }
 
 /// The AnnotateTarget pass.
@@ -76,17 +76,9 @@ impl<'t> AnnotateTarget<'t> {
         self
     }
 
-    /// Runs the pass.
-    pub fn run(&self, module: &Module) -> Result<(Module, AnnotateReport), PartitionError> {
-        self.run_owned(module.clone())
-    }
-
-    /// Runs the pass on a module it consumes, sparing the copy [`AnnotateTarget::run`] makes.
-    pub fn run_owned(
-        &self,
-        mut module: Module,
-    ) -> Result<(Module, AnnotateReport), PartitionError> {
-        infer_missing_types(&mut module)?;
+    /// Annotates `module` in place, reporting what it left on the host.
+    fn annotate(&self, module: &mut Module) -> Result<AnnotateReport, PartitionError> {
+        infer_missing_types(module)?;
         let mut report = AnnotateReport::default();
         for name in module.names() {
             let Some(f) = module.get(&name).filter(|f| !skipped_by_passes(f)) else {
@@ -95,7 +87,7 @@ impl<'t> AnnotateTarget<'t> {
             let annotated = self.annotate_function(&name, f, &mut report)?;
             module.insert(name, annotated);
         }
-        Ok((module, report))
+        Ok(report)
     }
 
     fn annotate_function(
@@ -194,9 +186,7 @@ impl Pass for AnnotateTarget<'_> {
 
     /// Annotates `module`; the rejections go to [`PassContext::rejected`].
     fn run(&self, module: &mut Module, cx: &mut PassContext) -> Result<(), PassError> {
-        let (annotated, report) = self.run_owned(std::mem::take(module))?;
-        *module = annotated;
-        cx.rejected.extend(report.rejected);
+        cx.rejected.extend(self.annotate(module)?.rejected);
         Ok(())
     }
 }

@@ -31,7 +31,7 @@ pub use fold_constant::FoldConstant;
 pub use fold_scale_axis::FoldScaleAxis;
 pub use host_fuse::HostFuse;
 pub use infer_type::InferType;
-pub use manager::{verify, PassManager, PrintSink, AFTER, BEFORE};
+pub use manager::{run_pass, verify, PassManager, PrintSink, AFTER, BEFORE};
 pub use partitioning::PartitionError;
 pub use pass::{Pass, PassError};
 pub use quantize::{CalibrateMode, QConfig, Quantize};

@@ -141,6 +141,17 @@ impl<'s> PassManager<'s> {
     }
 }
 
+/// Runs the one pass `pass` on a copy of `module`, as a [`PassManager`] holding only it does
+/// (verified afterwards in debug builds and tests), and returns the result with what the pass
+/// reported in the [`PassContext`] (rejections, pruned partitions, remarks). Every pass runs
+/// through its [`Pass::run`]; this is the way to run one alone.
+pub fn run_pass(pass: &dyn Pass, module: &Module) -> Result<(Module, PassContext), PassError> {
+    let mut module = module.clone();
+    let mut cx = PassContext::new();
+    PassManager::new().pass(pass).run(&mut module, &mut cx)?;
+    Ok((module, cx))
+}
+
 /// Checks that `module` is well-formed, type-checks, and that every live expression carries
 /// the type a fresh inference gives it (passes keep types up to date). Errors name the global
 /// function and the expression by its printed id ([`byoc_ir::text::printed_ids`]).

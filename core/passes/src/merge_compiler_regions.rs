@@ -42,14 +42,8 @@ impl MergeCompilerRegions {
         MergeCompilerRegions
     }
 
-    /// Runs the pass.
-    pub fn run(&self, module: &Module) -> Result<Module, PartitionError> {
-        self.run_owned(module.clone())
-    }
-
-    /// Runs the pass on a module it consumes, sparing the copy [`MergeCompilerRegions::run`]
-    /// makes.
-    pub fn run_owned(&self, mut module: Module) -> Result<Module, PartitionError> {
+    /// Merges the regions of every function of `module` in place.
+    fn merge(&self, module: &mut Module) -> Result<(), PartitionError> {
         for name in module.names() {
             let Some(f) = module.get(&name).filter(|f| !skipped_by_passes(f)) else {
                 continue;
@@ -57,7 +51,7 @@ impl MergeCompilerRegions {
             let merged = merge_function(&name, f)?;
             module.insert(name, merged);
         }
-        Ok(module)
+        Ok(())
     }
 }
 
@@ -67,8 +61,7 @@ impl Pass for MergeCompilerRegions {
     }
 
     fn run(&self, module: &mut Module, _cx: &mut PassContext) -> Result<(), PassError> {
-        *module = self.run_owned(std::mem::take(module))?;
-        Ok(())
+        Ok(self.merge(module)?)
     }
 }
 

@@ -57,14 +57,9 @@ impl PartitionGraph {
         self
     }
 
-    /// Runs the pass.
-    pub fn run(&self, module: &Module) -> Result<Module, PartitionError> {
-        self.run_owned(module.clone())
-    }
-
-    /// Runs the pass on a module it consumes, sparing the copy [`PartitionGraph::run`] makes.
-    pub fn run_owned(&self, mut module: Module) -> Result<Module, PartitionError> {
-        infer_missing_types(&mut module)?;
+    /// Outlines the regions of every function of `module` in place.
+    fn partition(&self, module: &mut Module) -> Result<(), PartitionError> {
+        infer_missing_types(module)?;
         let original = module.names();
         let mut names = Namer {
             taken: original.iter().cloned().collect(),
@@ -80,7 +75,7 @@ impl PartitionGraph {
                 module.add(name, ext)?;
             }
         }
-        Ok(module)
+        Ok(())
     }
 
     fn partition_function(
@@ -273,8 +268,7 @@ impl Pass for PartitionGraph {
     }
 
     fn run(&self, module: &mut Module, _cx: &mut PassContext) -> Result<(), PassError> {
-        *module = self.run_owned(std::mem::take(module))?;
-        Ok(())
+        Ok(self.partition(module)?)
     }
 }
 

@@ -25,6 +25,17 @@ pub trait Pass {
     fn run(&self, module: &mut Module, cx: &mut PassContext) -> Result<(), PassError>;
 }
 
+/// A borrowed pass is a pass, so a [`crate::PassManager`] can run one its caller keeps.
+impl<P: Pass + ?Sized> Pass for &P {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+
+    fn run(&self, module: &mut Module, cx: &mut PassContext) -> Result<(), PassError> {
+        (**self).run(module, cx)
+    }
+}
+
 /// An error of a pass or of the pass manager.
 #[derive(Debug, Error, Clone, PartialEq)]
 #[non_exhaustive]

@@ -53,13 +53,6 @@ pub struct Pruned {
     pub reason: PruneReason,
 }
 
-/// What Prune did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PruneReport {
-    /// The partitions inlined back, in name order.
-    pub pruned: Vec<Pruned>,
-}
-
 /// The Prune pass.
 #[derive(Clone, Debug)]
 pub struct Prune<'t> {
@@ -80,19 +73,15 @@ impl<'t> Prune<'t> {
         Prune { targets }
     }
 
-    /// Runs the pass.
-    pub fn run(&self, module: &Module) -> Result<(Module, PruneReport), PartitionError> {
-        self.run_owned(module.clone())
-    }
-
-    /// Runs the pass on a module it consumes, sparing the copy [`Prune::run`] makes.
-    pub fn run_owned(&self, mut module: Module) -> Result<(Module, PruneReport), PartitionError> {
-        let pruned = self.select(&module);
+    /// Inlines back the partitions of `module` its targets' settings reject, in place;
+    /// returns them in name order.
+    fn prune(&self, module: &mut Module) -> Result<Vec<Pruned>, PartitionError> {
+        let pruned = self.select(module);
         let gone: HashSet<&str> = pruned.iter().map(|p| p.name.as_str()).collect();
         let mut hosts = Vec::new();
         for (name, f) in module.functions() {
             if !gone.contains(name) && !skipped_by_passes(f) {
-                hosts.push((name.to_string(), inline_calls(f, &module, &gone)?));
+                hosts.push((name.to_string(), inline_calls(f, module, &gone)?));
             }
         }
         for (name, f) in hosts {
@@ -101,7 +90,7 @@ impl<'t> Prune<'t> {
         for name in &gone {
             module.remove(name);
         }
-        Ok((module, PruneReport { pruned }))
+        Ok(pruned)
     }
 
     fn select(&self, module: &Module) -> Vec<Pruned> {
@@ -171,9 +160,7 @@ impl Pass for Prune<'_> {
 
     /// Prunes `module`; the inlined partitions go to [`PassContext::pruned`].
     fn run(&self, module: &mut Module, cx: &mut PassContext) -> Result<(), PassError> {
-        let (pruned, report) = self.run_owned(std::mem::take(module))?;
-        *module = pruned;
-        cx.pruned.extend(report.pruned);
+        cx.pruned.extend(self.prune(module)?);
         Ok(())
     }
 }

@@ -16,9 +16,26 @@ use byoc_passes::annotate_target::{AnnotateTarget, Rejection};
 use byoc_passes::merge_compiler_regions::MergeCompilerRegions;
 use byoc_passes::partition_graph::PartitionGraph;
 use byoc_passes::prune::{op_names, Prune, PruneReason};
-use byoc_passes::PartitionError;
+use byoc_passes::{run_pass, PartitionError, Pass, PassContext, PassError};
 use byoc_sdk::CompileOptions;
 use proptest::prelude::*;
+
+/// A pass run alone ([`run_pass`]) on the typed module, as the pipeline hands it over: with
+/// what it reported, or just the module.
+trait RunAlone {
+    fn alone(&self, m: &Module) -> Result<(Module, PassContext), PassError>;
+    fn applied(&self, m: &Module) -> Result<Module, PassError> {
+        self.alone(m).map(|(m, _)| m)
+    }
+}
+
+impl<P: Pass> RunAlone for P {
+    fn alone(&self, m: &Module) -> Result<(Module, PassContext), PassError> {
+        let mut typed = m.clone();
+        infer_types(&mut typed)?;
+        run_pass(self, &typed)
+    }
+}
 
 fn t22() -> Type {
     Type::tensor([2, 2], DType::Float32)
@@ -69,6 +86,7 @@ fn run_partitioned(m: &Module, inputs: &[Tensor]) -> Vec<Tensor> {
         ExecOptions {
             threads: 1,
             profile: false,
+            memory_budget: None,
         },
         &externals,
     )
@@ -94,7 +112,7 @@ fn relu_add() -> Module {
 #[test]
 fn annotate_wraps_each_call_and_reports_rejections() {
     let targets = [relu_only()];
-    let (got, report) = AnnotateTarget::new(&targets).run(&relu_add()).unwrap();
+    let (got, report) = AnnotateTarget::new(&targets).alone(&relu_add()).unwrap();
     let mut b = FunctionBuilder::new();
     let x = b.param("x", t22());
     let y = b.param("y", t22());
@@ -131,7 +149,7 @@ fn annotate_uses_priority_order_and_predicates() {
         });
     let other = TargetSupport::new("b").with_ops(["add"]);
     let targets = [picky, other];
-    let (got, report) = AnnotateTarget::new(&targets).run(&relu_add()).unwrap();
+    let (got, report) = AnnotateTarget::new(&targets).alone(&relu_add()).unwrap();
     let main = got.main().unwrap();
     let mut chosen: Vec<(String, String)> = main
         .live_ids()
@@ -165,7 +183,7 @@ fn annotate_without_non_call_ops_leaves_tuples_bare() {
     let targets = [relu_only()];
     let (got, _) = AnnotateTarget::new(&targets)
         .include_non_call_ops(false)
-        .run(&m)
+        .alone(&m)
         .unwrap();
     let mut b = FunctionBuilder::new();
     let x = b.param("x", t22());
@@ -177,7 +195,7 @@ fn annotate_without_non_call_ops_leaves_tuples_bare() {
     assert_same(&got, &main_of(b, vec![x], g));
 
     // With non-call ops, the tuple and the get-item are default regions.
-    let (got, _) = AnnotateTarget::new(&targets).run(&m).unwrap();
+    let (got, _) = AnnotateTarget::new(&targets).alone(&m).unwrap();
     let mut b = FunctionBuilder::new();
     let x = b.param("x", t22());
     let bx = begin(&mut b, x, "test");
@@ -197,8 +215,8 @@ fn annotate_without_non_call_ops_leaves_tuples_bare() {
 fn annotate_is_idempotent() {
     let targets = [relu_only()];
     let pass = AnnotateTarget::new(&targets);
-    let (once, _) = pass.run(&relu_add()).unwrap();
-    let (twice, _) = pass.run(&once).unwrap();
+    let (once, _) = pass.alone(&relu_add()).unwrap();
+    let (twice, _) = pass.alone(&once).unwrap();
     // Re-running keeps offloaded calls; default ones are re-annotated the same way.
     let count = |m: &Module| {
         let f = m.main().unwrap();
@@ -236,10 +254,10 @@ fn composite_module(prefix: &str) -> Module {
 fn composites_go_to_their_prefix_target_and_stay_in_the_partition() {
     let targets = [relu_only()];
     let (ann, _) = AnnotateTarget::new(&targets)
-        .run(&composite_module("test"))
+        .alone(&composite_module("test"))
         .unwrap();
-    let merged = MergeCompilerRegions::new().run(&ann).unwrap();
-    let parts = PartitionGraph::new().run(&merged).unwrap();
+    let merged = MergeCompilerRegions::new().applied(&ann).unwrap();
+    let parts = PartitionGraph::new().applied(&merged).unwrap();
     parts.verify().unwrap();
     // One partition holding the composite (add, relu inside) and the relu after it.
     let mut want = BTreeMap::new();
@@ -256,11 +274,11 @@ fn composites_go_to_their_prefix_target_and_stay_in_the_partition() {
 
     // A composite of an unselected target stays on the host.
     let (ann, report) = AnnotateTarget::new(&targets)
-        .run(&composite_module("other"))
+        .alone(&composite_module("other"))
         .unwrap();
     assert!(report.rejected.is_empty());
     let parts = PartitionGraph::new()
-        .run(&MergeCompilerRegions::new().run(&ann).unwrap())
+        .applied(&MergeCompilerRegions::new().applied(&ann).unwrap())
         .unwrap();
     let want_ops = vec!["nn.relu".to_string()];
     assert_eq!(partitions(&parts)["test_0"].1, want_ops);
@@ -268,13 +286,13 @@ fn composites_go_to_their_prefix_target_and_stay_in_the_partition() {
 }
 
 fn pipeline(m: &Module, targets: &[TargetSupport], merge: bool) -> Module {
-    let (ann, _) = AnnotateTarget::new(targets).run(m).unwrap();
+    let (ann, _) = AnnotateTarget::new(targets).alone(m).unwrap();
     let ann = if merge {
-        MergeCompilerRegions::new().run(&ann).unwrap()
+        MergeCompilerRegions::new().applied(&ann).unwrap()
     } else {
         ann
     };
-    let out = PartitionGraph::new().run(&ann).unwrap();
+    let out = PartitionGraph::new().applied(&ann).unwrap();
     out.verify().unwrap();
     out
 }
@@ -336,8 +354,8 @@ fn merge_sees_paths_through_unannotated_nodes() {
     let s = op(&mut b, "add", &[b1, b2]);
     let es = end(&mut b, s, "test");
     let m = main_of(b, vec![x], es);
-    let merged = MergeCompilerRegions::new().run(&m).unwrap();
-    let parts = PartitionGraph::new().run(&merged).unwrap();
+    let merged = MergeCompilerRegions::new().applied(&m).unwrap();
+    let parts = PartitionGraph::new().applied(&merged).unwrap();
     parts.verify().unwrap();
     assert_eq!(partitions(&parts).len(), 2);
     // Without the detour the two regions merge.
@@ -351,7 +369,7 @@ fn merge_sees_paths_through_unannotated_nodes() {
     let s = op(&mut b, "add", &[b1, b2]);
     let es = end(&mut b, s, "test");
     let m = main_of(b, vec![x], es);
-    let merged = MergeCompilerRegions::new().run(&m).unwrap();
+    let merged = MergeCompilerRegions::new().applied(&m).unwrap();
     let main = merged.main().unwrap();
     let ends = main
         .live_ids()
@@ -363,7 +381,7 @@ fn merge_sees_paths_through_unannotated_nodes() {
         })
         .count();
     assert_eq!(ends, 1, "the inner end/begin pair is removed");
-    let parts = PartitionGraph::new().run(&merged).unwrap();
+    let parts = PartitionGraph::new().applied(&merged).unwrap();
     let mut want = BTreeMap::new();
     want.insert(
         "test_0".to_string(),
@@ -473,9 +491,9 @@ fn constants_are_bound_or_passed() {
     let s = op(&mut b, "add", &[x, c]);
     let m = main_of(b, vec![x], s);
     let (ann, _) = AnnotateTarget::new(std::slice::from_ref(&both))
-        .run(&m)
+        .alone(&m)
         .unwrap();
-    let bound = PartitionGraph::new().run(&ann).unwrap();
+    let bound = PartitionGraph::new().applied(&ann).unwrap();
     let f = bound.get("test_0").unwrap();
     assert_eq!(f.params.len(), 1);
     assert!(f
@@ -484,7 +502,7 @@ fn constants_are_bound_or_passed() {
         .any(|&id| matches!(f.expr(id), Expr::Constant(_))));
     let passed = PartitionGraph::new()
         .bind_constants(false)
-        .run(&ann)
+        .applied(&ann)
         .unwrap();
     let f = passed.get("test_0").unwrap();
     assert_eq!(f.params.len(), 2);
@@ -531,8 +549,12 @@ fn malformed_annotations_are_errors() {
     let r = op(&mut b, "nn.relu", &[x]);
     let e = end(&mut b, r, "test");
     let m = main_of(b, vec![x], e);
-    let err = PartitionGraph::new().run(&m).unwrap_err();
-    assert!(matches!(err, PartitionError::Region(_)), "{err}");
+    let err = PartitionGraph::new().applied(&m).unwrap_err();
+    assert!(
+        matches!(&err, PassError::InPass { pass: "partition-graph", source }
+            if matches!(**source, PassError::Partition(PartitionError::Region(_)))),
+        "{err}"
+    );
     assert!(err.to_string().contains("closes no region"), "{err}");
     // A region value used outside without an end.
     let mut b = FunctionBuilder::new();
@@ -541,14 +563,14 @@ fn malformed_annotations_are_errors() {
     let r = op(&mut b, "nn.relu", &[bx]);
     let h = op(&mut b, "add", &[r, x]);
     let m = main_of(b, vec![x], h);
-    let err = MergeCompilerRegions::new().run(&m).unwrap_err();
+    let err = MergeCompilerRegions::new().applied(&m).unwrap_err();
     assert!(err.to_string().contains("entered no region"), "{err}");
     let mut b = FunctionBuilder::new();
     let x = b.param("x", t22());
     let bx = begin(&mut b, x, "test");
     let r = op(&mut b, "nn.relu", &[bx]);
     let m = main_of(b, vec![x], r);
-    let err = MergeCompilerRegions::new().run(&m).unwrap_err();
+    let err = MergeCompilerRegions::new().applied(&m).unwrap_err();
     assert!(err.to_string().contains("without a compiler_end"), "{err}");
 }
 
@@ -599,7 +621,7 @@ fn prune_inlines_small_and_unwanted_partitions() {
         ..PruneConfig::default()
     });
     let (pruned, report) = Prune::new(std::slice::from_ref(&small))
-        .run(&parts)
+        .alone(&parts)
         .unwrap();
     pruned.verify().unwrap();
     assert_eq!(report.pruned.len(), 1);
@@ -616,7 +638,7 @@ fn prune_inlines_small_and_unwanted_partitions() {
         ..PruneConfig::default()
     });
     let (pruned, report) = Prune::new(std::slice::from_ref(&limited))
-        .run(&parts)
+        .alone(&parts)
         .unwrap();
     assert_eq!(report.pruned.len(), 1);
     assert_eq!(report.pruned[0].name, "test_0", "the smaller one goes");
@@ -627,7 +649,7 @@ fn prune_inlines_small_and_unwanted_partitions() {
         ..PruneConfig::default()
     });
     let (pruned, report) = Prune::new(std::slice::from_ref(&needs_add))
-        .run(&parts)
+        .alone(&parts)
         .unwrap();
     assert_eq!(report.pruned.len(), 2);
     assert!(partitions(&pruned).is_empty());
@@ -649,7 +671,9 @@ fn prune_inlines_multi_output_partitions() {
         min_ops: 5,
         ..PruneConfig::default()
     });
-    let (pruned, _) = Prune::new(std::slice::from_ref(&all)).run(&parts).unwrap();
+    let (pruned, _) = Prune::new(std::slice::from_ref(&all))
+        .alone(&parts)
+        .unwrap();
     pruned.verify().unwrap();
     assert_same(&pruned, &m);
 }
@@ -763,10 +787,10 @@ proptest! {
         let targets = random_targets(mask);
         let (ann, _) = AnnotateTarget::new(&targets)
             .include_non_call_ops(non_call)
-            .run(&m)
+            .alone(&m)
             .unwrap();
-        let ann = if merge { MergeCompilerRegions::new().run(&ann).unwrap() } else { ann };
-        let parts = PartitionGraph::new().bind_constants(bind).run(&ann).unwrap();
+        let ann = if merge { MergeCompilerRegions::new().applied(&ann).unwrap() } else { ann };
+        let parts = PartitionGraph::new().bind_constants(bind).applied(&ann).unwrap();
         parts.verify().unwrap();
         let mut typed = parts.clone();
         infer_types(&mut typed).unwrap();
@@ -812,7 +836,7 @@ proptest! {
             .iter()
             .map(|t| t.clone().with_prune(PruneConfig { min_ops: 2, ..PruneConfig::default() }))
             .collect();
-        let (pruned, _) = Prune::new(&pruning).run(&parts).unwrap();
+        let (pruned, _) = Prune::new(&pruning).alone(&parts).unwrap();
         pruned.verify().unwrap();
         for (w, g) in want.iter().zip(&run(&pruned)) {
             prop_assert_eq!(w.as_bytes(), g.as_bytes());
@@ -821,9 +845,9 @@ proptest! {
         if merge {
             let (plain, _) = AnnotateTarget::new(&targets)
                 .include_non_call_ops(non_call)
-                .run(&m)
+                .alone(&m)
                 .unwrap();
-            let unmerged = PartitionGraph::new().run(&plain).unwrap();
+            let unmerged = PartitionGraph::new().applied(&plain).unwrap();
             prop_assert!(partitions(&parts).len() <= partitions(&unmerged).len());
         }
     }

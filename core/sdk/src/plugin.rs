@@ -60,9 +60,10 @@ plugin_error_from!(
     serde_json::Error,
 );
 
-/// The compile option the host sets to its executor's worker-thread count (`--threads N` of
-/// `byoc run|bench|verify`, unless `--plugin-option threads=...` gives one): plugins that run
-/// their own thread pools use it so both sides share the cores as the user asked.
+/// The compile option the host sets to its executor's worker-thread count
+/// ([`CompileOptions::or_threads`]: the executor's `threads`, unless the options give one):
+/// plugins that run their own thread pools use it so both sides share the cores as the user
+/// asked.
 pub const THREADS_OPTION: &str = "threads";
 
 /// Options of one compilation: key/value strings (`--plugin-option KEY=VALUE` on the command
@@ -88,6 +89,18 @@ impl CompileOptions {
     /// The value of `key`, if set.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.values.get(key).map(String::as_str)
+    }
+
+    /// These options with [`THREADS_OPTION`] set to `threads`, the executor's worker count,
+    /// unless they already give it or `threads` is 0 (all cores: nothing to pass on).
+    pub fn or_threads(&self, threads: usize) -> CompileOptions {
+        let mut options = self.clone();
+        if threads > 0 && !options.values.contains_key(THREADS_OPTION) {
+            options
+                .values
+                .insert(THREADS_OPTION.to_string(), threads.to_string());
+        }
+        options
     }
 }
 
@@ -177,5 +190,26 @@ pub trait CompiledModule: Send + Sync {
     /// empty.
     fn counters(&self) -> Result<Vec<(String, f64)>, PluginError> {
         Ok(Vec::new())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_executor_threads_reach_the_plugins_unless_given() {
+        let options = CompileOptions::new().or_threads(3);
+        assert_eq!(options.get(THREADS_OPTION), Some("3"));
+        assert_eq!(
+            CompileOptions::new().or_threads(0).get(THREADS_OPTION),
+            None
+        );
+        let explicit = CompileOptions::new()
+            .with(THREADS_OPTION, "1")
+            .with("csource.cc", "gcc")
+            .or_threads(2);
+        assert_eq!(explicit.get(THREADS_OPTION), Some("1"));
+        assert_eq!(explicit.get("csource.cc"), Some("gcc"));
     }
 }

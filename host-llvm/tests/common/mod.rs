@@ -57,6 +57,7 @@ pub fn run(m: &Module, ext: &ExternalModules, threads: usize, x: &[Tensor]) -> V
         ExecOptions {
             threads,
             profile: false,
+            memory_budget: None,
         },
         ext,
     )

@@ -5,6 +5,7 @@
 
 use byoc_ir::{Attrs, ExprId, Function, FunctionBuilder, Module, Type};
 use byoc_ir::{DType, TensorType};
+use byoc_passes::{Pass, PassContext};
 use byoc_patterns::{MergeComposite, PatternTable};
 
 /// A float32 tensor type.
@@ -36,7 +37,7 @@ pub fn finish(b: FunctionBuilder, params: Vec<ExprId>, body: ExprId) -> Function
 pub fn merge(f: Function, table: &PatternTable) -> Function {
     let mut m = Module::from_main(f);
     MergeComposite::new(table)
-        .apply(&mut m)
+        .run(&mut m, &mut PassContext::new())
         .expect("merge composite succeeds");
     let out = m.remove("main").expect("main exists");
     byoc_ir::verify_function(&out).expect("result verifies");

@@ -82,7 +82,7 @@ impl FromStr for Format {
 pub enum ReportError {
     /// A drawing of partitions asked for before partitioning.
     #[error(
-        "--format {format} draws partitions and needs --stage partition (the stage was {stage}); use --format text or json to see earlier stages"
+        "format {format} draws partitions and needs the partition stage (the stage was {stage}); text and json show earlier stages"
     )]
     NeedsPartition {
         /// The format asked for.

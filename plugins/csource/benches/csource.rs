@@ -152,6 +152,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 ExecOptions {
                     threads,
                     profile: false,
+                    memory_budget: None,
                 },
             )?;
             *slot = time(reps, || {

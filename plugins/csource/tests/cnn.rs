@@ -13,6 +13,7 @@ use byoc_passes::annotate_target::AnnotateTarget;
 use byoc_passes::merge_compiler_regions::MergeCompilerRegions;
 use byoc_passes::partition_graph::PartitionGraph;
 use byoc_passes::prune::op_names;
+use byoc_passes::{PassContext, PassManager};
 use byoc_patterns::{MergeComposite, PatternTable};
 use byoc_plugin_csource::support::pattern_table_text;
 use byoc_plugin_csource::{CSource, CodegenOptions};
@@ -67,17 +68,17 @@ fn cnn() -> Result<Module> {
 fn partition(m: &Module, bind_constants: bool) -> Result<Module> {
     let mut m = m.clone();
     let table = PatternTable::parse(&pattern_table_text()).map_err(|e| anyhow!("{e}"))?;
-    MergeComposite::new(&table)
-        .apply(&mut m)
-        .map_err(|e| anyhow!("{e}"))?;
     let targets = [CSource::new().describe().support()];
-    let (annotated, report) = AnnotateTarget::new(&targets).run(&m)?;
-    let rejected: Vec<&str> = report.rejected.iter().map(|r| r.op.as_str()).collect();
+    let mut cx = PassContext::new();
+    PassManager::new()
+        .pass(MergeComposite::new(&table))
+        .pass(AnnotateTarget::new(&targets))
+        .pass(MergeCompilerRegions::new())
+        .pass(PartitionGraph::new().bind_constants(bind_constants))
+        .run(&mut m, &mut cx)?;
+    let rejected: Vec<&str> = cx.rejected.iter().map(|r| r.op.as_str()).collect();
     assert_eq!(rejected, ["nn.leaky_relu"]);
-    let merged = MergeCompilerRegions::new().run(&annotated)?;
-    let mut parts = PartitionGraph::new()
-        .bind_constants(bind_constants)
-        .run(&merged)?;
+    let mut parts = m;
     infer_types(&mut parts).map_err(|e| anyhow!("{e}"))?;
     Ok(parts)
 }

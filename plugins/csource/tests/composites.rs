@@ -8,6 +8,7 @@ use anyhow::{anyhow, Result};
 use byoc_ir::infer_types;
 use byoc_ir::{Attrs, Callee, Expr, FunctionBuilder, Module};
 use byoc_ir::{DType, TensorType, Type};
+use byoc_passes::Pass;
 use byoc_plugin_csource::CodegenOptions;
 use common::{as_partition, check_function, module, random};
 
@@ -60,7 +61,7 @@ fn composites_fuse_into_one_loop_nest_each() -> Result<()> {
         byoc_patterns::PatternTable::parse(&byoc_plugin_csource::support::pattern_table_text())
             .map_err(|e| anyhow!("{e}"))?;
     byoc_patterns::MergeComposite::new(&table)
-        .apply(&mut m)
+        .run(&mut m, &mut byoc_passes::PassContext::new())
         .map_err(|e| anyhow!("{e}"))?;
     assert_eq!(
         composite_names(&m)?,

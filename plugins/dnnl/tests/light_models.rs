@@ -15,7 +15,6 @@ mod common;
 #[path = "../../../tests/light/mod.rs"]
 mod light;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
@@ -26,7 +25,7 @@ use byoc_ir::infer_types;
 use byoc_ir::text::{parse_module, print_module};
 use byoc_ir::Module;
 use byoc_passes::{Pass, PassContext, QConfig, Quantize};
-use byoc_pipeline::model::load_model;
+use byoc_pipeline::model::{load_model, LoadOptions};
 use byoc_pipeline::pipeline::{partition, PartitionOptions};
 use byoc_pipeline::report::summary::Summary;
 use byoc_pipeline::target::Target;
@@ -56,7 +55,7 @@ fn dnnl_executor(module: &Module) -> Result<Executor> {
 /// What partitioning the random-weight variant of `name` for dnnl gives.
 fn summary(name: &str) -> Result<Summary> {
     let model = light_dir()?.join(name).join("random.onnx");
-    let module = load_model(&model, &BTreeMap::new())
+    let module = load_model(&model, &LoadOptions::default())
         .with_context(|| format!("loading {}", model.display()))?;
     Ok(Summary::of(&partition(
         &module,
@@ -123,7 +122,7 @@ fn shufflenet_is_one_partition_with_its_channel_shuffles() -> Result<()> {
 #[ignore = "needs the ONNX light models: ./scripts/fetch_onnx_light.sh"]
 fn resnet50_quantized_is_bit_exact_with_the_host() -> Result<()> {
     let model = light_dir()?.join("resnet50").join("random.onnx");
-    let module = load_model(&model, &BTreeMap::new())
+    let module = load_model(&model, &LoadOptions::default())
         .with_context(|| format!("loading {}", model.display()))?;
     // Cut the float model before its global pool: its input becomes the output.
     let text = print_module(&module);

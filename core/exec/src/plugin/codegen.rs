@@ -13,8 +13,7 @@ use std::sync::Arc;
 use super::error::CodegenError;
 use super::reference::ReferenceRuntime;
 use crate::{ExternalModule, ExternalModules};
-use byoc_ir::infer_missing_types;
-use byoc_ir::Module;
+use byoc_ir::{infer_types, Function, Module};
 use byoc_sdk::{CompileOptions, EmittedSource, PartitionedFunction, Plugin, PluginError};
 
 /// The runtime that compiles each target's partitions.
@@ -97,63 +96,76 @@ impl Prepared<'_> {
     }
 }
 
-/// The external functions of `module` with their runtimes, typed (inferred only where a
-/// function has untyped nodes: the pipeline's partitions arrive typed) and run through each
-/// runtime's optimize hook when its description asks for it (see the module docs).
+/// The external functions of `module` with their runtimes, each prepared by [`prepare_one`].
 fn prepare<'r>(module: &Module, runtimes: &'r Runtimes) -> Result<Vec<Prepared<'r>>, CodegenError> {
-    let mut typed = module.clone();
-    infer_missing_types(&mut typed)?;
-    let mut out = Vec::new();
-    for (name, target) in external_functions(&typed) {
-        let plugin = runtimes
-            .get(&target)
-            .ok_or_else(|| CodegenError::NoRuntime {
-                function: name.clone(),
-                target: target.clone(),
-                reason: "no plugin or target spec provides it".to_string(),
+    module
+        .partitions()
+        .map(|(name, target, f)| prepare_one(name, target, f, runtimes))
+        .collect()
+}
+
+/// The external function `name` of target `target` with its runtime: copied once, typed
+/// (inferred only where it has untyped nodes: the pipeline's partitions arrive typed; a
+/// partition calls no other global, so it types alone) and run through the runtime's optimize
+/// hook when its description asks for it (see the module docs).
+fn prepare_one<'r>(
+    name: &str,
+    target: &str,
+    f: &Function,
+    runtimes: &'r Runtimes,
+) -> Result<Prepared<'r>, CodegenError> {
+    let plugin = runtimes
+        .get(target)
+        .ok_or_else(|| CodegenError::NoRuntime {
+            function: name.to_string(),
+            target: target.to_string(),
+            reason: "no plugin or target spec provides it".to_string(),
+        })?;
+    let untyped = f.live_ids().into_iter().any(|id| f.ty(id).is_none());
+    let f = if untyped {
+        let mut alone = Module::new();
+        alone.insert(name.to_string(), f.clone());
+        infer_types(&mut alone)?;
+        alone.remove(name).unwrap_or_else(|| f.clone())
+    } else {
+        f.clone()
+    };
+    let mut function = PartitionedFunction {
+        symbol: name.to_string(),
+        function: f,
+    };
+    if plugin.describe().optimize {
+        let before = function.function.func_type();
+        function = plugin
+            .optimize(function)
+            .map_err(|error| CodegenError::Plugin {
+                plugin: plugin.name().to_string(),
+                operation: "optimize",
+                function: name.to_string(),
+                error,
             })?;
-        let Some(f) = typed.remove(&name) else {
-            continue;
-        };
-        let mut function = PartitionedFunction {
-            symbol: name.clone(),
-            function: f,
-        };
-        if plugin.describe().optimize {
-            let before = function.function.func_type();
-            function = plugin
-                .optimize(function)
-                .map_err(|error| CodegenError::Plugin {
-                    plugin: plugin.name().to_string(),
-                    operation: "optimize",
-                    function: name.clone(),
-                    error,
-                })?;
-            let after = function.function.func_type();
-            if before != after {
-                let show = |t: Option<byoc_ir::FuncType>| {
-                    t.map_or("an untyped function".to_string(), |t| {
-                        let params: Vec<String> = t.params.iter().map(|p| p.to_string()).collect();
-                        format!("fn ({}) -> {}", params.join(", "), t.ret)
-                    })
-                };
-                return Err(CodegenError::Signature {
-                    plugin: plugin.name().to_string(),
-                    function: name,
-                    before: show(before),
-                    after: show(after),
-                });
-            }
+        let after = function.function.func_type();
+        if before != after {
+            let show = |t: Option<byoc_ir::FuncType>| {
+                t.map_or("an untyped function".to_string(), |t| {
+                    let params: Vec<String> = t.params.iter().map(|p| p.to_string()).collect();
+                    format!("fn ({}) -> {}", params.join(", "), t.ret)
+                })
+            };
+            return Err(CodegenError::Signature {
+                plugin: plugin.name().to_string(),
+                function: name.to_string(),
+                before: show(before),
+                after: show(after),
+            });
         }
-        let p = Prepared {
-            name,
-            target,
-            plugin,
-            function,
-        };
-        out.push(p);
     }
-    Ok(out)
+    Ok(Prepared {
+        name: name.to_string(),
+        target: target.to_string(),
+        plugin,
+        function,
+    })
 }
 
 /// Compiles every external function of `module` (see the module docs).
@@ -164,21 +176,36 @@ pub fn compile_externals(
 ) -> Result<ExternalModules, CodegenError> {
     let mut out = ExternalModules::new();
     for p in prepare(module, runtimes)? {
-        let compiled = p
-            .plugin
-            .compile(&p.function, options)
-            .map_err(|e| p.failed("compile", e))?;
-        out.insert(
-            p.name,
-            ExternalModule {
-                target: p.target,
-                plugin: p.plugin.name().to_string(),
-                plugin_version: p.plugin.version().to_string(),
-                module: Arc::from(compiled),
-            },
-        );
+        let name = p.name.clone();
+        out.insert(name, compile(p, options)?);
     }
     Ok(out)
+}
+
+/// Compiles the one external function `name` (of target `target`) with its target's runtime,
+/// as [`compile_externals`] does for each, for callers that report progress per partition.
+pub fn compile_external(
+    name: &str,
+    target: &str,
+    f: &Function,
+    runtimes: &Runtimes,
+    options: &CompileOptions,
+) -> Result<ExternalModule, CodegenError> {
+    compile(prepare_one(name, target, f, runtimes)?, options)
+}
+
+/// Compiles a prepared function with its runtime.
+fn compile(p: Prepared<'_>, options: &CompileOptions) -> Result<ExternalModule, CodegenError> {
+    let compiled = p
+        .plugin
+        .compile(&p.function, options)
+        .map_err(|e| p.failed("compile", e))?;
+    Ok(ExternalModule {
+        target: p.target,
+        plugin: p.plugin.name().to_string(),
+        plugin_version: p.plugin.version().to_string(),
+        module: Arc::from(compiled),
+    })
 }
 
 /// The source one external function's plugin generates for it ([`Plugin::emit_source`]).

@@ -14,7 +14,10 @@ mod loader;
 mod reference;
 mod registry;
 
-pub use codegen::{compile_externals, emit_sources, external_functions, PartitionSource, Runtimes};
+pub use codegen::{
+    compile_external, compile_externals, emit_sources, external_functions, PartitionSource,
+    Runtimes,
+};
 pub use error::{CodegenError, LoadError, RegistryError};
 pub use loaded::{LoadedModule, LoadedPlugin};
 pub use loader::load_plugin;

@@ -46,6 +46,7 @@ impl Plugin for ReferenceRuntime {
             ExecOptions {
                 threads: 1,
                 profile: false,
+                memory_budget: None,
             },
         )
         .map_err(|e| PluginError::new(format!("@{}: {e}", function.symbol)))?;

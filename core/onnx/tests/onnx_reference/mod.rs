@@ -83,6 +83,7 @@ fn build(dir: &Path, input_shapes: &BTreeMap<String, Vec<usize>>) -> Result<Exec
     let exec_opts = ExecOptions {
         threads: 1,
         profile: false,
+        memory_budget: None,
     };
     Executor::new(&model, exec_opts).map_err(|e| format!("executor: {e}"))
 }

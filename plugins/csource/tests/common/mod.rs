@@ -9,6 +9,7 @@ use byoc_ir::infer_types;
 use byoc_ir::text::parse_module;
 use byoc_ir::{AttrValue, Attrs, Function, Module, Type};
 use byoc_ir::{DType, Tensor, TensorType};
+use byoc_passes::{Pass, PassContext};
 use byoc_patterns::{MergeComposite, PatternTable};
 use byoc_plugin_csource::support::pattern_table_text;
 use byoc_plugin_csource::{
@@ -31,7 +32,7 @@ pub fn module(text: &str, composites: bool) -> Result<Module> {
     if composites {
         let table = PatternTable::parse(&pattern_table_text()).map_err(|e| anyhow!("{e}"))?;
         MergeComposite::new(&table)
-            .apply(&mut m)
+            .run(&mut m, &mut PassContext::new())
             .map_err(|e| anyhow!("{e}"))?;
     }
     Ok(m)

@@ -9,6 +9,7 @@ use byoc_exec::{ExecOptions, Executor};
 use byoc_ir::infer_types;
 use byoc_ir::{AttrValue, Attrs, ExprId, Function, FunctionBuilder, Module};
 use byoc_ir::{DType, Tensor, TensorType, Type};
+use byoc_passes::{Pass, PassContext};
 use byoc_patterns::{MergeComposite, PatternTable};
 use byoc_plugin_vta::plugin::pattern_table_text;
 use byoc_plugin_vta::{Profile, VtaConfig, VtaModule};
@@ -241,7 +242,7 @@ pub fn partition(m: &Module) -> Result<Function> {
     let mut m = m.clone();
     let table = PatternTable::parse(&pattern_table_text()).map_err(|e| anyhow!("{e}"))?;
     MergeComposite::new(&table)
-        .apply(&mut m)
+        .run(&mut m, &mut PassContext::new())
         .map_err(|e| anyhow!("{e}"))?;
     let mut f = m.main().map_err(|e| anyhow!("{e}"))?.clone();
     f.attrs = Attrs::new()
