@@ -313,3 +313,35 @@ fn native_sections_are_checked_before_dlopen() -> Result<()> {
     std::fs::remove_dir_all(&dir)?;
     Ok(())
 }
+
+/// The signature is checked before anything in the artifact is acted on: an unsigned file that
+/// names a custom datatype (which loads the datatype plugins, running their initializers) is
+/// refused without a single plugin opened. glibc's `LD_DEBUG=files` lists every object the
+/// process opens.
+#[test]
+fn no_plugin_loads_before_the_signature_is_checked() -> Result<()> {
+    let dir = scratch("trust-order");
+    let config = dir.join("config");
+    let artifact = dir.join("custom.byoc");
+    std::fs::write(
+        &artifact,
+        b"def @main(%x: Tensor[(2), custom[posites2]16]) { %x }",
+    )?;
+    for command in ["run", "bench"] {
+        let mut args = vec![command, "--random-inputs", "1"];
+        let file = path(&artifact);
+        args.push(&file);
+        let out = byoc(&config, &args, &[("LD_DEBUG", "files")]);
+        let err = refused(out)?;
+        ensure!(err.contains("the artifact is not signed"), "{err}");
+        let opened: Vec<&str> = err
+            .lines()
+            .filter(|l| l.contains("file=") && l.contains("byoc_plugin"))
+            .collect();
+        ensure!(
+            opened.is_empty(),
+            "{command} opened plugins first: {opened:?}"
+        );
+    }
+    Ok(())
+}

@@ -1468,3 +1468,38 @@ fn concatenation_parts_in_place_show_in_the_profile_and_verify() {
     let report = String::from_utf8_lossy(&verified.stdout);
     assert!(report.contains("output_0: max_abs_err=0.000e0"), "{report}");
 }
+
+// Tolerances that make the check vacuous (NaN compares false, so nothing exceeds it) or
+// impossible (a cosine above 1) are refused before anything runs.
+#[test]
+fn verify_refuses_vacuous_tolerances() {
+    let model = "examples/models/small_cnn.relay";
+    for (flag, value, problem) in [
+        (
+            "--rtol",
+            "nan",
+            "'nan' is not a finite number of at least 0",
+        ),
+        (
+            "--rtol",
+            "-1e-3",
+            "'-1e-3' is not a finite number of at least 0",
+        ),
+        (
+            "--floor",
+            "nan",
+            "'nan' is not a finite number of at least 0",
+        ),
+        (
+            "--floor",
+            "inf",
+            "'inf' is not a finite number of at least 0",
+        ),
+        ("--min-cosine", "nan", "'nan' is not a number from -1 to 1"),
+        ("--min-cosine", "inf", "'inf' is not a number from -1 to 1"),
+        ("--min-cosine", "2", "'2' is not a number from -1 to 1"),
+    ] {
+        let out = byoc(&["verify", model, flag, value]);
+        assert_bad_input(&out, &[flag, problem]);
+    }
+}

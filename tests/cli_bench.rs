@@ -91,10 +91,37 @@ fn bench_rejects_bad_arguments() {
             &["examples/models/small_cnn.relay", "--iters", "0"],
             "--iters must be at least 1",
         ),
+        (
+            &[
+                "examples/models/small_cnn.relay",
+                "--iters",
+                "18446744073709551615",
+            ],
+            "--iters 18446744073709551615: at most 1000000 runs",
+        ),
+        (
+            &["examples/models/small_cnn.relay", "--warmup", "1000001"],
+            "--warmup 1000001: at most 1000000 runs",
+        ),
         (&["no/such/model.onnx"], "no/such/model.onnx"),
         (
             &["examples/models/small_cnn.relay", "--threads", "many"],
             "invalid value 'many'",
+        ),
+        // Thread counts far over the cores are refused, not started (or hung on).
+        (
+            &["examples/models/small_cnn.relay", "--threads", "100000"],
+            "100000 worker threads is more than",
+        ),
+        (
+            &[
+                "examples/models/small_cnn.relay",
+                "--target",
+                "csource",
+                "--plugin-option",
+                "threads=99999",
+            ],
+            "option 'threads': 99999 worker threads is more than",
         ),
     ];
     for (args, fragment) in cases {

@@ -190,6 +190,31 @@ fn failing_compiler_is_reported_with_the_kept_file() -> Result<()> {
     Ok(())
 }
 
+/// Code that needs a symbol nothing defines (here the partition's arena `malloc`, renamed by
+/// the user's flags) is refused when it is compiled, naming the symbol, so `build` never signs
+/// an artifact whose every run would end at the first call of the partition.
+#[test]
+fn partitions_with_undefined_symbols_are_refused_before_they_are_signed() -> Result<()> {
+    let dir = scratch("undefined-symbol");
+    let artifact = dir.join("m.byoc");
+    let err = refused(byoc(
+        &[
+            "build",
+            MODEL,
+            "--target",
+            "csource",
+            "--plugin-option",
+            "csource.cflags=-Dmalloc=byoc_undefined_malloc",
+            "-o",
+            &artifact.display().to_string(),
+        ],
+        &[],
+    ))?;
+    assert!(err.contains("byoc_undefined_malloc"), "{err}");
+    assert!(!artifact.exists(), "an artifact was written");
+    Ok(())
+}
+
 #[test]
 fn corrupt_shared_object_in_an_artifact_is_a_clear_error() -> Result<()> {
     let dir = scratch("corrupt");

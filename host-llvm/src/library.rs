@@ -116,6 +116,9 @@ fn content_key(bytes: &[u8]) -> u64 {
 
 /// Opens the shared library `bytes`, or returns the already open one with the same content.
 pub fn load(bytes: Arc<Vec<u8>>) -> Result<Arc<Library>, LibraryError> {
+    // Bytes from an artifact reach here too: refuse what the dynamic loader would fault on.
+    byoc_sdk::native::check_shared_object(&bytes, &[])
+        .map_err(|e| LibraryError(format!("the host kernel library is not loadable: {e}")))?;
     let key = content_key(&bytes);
     let mut cache = cache().lock().unwrap_or_else(|e| e.into_inner());
     let entry = cache.entry(key).or_default();
@@ -137,7 +140,7 @@ pub fn load(bytes: Arc<Vec<u8>>) -> Result<Arc<Library>, LibraryError> {
         .map_err(|e| LibraryError(format!("cannot write the host kernel library: {e}")))?;
     // SAFETY: the library is code this crate generated (or read from an artifact whose
     // checksums the artifact reader verified); it has no initializers beyond the C runtime's.
-    let handle = unsafe { libloading::Library::new(file.path()) }
+    let handle = unsafe { byoc_sdk::native::open(file.path()) }
         .map_err(|e| LibraryError(format!("cannot open the host kernel library: {e}")))?;
     let lib = Arc::new(Library { handle, bytes });
     entry.push(Arc::downgrade(&lib));

@@ -170,7 +170,11 @@ impl<'f> Matcher<'f> {
                 }
             },
             PatternKind::Var => matches!(expr, Expr::Var(_)),
-            PatternKind::Const => matches!(expr, Expr::Constant(_)),
+            PatternKind::Const(None) => matches!(expr, Expr::Constant(_)),
+            PatternKind::Const(Some(v)) => match expr {
+                Expr::Constant(t) => all_equal(t, *v),
+                _ => false,
+            },
             PatternKind::Expr(id) => *id == e,
             PatternKind::Call { op, args } => match expr.as_op_call() {
                 Some((o, call)) if o.name() == op => match args {
@@ -320,4 +324,13 @@ pub(crate) fn value_eq(want: &AttrValue, have: &AttrValue) -> bool {
 /// Matches `pattern` at `root` of `f` (a one-off; use a [`Matcher`] to match at many roots).
 pub fn match_at(f: &Function, pattern: &Pattern, root: ExprId) -> Option<Match> {
     Matcher::new(f).try_match(pattern, root)
+}
+
+/// True when every element of `t` is `v` within a relative 1e-5 (an empty constant is not
+/// `v`): `const(0.5)` matches a float32, float64 or integer 0.5, `const(1.4142135)` the float32
+/// rounding of the square root of two.
+fn all_equal(t: &byoc_ir::Tensor, v: f64) -> bool {
+    let tolerance = 1e-5 * v.abs().max(1.0);
+    let values = t.to_f64_vec();
+    !values.is_empty() && values.iter().all(|x| (x - v).abs() <= tolerance)
 }

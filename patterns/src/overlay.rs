@@ -310,7 +310,7 @@ fn root_ops(p: &Pattern) -> Option<Vec<&str>> {
         PatternKind::Wildcard
         | PatternKind::Named(_)
         | PatternKind::Var
-        | PatternKind::Const
+        | PatternKind::Const(_)
         | PatternKind::Expr(_)
         | PatternKind::Tuple(_)
         | PatternKind::TupleGetItem { .. } => None,

@@ -50,7 +50,8 @@ pub type Check = Arc<dyn Fn(&Function, ExprId) -> Result<(), String> + Send + Sy
 pub struct Declined {
     /// The root of the match.
     pub root: ExprId,
-    /// Why the check rejected it.
+    /// Why it was declined: the entry's check, or a composite that could not keep one
+    /// parameter per leaf of the pattern.
     pub reason: String,
 }
 
@@ -114,8 +115,13 @@ pub(crate) fn find_groups_in(
         let Some(m) = matcher.try_match(pattern, root) else {
             continue;
         };
-        let Some(group) = extract(view, &order, m) else {
-            continue;
+        let group = match extract(view, &order, m) {
+            Ok(Some(group)) => group,
+            Ok(None) => continue,
+            Err(reason) => {
+                declined.push(Declined { root, reason });
+                continue;
+            }
         };
         let valid = group.nodes.iter().all(|&n| {
             if matches!(f.expr(n), Expr::Constant(_)) {
@@ -147,11 +153,33 @@ pub(crate) fn find_groups_in(
     groups
 }
 
-/// The inputs of a match from the pattern's leaves, in pattern post-order, de-duplicated.
-fn pattern_inputs(view: View<'_>, order: &[&Pattern], m: &Match) -> Vec<ExprId> {
+/// The inputs of a match from the pattern's leaves, in pattern post-order, de-duplicated; an
+/// error (the reason the match is declined) when a composite of the match could not keep one
+/// parameter per leaf: two leaves (`*`, `?name`, `var`) bind one value (`add(?y, ?sum)` on
+/// `add(y, y)`, a residual that is the convolution's own input), or a leaf binds a value the
+/// pattern also matches as one of its calls (the sum of `add(bias_add(conv2d(..)), ?sum)` bound
+/// to the bias_add itself). A runtime given such a composite would miss an operand, or read a
+/// buffer it is writing.
+fn pattern_inputs(view: View<'_>, order: &[&Pattern], m: &Match) -> Result<Vec<ExprId>, String> {
+    let structural: HashMap<ExprId, &Pattern> = order
+        .iter()
+        .filter(|p| {
+            matches!(
+                p.kind(),
+                PatternKind::Call { .. } | PatternKind::Tuple(_) | PatternKind::TupleGetItem { .. }
+            )
+        })
+        .filter_map(|p| Some((m.matched(p)?, *p)))
+        .collect();
     let mut inputs: Vec<ExprId> = Vec::new();
+    // The leaf that bound each input (`None`: an argument of `op(..)` or a field of `(..)`).
+    let mut leaves: Vec<Option<&Pattern>> = Vec::new();
     for p in order {
         let Some(e) = m.matched(p) else { continue };
+        let leaf = matches!(
+            p.kind(),
+            PatternKind::Wildcard | PatternKind::Named(_) | PatternKind::Var
+        );
         let cands: Vec<ExprId> = match (p.kind(), view.expr(e)) {
             (PatternKind::Tuple(None), Expr::Tuple(fields)) => fields.clone(),
             (PatternKind::Call { args: None, .. }, Expr::Call(call)) => call.args.clone(),
@@ -159,7 +187,7 @@ fn pattern_inputs(view: View<'_>, order: &[&Pattern], m: &Match) -> Vec<ExprId> 
                 PatternKind::Wildcard
                 | PatternKind::Named(_)
                 | PatternKind::Var
-                | PatternKind::Const
+                | PatternKind::Const(_)
                 | PatternKind::Expr(_),
                 _,
             ) => vec![e],
@@ -167,23 +195,64 @@ fn pattern_inputs(view: View<'_>, order: &[&Pattern], m: &Match) -> Vec<ExprId> 
         };
         for c in cands {
             let embedded = matches!(view.expr(c), Expr::Constant(_))
-                && matches!(p.kind(), PatternKind::Const | PatternKind::Expr(_));
+                && matches!(p.kind(), PatternKind::Const(_) | PatternKind::Expr(_));
             let fuzzy = m.is_fuzzy(c) || matches!(view.expr(c), Expr::Function(_));
-            if !embedded && !fuzzy && !inputs.contains(&c) {
-                inputs.push(c);
+            if embedded || fuzzy {
+                continue;
+            }
+            if leaf {
+                if let Some(inner) = structural.get(&c) {
+                    return Err(format!(
+                        "{p} binds the result of {} inside the match",
+                        describe(inner)
+                    ));
+                }
+            }
+            match inputs.iter().position(|&i| i == c) {
+                Some(k) => {
+                    if let (true, Some(other)) = (leaf, leaves[k]) {
+                        if !same_leaf(other, p) {
+                            return Err(format!(
+                                "{other} and {p} bind one value, which a composite cannot pass \
+                                 as two parameters"
+                            ));
+                        }
+                    }
+                }
+                None => {
+                    inputs.push(c);
+                    leaves.push(leaf.then_some(*p));
+                }
             }
         }
     }
-    inputs
+    Ok(inputs)
+}
+
+/// True when `a` and `b` are one leaf: the same pattern node, or one named wildcard.
+fn same_leaf(a: &Pattern, b: &Pattern) -> bool {
+    match (a.kind(), b.kind()) {
+        (PatternKind::Named(x), PatternKind::Named(y)) => x == y,
+        _ => a.key() == b.key(),
+    }
+}
+
+/// A structural pattern node in a decline reason: its op, or what kind of node it is.
+fn describe(p: &Pattern) -> String {
+    match p.kind() {
+        PatternKind::Call { op, .. } => op.clone(),
+        PatternKind::Tuple(_) => "a tuple".to_string(),
+        _ => "a tuple field".to_string(),
+    }
 }
 
 /// Collects the nodes a match copies and its name; `None` when it would copy a function
 /// literal (a call of a pending composite included).
-fn extract(view: View<'_>, order: &[&Pattern], m: Match) -> Option<Group> {
+fn extract(view: View<'_>, order: &[&Pattern], m: Match) -> Result<Option<Group>, String> {
     let root = m.root();
-    let mut inputs = pattern_inputs(view, order, &m);
+    let mut inputs = pattern_inputs(view, order, &m)?;
     if inputs.contains(&root) {
-        return None;
+        return Ok(None);
     }
     let mut visited: HashSet<ExprId> = inputs.iter().copied().collect();
     let mut nodes = Vec::new();
@@ -214,14 +283,14 @@ fn extract(view: View<'_>, order: &[&Pattern], m: Match) -> Option<Group> {
             continue;
         }
         if view.is_replaced(id) {
-            return None;
+            return Ok(None);
         }
         match expr {
             Expr::Var(_) => {
                 inputs.push(id);
                 continue;
             }
-            Expr::Function(_) => return None,
+            Expr::Function(_) => return Ok(None),
             _ => {}
         }
         stack.push((id, true));
@@ -232,13 +301,13 @@ fn extract(view: View<'_>, order: &[&Pattern], m: Match) -> Option<Group> {
         }
     }
     nodes.sort_unstable();
-    Some(Group {
+    Ok(Some(Group {
         root,
         inputs,
         nodes,
         name,
         matched: m,
-    })
+    }))
 }
 
 /// Replaces every match of `pattern` in `f` by a call of a local function with `attrs` plus

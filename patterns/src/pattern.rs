@@ -45,8 +45,9 @@ pub enum PatternKind {
     Named(String),
     /// `var`: a function parameter.
     Var,
-    /// `const`: a constant.
-    Const,
+    /// `const`: a constant; `const(v)`: a constant every element of which is `v` (within a
+    /// relative 1e-5, so a float32 rounding of `v` matches).
+    Const(Option<f64>),
     /// Exactly the expression with this id (builder only: ids belong to one function).
     Expr(ExprId),
     /// `op(p1, ..., pn)`, or `op(..)` when `args` is `None` (any arguments).
@@ -140,7 +141,13 @@ impl Pattern {
 
     /// `const`.
     pub fn constant() -> Self {
-        Pattern::new(PatternKind::Const)
+        Pattern::new(PatternKind::Const(None))
+    }
+
+    /// `const(v)`: a constant whose every element is `v` (TVM's `is_expr(const(v))`, with a
+    /// float tolerance): a composite that computes a fixed function checks its constants.
+    pub fn constant_of(value: f64) -> Self {
+        Pattern::new(PatternKind::Const(Some(value)))
     }
 
     /// Exactly the expression `id` (TVM's `is_expr`); meaningful for one function only.
@@ -265,7 +272,7 @@ impl Pattern {
             PatternKind::Wildcard
             | PatternKind::Named(_)
             | PatternKind::Var
-            | PatternKind::Const
+            | PatternKind::Const(_)
             | PatternKind::Expr(_) => Vec::new(),
             PatternKind::Call { args, .. } | PatternKind::Tuple(args) => {
                 args.iter().flatten().collect()
@@ -324,7 +331,7 @@ impl Pattern {
             PatternKind::Wildcard
             | PatternKind::Named(_)
             | PatternKind::Var
-            | PatternKind::Const
+            | PatternKind::Const(_)
             | PatternKind::Expr(_) => false,
             PatternKind::Optional { args, .. } => args.first().is_some_and(Pattern::is_structural),
             PatternKind::Call { .. } | PatternKind::Tuple(_) | PatternKind::TupleGetItem { .. } => {

@@ -39,6 +39,43 @@ fn leaves() {
     assert!(match_at(&f, &Pattern::expr(s), x).is_none());
 }
 
+/// `const(v)` matches a constant whose every element is `v`, up to float rounding, and no
+/// other: a composite that stands for a fixed function (dnnl's GELU) names its constants.
+#[test]
+fn constant_values() {
+    let mut b = FunctionBuilder::new();
+    let x = b.param("x", t(&[2]));
+    let half = b.constant(Tensor::from_slice([2], &[0.5f32, 0.5]).unwrap());
+    let sqrt2 = b.constant(Tensor::scalar(std::f32::consts::SQRT_2));
+    let mixed = b.constant(Tensor::from_slice([2], &[0.5f32, 0.6]).unwrap());
+    let int = b.constant(Tensor::scalar(1i64));
+    let a = call(&mut b, "multiply", &[x, half]);
+    let d = call(&mut b, "divide", &[a, sqrt2]);
+    let m = call(&mut b, "multiply", &[d, mixed]);
+    let s = call(&mut b, "add", &[m, int]);
+    let f = finish(b, vec![x], s);
+    assert!(matches(&f, "const(0.5)", half));
+    assert!(matches(&f, "const(1.4142135623730951)", sqrt2));
+    assert!(!matches(&f, "const(1.414)", sqrt2));
+    assert!(!matches(&f, "const(0.5)", mixed));
+    assert!(matches(&f, "const(1)", int));
+    assert!(!matches(&f, "const(0.5)", x));
+    assert!(matches(
+        &f,
+        "divide(multiply(*, const(0.5)), const(1.4142135623730951))",
+        d
+    ));
+    assert!(!matches(&f, "divide(multiply(*, const(2)), const)", d));
+    // They print and parse back.
+    for text in ["const(0.5)", "add(*, const(1.0))", "const(-3.0)"] {
+        assert_eq!(p(text).to_string(), text);
+        assert_eq!(p(&p(text).to_string()), p(text), "{text}");
+    }
+    assert_eq!(p("const(2)"), Pattern::constant_of(2.0));
+    assert!("const(x)".parse::<Pattern>().is_err());
+    assert!("const(1".parse::<Pattern>().is_err());
+}
+
 #[test]
 fn add_and_multiply_are_commutative_subtract_is_not() {
     let (f, [_, _, s, d]) = small();

@@ -768,3 +768,46 @@ proptest::proptest! {
         proptest::prop_assert_eq!(merged.len(), step.len());
     }
 }
+
+/// `add(y, y)` with `y = relu(x)`.
+fn doubled() -> Function {
+    let mut b = FunctionBuilder::new();
+    let x = b.param("x", t(&[4]));
+    let y = call(&mut b, "nn.relu", &[x]);
+    let z = call(&mut b, "add", &[y, y]);
+    finish(b, vec![x], z)
+}
+
+/// The reasons MergeComposite gives for declining matches of `table` in `f`.
+fn declined_reasons(f: Function, table: &PatternTable) -> Vec<String> {
+    let (_, cx) = run_pass(&MergeComposite::new(table), &Module::from_main(f)).unwrap();
+    cx.declined.into_iter().map(|d| d.reason).collect()
+}
+
+/// A composite keeps one parameter per leaf of its pattern, so a match that would need two
+/// parameters for one value is declined (the ops stay for later entries or the host): two
+/// leaves bound to one value, or a leaf bound to a value the pattern matches as a call. One
+/// named wildcard used twice is one leaf.
+#[test]
+fn matches_that_bind_one_value_to_two_leaves_are_declined() {
+    let two = table(&[("acc.add", "add(?a, ?b)")]);
+    assert_same(&merge(doubled(), &two), &doubled());
+    assert_eq!(
+        declined_reasons(doubled(), &two),
+        ["?a and ?b bind one value, which a composite cannot pass as two parameters"]
+    );
+    let stars = table(&[("acc.add", "add(*, *)")]);
+    assert_same(&merge(doubled(), &stars), &doubled());
+    let inside = table(&[("acc.sum", "add(nn.relu(*), ?s)")]);
+    assert_same(&merge(doubled(), &inside), &doubled());
+    assert_eq!(
+        declined_reasons(doubled(), &inside),
+        ["?s binds the result of nn.relu inside the match"]
+    );
+    // One name, one leaf: the composite takes the value once.
+    let one = table(&[("acc.double", "add(?a, ?a)")]);
+    let got = merge(doubled(), &one);
+    assert!(declined_reasons(doubled(), &one).is_empty());
+    let body = got.expr(got.body).as_call().unwrap();
+    assert_eq!(body.args.len(), 1, "one parameter for ?a");
+}

@@ -67,7 +67,12 @@ pub fn load_datatype_plugins(plugin_paths: &[PathBuf]) -> Result<(), RegistryErr
 
 /// True when the text model at `path` names a custom datatype.
 pub fn names_custom_dtype(path: &Path) -> bool {
-    std::fs::read(path).is_ok_and(|bytes| bytes.windows(7).any(|w| w == b"custom["))
+    std::fs::read(path).is_ok_and(|bytes| mentions_custom_dtype(&bytes))
+}
+
+/// True when `bytes` (a text model, an artifact) name a custom datatype.
+pub fn mentions_custom_dtype(bytes: &[u8]) -> bool {
+    bytes.windows(7).any(|w| w == b"custom[")
 }
 
 /// Parses a custom datatype (`custom[posites2]16`), loading the datatype plugins first.

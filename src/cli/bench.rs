@@ -174,10 +174,19 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
     Ok(())
 }
 
+/// The most timed (or warm-up) runs one benchmark makes.
+const MAX_RUNS: usize = 1_000_000;
+
 /// Loads, plans and times the model as `args` say.
 pub fn run_bench(args: &BenchArgs) -> Result<BenchReport> {
     if args.iters == 0 {
         bail!("--iters must be at least 1");
+    }
+    // The timings of every run are kept: the counts size memory, so they are bounded.
+    for (flag, runs) in [("--iters", args.iters), ("--warmup", args.warmup)] {
+        if runs > MAX_RUNS {
+            bail!("{flag} {runs}: at most {MAX_RUNS} runs");
+        }
     }
     let compiled = load_runnable(
         &args.model,

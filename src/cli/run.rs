@@ -15,7 +15,7 @@ use super::flags;
 use super::host_codegen::{print_fallbacks, HostCodegenArgs};
 use super::targets::{compile, load_model_for, TargetArgs};
 use super::trust::TrustArgs;
-use crate::datatype::{apply_datatype_options, load_datatype_plugins, names_custom_dtype};
+use crate::datatype::{apply_datatype_options, load_datatype_plugins, mentions_custom_dtype};
 use crate::inputs::{output_map, resolve_inputs};
 use crate::plugins::{discover_plugins, find_plugin};
 
@@ -68,12 +68,14 @@ fn load_artifact(
     threads: usize,
 ) -> Result<(Module, ExternalModules)> {
     let name = path.display();
-    // Custom datatypes in the module parse once their plugins are loaded.
-    if names_custom_dtype(path) {
+    let (body, _) = Artifact::read_checked(path, &trust.policy()?)
+        .with_context(|| format!("{name}: cannot load"))?;
+    // Custom datatypes in the module parse once their plugins are loaded: only now that the
+    // signature holds (loading a plugin runs its code).
+    if mentions_custom_dtype(&body) {
         load_datatype_plugins(&args.plugin_paths)?;
     }
-    let (artifact, _) = Artifact::read_trusted(path, &trust.policy()?)
-        .with_context(|| format!("{name}: cannot load"))?;
+    let artifact = Artifact::from_bytes(&body).with_context(|| format!("{name}: cannot load"))?;
     let needs_registry = artifact
         .partitions
         .iter()

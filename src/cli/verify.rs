@@ -56,10 +56,10 @@ pub struct VerifyArgs {
           value_parser = clap::value_parser!(u64).range(1..))]
     pub samples: u64,
     /// Relative tolerance: |partitioned - host| <= rtol * max(|host|, floor).
-    #[arg(long, default_value_t = 1e-4)]
+    #[arg(long, default_value_t = 1e-4, value_parser = tolerance)]
     pub rtol: f64,
     /// Absolute floor of the relative tolerance, as a fraction of the output's largest |value|.
-    #[arg(long, default_value_t = 1e-2)]
+    #[arg(long, default_value_t = 1e-2, value_parser = tolerance)]
     pub floor: f64,
     /// Worker threads (0: all cores).
     #[arg(long, default_value_t = 0)]
@@ -68,8 +68,25 @@ pub struct VerifyArgs {
     #[command(flatten)]
     pub quantizer: QuantizeOptions,
     /// With --quantize or --dtype: the smallest cosine similarity accepted for each output.
-    #[arg(long, default_value_t = 0.99)]
+    #[arg(long, default_value_t = 0.99, value_parser = cosine)]
     pub min_cosine: f64,
+}
+
+/// A tolerance: a finite number, at least 0 (NaN would make every comparison pass).
+fn tolerance(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("'{text}' is not a finite number of at least 0")),
+    }
+}
+
+/// A cosine similarity bound: a number from -1 to 1 (NaN would make every check pass, above 1
+/// none).
+fn cosine(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if (-1.0..=1.0).contains(&v) => Ok(v),
+        _ => Err(format!("'{text}' is not a number from -1 to 1")),
+    }
 }
 
 /// [`byoc_pipeline::verify::verify_partitioned`] with a spinner over each run.

@@ -437,9 +437,21 @@ impl Artifact {
         path: &Path,
         policy: &TrustPolicy,
     ) -> Result<(Artifact, Trust), ArtifactError> {
+        let (body, trust) = Artifact::read_checked(path, policy)?;
+        Ok((Artifact::from_bytes(&body)?, trust))
+    }
+
+    /// The bytes of the artifact at `path` without its signature block, once the signature
+    /// is checked against `policy`, for callers that prepare something before parsing them
+    /// (loading the plugins of the datatypes it names): nothing of an untrusted artifact is
+    /// acted on.
+    pub fn read_checked(
+        path: &Path,
+        policy: &TrustPolicy,
+    ) -> Result<(Vec<u8>, Trust), ArtifactError> {
         let bytes = read_file(path)?;
         let (body, trust) = policy.check(&bytes).map_err(ArtifactError::Untrusted)?;
-        Ok((Artifact::from_bytes(body)?, trust))
+        Ok((body.to_vec(), trust))
     }
 
     /// Rebuilds the compiled partitions without recompiling: each partition's plugin is

@@ -119,6 +119,9 @@ pub enum ExecError {
         /// print it once).
         error: SizeError,
     },
+    /// More worker threads than `byoc_sdk::max_threads` allows.
+    #[error(transparent)]
+    Threads(#[from] byoc_sdk::TooManyThreads),
     /// The worker thread pool could not be started.
     #[error("cannot start {threads} worker thread(s): {message}")]
     ThreadPool {

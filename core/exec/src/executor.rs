@@ -133,7 +133,7 @@ impl Executor {
         }
         let threads = match options.threads {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-            n => n,
+            n => byoc_sdk::check_threads(n)?,
         };
         let pool = shared_pool(threads)?;
         let output_names = (0..plan.outputs.len())

@@ -484,7 +484,7 @@ fn pool_threads(threads: usize) -> usize {
 
 /// Executors of one thread count share one pool: a model with thousands of partitions on the
 /// reference runtime plans a sub-executor for each, and must not start a thread for each. The
-/// pool goes with the last executor. (7 workers: no other test of this file uses that count.)
+/// pool goes with the last executor. (3 workers: no other test of this file uses that count.)
 #[test]
 fn executors_of_one_thread_count_share_a_pool() {
     let mut b = FunctionBuilder::new();
@@ -492,25 +492,25 @@ fn executors_of_one_thread_count_share_a_pool() {
     let r = b.call("nn.relu", &[x], Attrs::new()).unwrap();
     let m = Module::from_main(b.finish(vec![x], r, Attrs::new()).unwrap());
     let executors: Vec<Executor> = (0..50)
-        .map(|_| Executor::new(&m, opts(7)).expect("plans"))
+        .map(|_| Executor::new(&m, opts(3)).expect("plans"))
         .collect();
-    // The workers start asynchronously; one pool of 7, not 50.
+    // The workers start asynchronously; one pool of 3, not 50.
     let started = (0..100).any(|_| {
         std::thread::sleep(std::time::Duration::from_millis(20));
-        pool_threads(7) == 7
+        pool_threads(3) == 3
     });
-    assert!(started, "{} pool thread(s)", pool_threads(7));
+    assert!(started, "{} pool thread(s)", pool_threads(3));
     let input = Tensor::from_slice(vec![4], &[-1.0f32, 2.0, -3.0, 4.0]).unwrap();
     for e in &executors {
         let out = e.run(std::slice::from_ref(&input)).expect("runs");
         assert_eq!(values(&out[0]), [0.0, 2.0, 0.0, 4.0]);
     }
-    assert_eq!(pool_threads(7), 7);
+    assert_eq!(pool_threads(3), 3);
     drop(executors);
     // rayon's workers leave once their pool is dropped; give them a moment.
     let gone = (0..100).any(|_| {
         std::thread::sleep(std::time::Duration::from_millis(20));
-        pool_threads(7) == 0
+        pool_threads(3) == 0
     });
-    assert!(gone, "{} pool thread(s) left", pool_threads(7));
+    assert!(gone, "{} pool thread(s) left", pool_threads(3));
 }

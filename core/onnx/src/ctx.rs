@@ -234,6 +234,20 @@ impl<'a> NodeCtx<'a> {
         Ok(self.attr_int(name)?.unwrap_or(default))
     }
 
+    /// An INT attribute that the operator spec defines as a flag (0 or 1: `keepdims`,
+    /// `ceil_mode`, `transB`, ...), or its default; any other value is refused naming the node
+    /// and the attribute, never read as "not zero".
+    pub fn flag_or(&self, name: &str, default: bool) -> Result<bool, OnnxError> {
+        match self.attr_int(name)? {
+            None => Ok(default),
+            Some(0) => Ok(false),
+            Some(1) => Ok(true),
+            Some(v) => Err(self.err(format!(
+                "attribute '{name}' is {v}, but it is a flag: 0 or 1"
+            ))),
+        }
+    }
+
     /// A FLOAT attribute or its default; NaN and infinities are refused.
     pub fn float_or(&self, name: &str, default: f64) -> Result<f64, OnnxError> {
         match self.typed_attr(name, attribute_type::FLOAT)? {

@@ -173,6 +173,29 @@ fn attribute_of_the_wrong_kind_names_node_and_attribute() {
     );
 }
 
+/// A flag (`keepdims`, `ceil_mode`, `transB`, ...) is 0 or 1 in the operator spec; 2, -1 or
+/// 2^31 are refused naming the node and the attribute, never read as "true" (onnxruntime gives
+/// such models other output shapes than a "true" would).
+#[test]
+fn flag_attributes_outside_zero_and_one_are_refused() {
+    for value in [2, -1, 1 << 31, i64::MAX] {
+        let mut reduce = node("rm", "ReduceMean", &["x"], &["y"]);
+        reduce.attribute.push(AttributeProto {
+            name: "keepdims".into(),
+            r#type: attribute_type::INT,
+            i: value,
+            ..AttributeProto::default()
+        });
+        let bytes = model(vec![reduce], &["y"], 13);
+        assert_eq!(
+            import_err(&bytes),
+            format!(
+                "node 'rm' (ReduceMean): attribute 'keepdims' is {value}, but it is a flag: 0 or 1"
+            )
+        );
+    }
+}
+
 #[test]
 fn a_model_without_ir_version_is_rejected() {
     let mut m = ModelProto::decode(&model(vec![node("r", "Relu", &["x"], &["y"])], &["y"], 13)[..])

@@ -35,7 +35,8 @@ pub use datatype::{
 pub use describe::{CheckKind, OpSupport, PatternSpec, TargetDescription};
 pub use function::{call_to_text, CrossingError, FunctionForm, OwnedCall, PartitionedFunction};
 pub use options::{
-    check_scopes, OptionKind, OptionSchema, OptionSpec, OptionValue, OptionsError, PluginOptions,
+    check_scopes, check_threads, max_threads, OptionKind, OptionSchema, OptionSpec, OptionValue,
+    OptionsError, PluginOptions, TooManyThreads,
 };
 pub use placeholders::PlaceholderError;
 pub use plugin::{

@@ -1,6 +1,10 @@
-//! Checks on native code before it is loaded: a compiled partition (or any other native section
-//! of an artifact) must be an ELF shared object for this machine's class and architecture that
-//! exports the symbols its loader will look up.
+//! Native code: the checks before it is loaded, and loading it. A compiled partition (or any
+//! other native section of an artifact) must be an ELF shared object for this machine's class
+//! and architecture, whole (every segment within the bytes present: the loader maps segments
+//! from the file, and one past its end faults at the first touch), that exports the symbols
+//! its loader will look up. [`open`] then loads it with every symbol resolved at once, so a
+//! library that needs a symbol nothing defines is refused at load instead of killing the
+//! process at its first call.
 //!
 //! The check reads the bytes with the `object` crate and runs nothing; a plugin calls
 //! [`check_shared_object`] before `dlopen`, so bytes that are not such a library are refused
@@ -8,7 +12,9 @@
 //! security boundary: a well-formed library can still do anything when loaded, which is why
 //! artifacts are signed (see the `artifact` module of the host).
 
-use object::{Architecture, BinaryFormat, Object, ObjectKind, ObjectSymbol};
+use std::path::Path;
+
+use object::{Architecture, BinaryFormat, Object, ObjectKind, ObjectSegment, ObjectSymbol};
 use thiserror::Error;
 
 /// The ELF magic number.
@@ -48,6 +54,16 @@ pub enum NativeCodeError {
         /// The file's kind.
         found: String,
     },
+    /// A segment extends past the end of the bytes (a truncated file).
+    #[error("a segment at bytes {offset}..{end} lies past the end of the {len} bytes present (the file is truncated)")]
+    Truncated {
+        /// The segment's first byte in the file.
+        offset: u64,
+        /// One past its last byte (saturated at `u64::MAX`).
+        end: u64,
+        /// The bytes present.
+        len: usize,
+    },
     /// An expected symbol is not exported.
     #[error("the shared object does not export the symbol '{symbol}'")]
     MissingSymbol {
@@ -80,6 +96,17 @@ pub fn check_shared_object(bytes: &[u8], symbols: &[&str]) -> Result<(), NativeC
             found: format!("{:?}", file.kind()).to_lowercase(),
         });
     }
+    for segment in file.segments() {
+        let (offset, size) = segment.file_range();
+        let end = offset.saturating_add(size);
+        if end > bytes.len() as u64 {
+            return Err(NativeCodeError::Truncated {
+                offset,
+                end,
+                len: bytes.len(),
+            });
+        }
+    }
     for symbol in symbols {
         let exported = file.dynamic_symbols().any(|s| {
             s.is_definition() && s.is_global() && s.name_bytes().ok() == Some(symbol.as_bytes())
@@ -91,6 +118,29 @@ pub fn check_shared_object(bytes: &[u8], symbols: &[&str]) -> Result<(), NativeC
         }
     }
     Ok(())
+}
+
+/// Opens the shared object at `path` with every symbol resolved now (`RTLD_NOW`): a library
+/// that needs a symbol no loaded library defines is refused here, with the dynamic loader's
+/// message naming the symbol, instead of ending the process at its first call (lazy binding).
+/// Its symbols stay local (`RTLD_LOCAL`): they serve no library loaded later.
+///
+/// # Safety
+///
+/// Loading runs the library's initializers: the caller trusts the code (a plugin, or native
+/// code this process compiled or read from a signed artifact and [`check_shared_object`]ed).
+pub unsafe fn open(path: &Path) -> Result<libloading::Library, libloading::Error> {
+    #[cfg(unix)]
+    {
+        use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
+        // SAFETY: the caller's contract above.
+        unsafe { Library::open(Some(path), RTLD_NOW | RTLD_LOCAL) }.map(Into::into)
+    }
+    #[cfg(not(unix))]
+    {
+        // SAFETY: the caller's contract above; Windows binds every import at load.
+        unsafe { libloading::Library::new(path) }
+    }
 }
 
 #[cfg(test)]

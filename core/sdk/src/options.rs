@@ -181,7 +181,7 @@ impl OptionSchema {
             None => None,
             Some(text) => match text.parse::<usize>() {
                 Ok(0) => None,
-                Ok(n) => Some(n),
+                Ok(n) => Some(check_threads(n).map_err(OptionsError::Threads)?),
                 Err(_) => {
                     return Err(OptionsError::Invalid {
                         key: THREADS_OPTION.to_string(),
@@ -193,6 +193,35 @@ impl OptionSchema {
         };
         Ok(PluginOptions { values, threads })
     }
+}
+
+/// The most worker threads one pool may ask for: four per core the machine offers (its
+/// available parallelism). Every thread count a user gives (the executor's `--threads`, the
+/// plugins' [`THREADS_OPTION`]) is checked against it: a count in the thousands only exhausts
+/// memory or the OpenMP runtime (oneDNN's team), and no machine runs it faster.
+pub fn max_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .saturating_mul(4)
+}
+
+/// A thread count over [`max_threads`].
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+#[error("{threads} worker threads is more than {max}, four per core of this machine")]
+pub struct TooManyThreads {
+    /// The count asked for.
+    pub threads: usize,
+    /// [`max_threads`].
+    pub max: usize,
+}
+
+/// `threads` when it is at most [`max_threads`].
+pub fn check_threads(threads: usize) -> Result<usize, TooManyThreads> {
+    let max = max_threads();
+    if threads > max {
+        return Err(TooManyThreads { threads, max });
+    }
+    Ok(threads)
 }
 
 /// Options a plugin cannot use.
@@ -217,6 +246,9 @@ pub enum OptionsError {
         /// The plugins in use, comma-separated (`none` when there are none).
         plugins: String,
     },
+    /// A thread count over [`max_threads`].
+    #[error("option '{threads_key}': {0}", threads_key = THREADS_OPTION)]
+    Threads(TooManyThreads),
     /// A value that is not of the option's type.
     #[error("option '{key}={value}': expected {expected}")]
     Invalid {
@@ -345,6 +377,23 @@ mod tests {
             err.to_string(),
             "option 'threads=-1': expected a non-negative integer"
         );
+        // A count no machine runs faster, which only exhausts memory or the OpenMP runtime.
+        let max = max_threads();
+        let over = (max + 1).to_string();
+        let err = schema()
+            .parse(&CompileOptions::new().with(THREADS_OPTION, over.as_str()))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "option 'threads': {} worker threads is more than {max}, four per core of this machine",
+                max + 1
+            )
+        );
+        let at_max = schema()
+            .parse(&CompileOptions::new().with(THREADS_OPTION, max.to_string()))
+            .expect("the maximum is allowed");
+        assert_eq!(at_max.threads(), Some(max));
         let none = OptionSchema::new("bare").parse(&CompileOptions::new().with("bare.x", "1"));
         assert_eq!(
             none.unwrap_err().to_string(),

@@ -52,7 +52,8 @@ impl fmt::Display for Pattern {
             PatternKind::Wildcard => f.write_str("*"),
             PatternKind::Named(n) => write!(f, "?{n}"),
             PatternKind::Var => f.write_str("var"),
-            PatternKind::Const => f.write_str("const"),
+            PatternKind::Const(None) => f.write_str("const"),
+            PatternKind::Const(Some(v)) => write!(f, "const({v:?})"),
             PatternKind::Expr(id) => write!(f, "expr({id})"),
             PatternKind::Call { op, args } => {
                 f.write_str(op)?;

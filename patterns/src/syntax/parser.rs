@@ -325,7 +325,18 @@ impl Parser {
             Tok::Ident(name) => match name.as_str() {
                 "const" => {
                     self.bump();
-                    Ok(Pattern::constant())
+                    if *self.peek() != Tok::LParen {
+                        return Ok(Pattern::constant());
+                    }
+                    let open_at = self.bump().span;
+                    let value = match self.peek().clone() {
+                        Tok::Int(v) => v as f64,
+                        Tok::Float(v) => v,
+                        _ => return Err(self.unexpected("the constant's value (a number)")),
+                    };
+                    self.bump();
+                    self.close('(', open_at, Tok::RParen, "')'")?;
+                    Ok(Pattern::constant_of(value))
                 }
                 "var" => {
                     self.bump();

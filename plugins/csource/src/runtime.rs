@@ -191,7 +191,7 @@ impl LoadedPartition {
         // SAFETY: opening a library runs its initializers; the generated C has none, and the
         // caller is told to load only modules this crate compiled.
         let library =
-            unsafe { libloading::Library::new(file.path()) }.map_err(|source| LoadError::Open {
+            unsafe { byoc_sdk::native::open(file.path()) }.map_err(|source| LoadError::Open {
                 symbol: symbol.clone(),
                 len: so.bytes.len(),
                 source,

@@ -94,10 +94,12 @@ const TAILS: [(&str, &str); 7] = [
     ("tanh", "tanh({x})"),
     ("sigmoid", "sigmoid({x})"),
     ("clip", "clip({x})"),
-    // TVM's gelu: x * (erf(x / c1) + c2) * c3, the constants kept inside the composite.
+    // TVM's gelu, x * (erf(x / sqrt(2)) + 1) * 0.5, the constants kept inside the composite.
+    // oneDNN computes the exact GELU, so the pattern names the constants that make it one
+    // (TVM's takes any constants).
     (
         "gelu",
-        "multiply(multiply({x}, add(erf(divide({x}, const)), const)), const)",
+        "multiply(multiply({x}, add(erf(divide({x}, const(1.4142135623730951))), const(1))), const(0.5))",
     ),
     ("swish", "multiply({x}, sigmoid({x}))"),
     ("leaky_relu", "nn.leaky_relu({x})"),

@@ -222,6 +222,20 @@ fn dense_bias_with_relu_gelu_and_plain_add_bias() {
     assert_eq!(got[0].0, "dnnl.dense_bias_gelu");
     assert_eq!(got[0].1, [vec![2, 32], vec![10, 32], vec![10]]);
     assert_fusion_keeps_semantics(&gelu);
+    // oneDNN computes the exact GELU: other constants are another function, not a gelu.
+    for (c1, c2, c3) in [
+        ("2f", "1f", "0.5f"),
+        ("1.41421f", "0.5f", "0.5f"),
+        ("1.41421f", "1f", "0.25f"),
+    ] {
+        let other = dense(&format!(
+            "%2 = divide(%1, {c1});\n %3 = erf(%2);\n %4 = add(%3, {c2});\n \
+             %5 = multiply(%1, %4);\n multiply(%5, {c3})"
+        ));
+        let names: Vec<String> = fused(&other).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["dnnl.dense_bias"], "constants {c1}, {c2}, {c3}");
+        assert_fusion_keeps_semantics(&other);
+    }
     // An add of a (10) vector after a dense is a bias too.
     let add_bias = module(&format!(
         r#"def @main(%x: Tensor[(2, 32), float32], %b: Tensor[(10), float32]) {{
@@ -237,6 +251,49 @@ fn dense_bias_with_relu_gelu_and_plain_add_bias() {
             vec![vec![2, 32], vec![10, 32], vec![10]]
         )]
     );
+}
+
+/// A sum operand must be another value than the convolution's own result, and than its input:
+/// `add(y, y)` after `y = bias_add(conv2d(..))` would have oneDNN's sum post-op read the
+/// buffer the convolution writes, and a residual that is the convolution's own data would
+/// leave the composite one parameter short. Both leave the add out of the composite (and the
+/// declined match is reported).
+#[test]
+fn a_sum_operand_bound_to_the_conv_itself_or_its_data_is_not_a_post_op() {
+    let conv = |sum: &str| {
+        module(&format!(
+            r#"def @main(%x: Tensor[(1, 4, 6, 6), float32]) {{
+              %0 = nn.conv2d(%x, {w}, padding=[1, 0, 0, 3], channels=4, kernel_size=[3, 3]);
+              %1 = nn.bias_add(%0, {b});
+              {sum}
+            }}"#,
+            w = weights("(4, 4, 3, 3)", 0.1),
+            b = weights("(4)", 0.5),
+        ))
+    };
+    let doubled = conv("add(%1, %1)");
+    let names: Vec<String> = fused(&doubled).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["dnnl.conv2d_bias"]);
+    assert_fusion_keeps_semantics(&doubled);
+    let declined = run(&doubled, Stage::Composite).declined;
+    assert!(
+        declined.iter().any(|d| d.pattern == "dnnl.conv2d_bias_sum"
+            && d.reason.contains("binds the result of nn.bias_add")),
+        "{declined:?}"
+    );
+    // A residual of the conv's own input (same shape: padding keeps 6x6 with a 1x1 kernel).
+    let own_input = module(&format!(
+        r#"def @main(%x: Tensor[(1, 4, 6, 6), float32]) {{
+          %0 = nn.conv2d(%x, {w}, channels=4, kernel_size=[1, 1]);
+          %1 = nn.bias_add(%0, {b});
+          add(%1, %x)
+        }}"#,
+        w = weights("(4, 4, 1, 1)", 0.1),
+        b = weights("(4)", 0.5),
+    ));
+    let names: Vec<String> = fused(&own_input).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["dnnl.conv2d_bias"]);
+    assert_fusion_keeps_semantics(&own_input);
 }
 
 #[test]

@@ -21,20 +21,6 @@ use byoc_sdk::abi::{
 
 type EntryFn = unsafe extern "C" fn() -> *const PluginHeader;
 
-fn open(path: &Path) -> Result<libloading::Library, libloading::Error> {
-    #[cfg(unix)]
-    {
-        use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
-        // SAFETY: loading runs the library's initializers; loading a plugin means trusting it.
-        unsafe { Library::open(Some(path), RTLD_NOW | RTLD_LOCAL) }.map(Into::into)
-    }
-    #[cfg(not(unix))]
-    {
-        // SAFETY: as above.
-        unsafe { libloading::Library::new(path) }
-    }
-}
-
 /// Loads the plugin in the shared library at `path` and checks its ABI.
 pub fn load_plugin(path: &Path) -> Result<LoadedPlugin, LoadError> {
     if !path.exists() {
@@ -42,7 +28,8 @@ pub fn load_plugin(path: &Path) -> Result<LoadedPlugin, LoadError> {
             path: path.to_path_buf(),
         });
     }
-    let lib = open(path).map_err(|e| LoadError::Open {
+    // SAFETY: loading runs the library's initializers; loading a plugin means trusting it.
+    let lib = unsafe { byoc_sdk::native::open(path) }.map_err(|e| LoadError::Open {
         path: path.to_path_buf(),
         message: e.to_string(),
     })?;

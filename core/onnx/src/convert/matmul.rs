@@ -38,11 +38,11 @@ pub(super) fn gemm(ctx: &mut NodeCtx<'_>) -> Out {
             ctx.shape(b)?
         )));
     }
-    if ctx.int_or("transA", 0)? != 0 {
+    if ctx.flag_or("transA", false)? {
         a = transpose(ctx, a, &[1, 0])?;
     }
     // nn.dense takes the weight as (units, in).
-    if ctx.int_or("transB", 0)? == 0 {
+    if !ctx.flag_or("transB", false)? {
         b = transpose(ctx, b, &[1, 0])?;
     }
     // Scale the constant operand so the product folds into the weight.

@@ -234,7 +234,7 @@ pub(super) fn conv_transpose(ctx: &mut NodeCtx<'_>) -> Out {
 
 /// `BatchNormalization` (inference): field 0 of `nn.batch_norm`.
 pub(super) fn batch_norm(ctx: &mut NodeCtx<'_>) -> Out {
-    if ctx.int_or("training_mode", 0)? != 0 {
+    if ctx.flag_or("training_mode", false)? {
         return Err(ctx.err("training_mode=1 is not supported (inference only)"));
     }
     let args = (0..5)
@@ -281,7 +281,7 @@ pub(super) fn max_pool(ctx: &mut NodeCtx<'_>) -> Out {
     let win = pool_window(ctx, x)?;
     let attrs = win
         .attrs("pool_size", "dilation")
-        .with("ceil_mode", ctx.int_or("ceil_mode", 0)? != 0);
+        .with("ceil_mode", ctx.flag_or("ceil_mode", false)?);
     one(ctx.call("nn.max_pool2d", &[x], attrs)?)
 }
 
@@ -291,10 +291,10 @@ pub(super) fn avg_pool(ctx: &mut NodeCtx<'_>) -> Out {
     let win = pool_window(ctx, x)?;
     let attrs = win
         .attrs("pool_size", "dilation")
-        .with("ceil_mode", ctx.int_or("ceil_mode", 0)? != 0)
+        .with("ceil_mode", ctx.flag_or("ceil_mode", false)?)
         .with(
             "count_include_pad",
-            ctx.int_or("count_include_pad", 0)? != 0,
+            ctx.flag_or("count_include_pad", false)?,
         );
     one(ctx.call("nn.avg_pool2d", &[x], attrs)?)
 }

@@ -17,7 +17,7 @@ fn reduce(ctx: &mut NodeCtx<'_>, op: &str, input_opset: i64) -> Out {
     } else {
         ctx.const_ints(1)?
     };
-    let keepdims = ctx.int_or("keepdims", 1)? != 0;
+    let keepdims = ctx.flag_or("keepdims", true)?;
     let axes = match axes {
         Some(a) if !a.is_empty() => {
             let mut out = Vec::with_capacity(a.len());
@@ -26,7 +26,7 @@ fn reduce(ctx: &mut NodeCtx<'_>, op: &str, input_opset: i64) -> Out {
             }
             AttrValue::ints(out)
         }
-        _ if ctx.int_or("noop_with_empty_axes", 0)? != 0 => return one(x),
+        _ if ctx.flag_or("noop_with_empty_axes", false)? => return one(x),
         _ => AttrValue::None,
     };
     let attrs = Attrs::new().with("axis", axes).with("keepdims", keepdims);
@@ -59,10 +59,10 @@ fn arg_reduce(ctx: &mut NodeCtx<'_>, op: &str) -> Out {
     let axis = ctx.axis(ctx.int_or("axis", 0)?, rank)? as i64;
     let attrs = Attrs::new()
         .with("axis", vec![axis])
-        .with("keepdims", ctx.int_or("keepdims", 1)? != 0)
+        .with("keepdims", ctx.flag_or("keepdims", true)?)
         .with(
             "select_last_index",
-            ctx.int_or("select_last_index", 0)? != 0,
+            ctx.flag_or("select_last_index", false)?,
         );
     let y = ctx.call(op, &[x], attrs)?;
     if ctx.tensor_ty(y)?.dtype == DType::Int64 {

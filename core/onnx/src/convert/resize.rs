@@ -128,7 +128,7 @@ pub(super) fn resize(ctx: &mut NodeCtx<'_>) -> Out {
         let scales = ctx.const_floats(1)?;
         return emit(ctx, x, scales, None, mode);
     }
-    if ctx.int_or("antialias", 0)? != 0 {
+    if ctx.flag_or("antialias", false)? {
         return Err(ctx.err("antialias=1 is not supported"));
     }
     if let Some(axes) = ctx.attr_ints("axes")? {
@@ -157,7 +157,7 @@ pub(super) fn resize(ctx: &mut NodeCtx<'_>) -> Out {
         coordinates,
         rounding,
         cubic_alpha: ctx.float_or("cubic_coeff_a", -0.75)?,
-        exclude: ctx.int_or("exclude_outside", 0)? != 0,
+        exclude: ctx.flag_or("exclude_outside", false)?,
         extrapolation: ctx.float_or("extrapolation_value", 0.0)?,
     };
     // An empty scales tensor stands for "not given" (opsets 11 and 12 require the input).

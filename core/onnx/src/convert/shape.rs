@@ -86,7 +86,7 @@ pub(super) fn reshape(ctx: &mut NodeCtx<'_>) -> Out {
     let target = ctx
         .const_ints(1)?
         .ok_or_else(|| ctx.err("the shape input is required"))?;
-    let allow_zero = ctx.int_or("allowzero", 0)? != 0;
+    let allow_zero = ctx.flag_or("allowzero", false)?;
     let mut out = Vec::with_capacity(target.len());
     let mut infer = None;
     for (i, &d) in target.iter().enumerate() {
