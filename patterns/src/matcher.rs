@@ -327,7 +327,7 @@ pub fn match_at(f: &Function, pattern: &Pattern, root: ExprId) -> Option<Match> 
 }
 
 /// True when every element of `t` is `v` within a relative 1e-5 (an empty constant is not
-/// `v`): `const(0.5)` matches a float32, float64 or integer 0.5, `const(1.4142135)` the float32
+/// `v`): `const(0.5)` matches a float32 or float64 0.5 (any dtype, as its value), `const(1.4142135)` the float32
 /// rounding of the square root of two.
 fn all_equal(t: &byoc_ir::Tensor, v: f64) -> bool {
     let tolerance = 1e-5 * v.abs().max(1.0);

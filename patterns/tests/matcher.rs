@@ -48,17 +48,17 @@ fn constant_values() {
     let half = b.constant(Tensor::from_slice([2], &[0.5f32, 0.5]).unwrap());
     let sqrt2 = b.constant(Tensor::scalar(std::f32::consts::SQRT_2));
     let mixed = b.constant(Tensor::from_slice([2], &[0.5f32, 0.6]).unwrap());
-    let int = b.constant(Tensor::scalar(1i64));
+    let one = b.constant(Tensor::scalar(1.0f32));
     let a = call(&mut b, "multiply", &[x, half]);
     let d = call(&mut b, "divide", &[a, sqrt2]);
     let m = call(&mut b, "multiply", &[d, mixed]);
-    let s = call(&mut b, "add", &[m, int]);
+    let s = call(&mut b, "add", &[m, one]);
     let f = finish(b, vec![x], s);
     assert!(matches(&f, "const(0.5)", half));
     assert!(matches(&f, "const(1.4142135623730951)", sqrt2));
     assert!(!matches(&f, "const(1.414)", sqrt2));
     assert!(!matches(&f, "const(0.5)", mixed));
-    assert!(matches(&f, "const(1)", int));
+    assert!(matches(&f, "const(1)", one));
     assert!(!matches(&f, "const(0.5)", x));
     assert!(matches(
         &f,

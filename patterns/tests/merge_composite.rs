@@ -630,24 +630,26 @@ fn later_entries_may_consume_composite_calls_but_never_enter_them() {
     let ty = t(&[3]);
     let mut b = FunctionBuilder::new();
     let x = b.param("x", ty.clone());
-    let s = call(&mut b, "add", &[x, x]);
+    let y = b.param("y", ty.clone());
+    let s = call(&mut b, "add", &[x, y]);
     let r = call(&mut b, "nn.relu", &[s]);
     let a = call(&mut b, "abs", &[r]);
-    let got = merge(finish(b, vec![x], a), &tab);
+    let got = merge(finish(b, vec![x, y], a), &tab);
 
     let mut e = FunctionBuilder::new();
     let x = e.param("x", ty.clone());
+    let y = e.param("y", ty.clone());
     let f = composite(
         &mut e,
         "add_relu",
         "add_nn.relu_",
-        std::slice::from_ref(&ty),
+        &[ty.clone(), ty.clone()],
         |e, p| {
-            let s = call(e, "add", &[p[0], p[0]]);
+            let s = call(e, "add", &[p[0], p[1]]);
             call(e, "nn.relu", &[s])
         },
     );
-    let c = e.call_local(f, &[x]).unwrap();
+    let c = e.call_local(f, &[x, y]).unwrap();
     let g = composite(
         &mut e,
         "abs_any",
@@ -656,7 +658,7 @@ fn later_entries_may_consume_composite_calls_but_never_enter_them() {
         |e, p| call(e, "abs", &[p[0]]),
     );
     let c2 = e.call_local(g, &[c]).unwrap();
-    assert_same(&got, &finish(e, vec![x], c2));
+    assert_same(&got, &finish(e, vec![x, y], c2));
 }
 
 #[test]

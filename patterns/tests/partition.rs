@@ -54,8 +54,11 @@ fn matched_outside_but_dominated_duplicates_the_interior() {
     assert_same(&got, &finish(e, vec![data, weight, bias], out));
 }
 
+/// TVM gives the two branches' shared input one parameter; a runtime that maps the pattern's
+/// leaves to its operands (dnnl's data, weight, bias, sum) then misses one, so the match is
+/// declined and the function left as it is (MergeComposite reports why).
 #[test]
-fn parallel_branches_with_the_same_input_share_one_parameter() {
+fn parallel_branches_with_the_same_input_are_not_one_composite() {
     let (x, w, o) = (t(&[1, 3, 6, 6]), t(&[4, 3, 3, 3]), t(&[1, 4, 4, 4]));
     let mut b = FunctionBuilder::new();
     let i = b.param("input", x.clone());
@@ -66,30 +69,25 @@ fn parallel_branches_with_the_same_input_share_one_parameter() {
     let b1 = call(&mut b, "multiply", &[l, conv]);
     let b2 = call(&mut b, "add", &[conv, r]);
     let s = call(&mut b, "add", &[b1, b2]);
+    let f = finish(b, vec![i, wt, l, r], s);
+    let got = part(&f, "add(multiply(*, *), add(*, *))");
+    assert_same(&got, &f);
+    // Distinct values in the two branches still make one composite of three parameters.
+    let mut b = FunctionBuilder::new();
+    let i = b.param("input", x);
+    let wt = b.param("weight", w);
+    let l = b.param("left", o.clone());
+    let r = b.param("right", o.clone());
+    let conv = call(&mut b, "nn.conv2d", &[i, wt]);
+    let b1 = call(&mut b, "multiply", &[l, conv]);
+    let b2 = call(&mut b, "add", &[l, r]);
+    let s = call(&mut b, "add", &[b1, b2]);
     let got = part(
         &finish(b, vec![i, wt, l, r], s),
-        "add(multiply(*, *), add(*, *))",
+        "add(multiply(?l, *), add(?l, *))",
     );
-
-    let mut e = FunctionBuilder::new();
-    let i = e.param("input", x);
-    let wt = e.param("weight", w);
-    let l = e.param("left", o.clone());
-    let r = e.param("right", o.clone());
-    let conv = call(&mut e, "nn.conv2d", &[i, wt]);
-    let f = composite(
-        &mut e,
-        "",
-        "multiply_add_add_",
-        &[o.clone(), o.clone(), o],
-        |e, p| {
-            let m = call(e, "multiply", &[p[0], p[1]]);
-            let a = call(e, "add", &[p[1], p[2]]);
-            call(e, "add", &[m, a])
-        },
-    );
-    let c = e.call_local(f, &[l, conv, r]).unwrap();
-    assert_same(&got, &finish(e, vec![i, wt, l, r], c));
+    let body = got.expr(got.body).as_call().unwrap();
+    assert_eq!(body.args.len(), 3, "?l once, the conv, the right operand");
 }
 
 #[test]
