@@ -1499,7 +1499,7 @@ fn verify_refuses_vacuous_tolerances() {
         ("--min-cosine", "inf", "'inf' is not a number from -1 to 1"),
         ("--min-cosine", "2", "'2' is not a number from -1 to 1"),
     ] {
-        let out = byoc(&["verify", model, flag, value]);
+        let out = byoc(&["verify", model, &format!("{flag}={value}")]);
         assert_bad_input(&out, &[flag, problem]);
     }
 }
