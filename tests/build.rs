@@ -46,6 +46,27 @@ fn byoc(args: &[&str]) -> std::process::Output {
         .expect("byoc starts")
 }
 
+/// `byoc inspect MODEL --target-spec SPEC --stage host-fuse` with `extra`, which must succeed.
+fn inspect_host_fuse(extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "inspect",
+        MODEL,
+        "--target-spec",
+        SPEC,
+        "--stage",
+        "host-fuse",
+    ];
+    args.extend_from_slice(extra);
+    let out = byoc(&args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 fn built(options: &BuildOptions) -> Compiled {
     build(&small_cnn(), &[myacc()], options).expect("small_cnn builds for myacc")
 }
@@ -81,20 +102,7 @@ fn build_compiles_what_inspect_host_fuse_shows() {
     assert_eq!(print_module(&staged.module), compiled_text);
 
     // `inspect --stage host-fuse` prints it, then one comment per fused group.
-    let out = byoc(&[
-        "inspect",
-        MODEL,
-        "--target-spec",
-        SPEC,
-        "--stage",
-        "host-fuse",
-    ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = inspect_host_fuse(&[]);
     let shown = String::from_utf8_lossy(&out.stdout);
     let module_part: String = shown
         .lines()
@@ -104,22 +112,7 @@ fn build_compiles_what_inspect_host_fuse_shows() {
     assert_eq!(module_part, compiled_text);
 
     // `--print-after host-fuse` shows it on standard error, under its header.
-    let out = byoc(&[
-        "inspect",
-        MODEL,
-        "--target-spec",
-        SPEC,
-        "--stage",
-        "host-fuse",
-        "--print-after",
-        "host-fuse",
-    ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = inspect_host_fuse(&["--print-after", "host-fuse"]);
     let printed = String::from_utf8_lossy(&out.stderr);
     let after = printed
         .split_once("// after host-fuse\n")

@@ -30,12 +30,29 @@ fn shared_object(dir: &Path, source: &str) -> PathBuf {
     so
 }
 
+/// One past the last byte of any segment, read from the ELF64 program headers by hand
+/// (e_phoff at 0x20, e_phentsize at 0x36, e_phnum at 0x38; p_offset at +0x08, p_filesz at
+/// +0x20 of each entry).
+fn segments_end(elf: &[u8]) -> u64 {
+    let u64_at = |o: usize| u64::from_le_bytes(elf[o..o + 8].try_into().expect("8 bytes"));
+    let u16_at = |o: usize| usize::from(u16::from_le_bytes([elf[o], elf[o + 1]]));
+    let (phoff, size, count) = (u64_at(0x20) as usize, u16_at(0x36), u16_at(0x38));
+    (0..count)
+        .map(|i| {
+            let ph = phoff + i * size;
+            u64_at(ph + 0x08) + u64_at(ph + 0x20)
+        })
+        .max()
+        .unwrap_or(0)
+}
+
 #[test]
 fn truncated_libraries_are_refused_by_their_segments() {
     let dir = scratch("truncated");
     let so = shared_object(&dir, "int byoc_entry(void) { return 42; }\n");
     let bytes = std::fs::read(&so).expect("read the library");
     assert_eq!(check_shared_object(&bytes, &["byoc_entry"]), Ok(()));
+    let mut by_segments = 0;
     for percent in [10, 30, 50, 70, 90, 99] {
         let cut = &bytes[..bytes.len() * percent / 100];
         let err =
@@ -47,7 +64,30 @@ fn truncated_libraries_are_refused_by_their_segments() {
             ),
             "{percent}%: {err}"
         );
+        // Without section headers (e_shoff, e_shnum, e_shstrndx zeroed, as a stripped or
+        // hand-made library may be) only the program headers describe the file: the
+        // segments are what refuse it.
+        let mut sectionless = cut.to_vec();
+        sectionless[0x28..0x30].fill(0);
+        sectionless[0x3c..0x40].fill(0);
+        if cut.len() as u64 >= segments_end(&bytes) {
+            // Only non-loaded tables were cut: the loader needs none of them.
+            assert_eq!(check_shared_object(&sectionless, &[]), Ok(()), "{percent}%");
+            continue;
+        }
+        let err = check_shared_object(&sectionless, &[]).expect_err("refused by its segments");
+        assert!(
+            matches!(err, NativeCodeError::Truncated { len, .. } if len == cut.len()),
+            "{percent}%: {err}"
+        );
+        assert!(err.to_string().contains("(the file is truncated)"), "{err}");
+        by_segments += 1;
     }
+    assert!(by_segments > 0, "no cut reached into the segments");
+    let mut whole = bytes.clone();
+    whole[0x28..0x30].fill(0);
+    whole[0x3c..0x40].fill(0);
+    assert_eq!(check_shared_object(&whole, &[]), Ok(()));
     std::fs::remove_dir_all(&dir).expect("clean up");
 }
 
