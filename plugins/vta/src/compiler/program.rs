@@ -84,7 +84,8 @@ fn window(start: i64, len: usize, size: usize) -> (usize, usize, usize, usize) {
     let end = start + len as i64;
     let lo = start.clamp(0, size as i64);
     let hi = end.clamp(0, size as i64).max(lo);
-    let before = (lo - start).min(len as i64) as usize;
+    // A window that starts past the data (`start > size`) is all padding after it.
+    let before = (lo - start).clamp(0, len as i64) as usize;
     let count = (hi - lo) as usize;
     (before, lo as usize, count, len - before - count)
 }
@@ -707,4 +708,20 @@ pub fn compile_layer(
         tiling,
         blocks: (cb, ob),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::window;
+
+    /// (pad before, first index, count, pad after) always sum to the window, wherever it lies.
+    #[test]
+    fn windows_split_into_padding_and_data() {
+        assert_eq!(window(-1, 3, 4), (1, 0, 2, 0));
+        assert_eq!(window(2, 3, 4), (0, 2, 2, 1));
+        assert_eq!(window(-5, 3, 4), (3, 0, 0, 0));
+        // Past the data (a padding wider than the kernel): all padding after it.
+        assert_eq!(window(5, 3, 4), (0, 4, 0, 3));
+        assert_eq!(window(4, 2, 4), (0, 4, 0, 2));
+    }
 }
