@@ -596,6 +596,47 @@ fn bad_quantize_options_are_reported() {
     );
 }
 
+#[test]
+fn calibration_that_does_not_fit_the_memory_budget_is_refused_before_it_runs() {
+    let model = "examples/models/small_cnn.relay";
+    let out_path = tmp("never_written.relay");
+    let quantize = |samples: &str| {
+        byoc(&[
+            "quantize",
+            model,
+            "--calibrate",
+            "percentile",
+            "--calibration-samples",
+            samples,
+            "--max-memory",
+            "1M",
+            "-o",
+            out_path.to_str().expect("utf-8 temp path"),
+        ])
+    };
+    // 1000 random samples of 1x3x16x16 float32 inputs are 3072000 bytes.
+    assert_bad_input(
+        &quantize("1000"),
+        &[
+            "1000 calibration samples",
+            "Tensor[(1000, 1, 3, 16, 16), float32] (3072000 bytes (2.9 MiB))",
+            "over the memory budget of 1048576 bytes (1.0 MiB)",
+            "calibrate on fewer samples",
+        ],
+    );
+    // 300 samples (921600 bytes) fit, but not next to every value the one quantization point
+    // (the second conv2d's 1x8x8x8 input; the first conv2d stays float) takes over them.
+    assert_bad_input(
+        &quantize("300"),
+        &[
+            "calibration on 300 samples keeps every value of the quantization points",
+            "Tensor[(300, 1, 8, 8, 8), float32] (614400 bytes",
+            "over the memory budget of 1048576 bytes (1.0 MiB)",
+        ],
+    );
+    assert!(!out_path.exists());
+}
+
 // Huge shapes are refused with exit code 2 and a message naming the file, the tensor, its size
 // and the memory budget, instead of aborting on allocation; `--max-memory` sets the budget.
 

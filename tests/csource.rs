@@ -190,8 +190,8 @@ fn failing_compiler_is_reported_with_the_kept_file() -> Result<()> {
     Ok(())
 }
 
-/// Code that needs a symbol nothing defines (here the partition's arena `malloc`, renamed by
-/// the user's flags) is refused when it is compiled, naming the symbol, so `build` never signs
+/// Code that needs a symbol nothing defines (here the partition's arena `malloc`, wrapped by
+/// the user's linker flags) is refused when it is compiled, naming the symbol, so `build` never signs
 /// an artifact whose every run would end at the first call of the partition.
 #[test]
 fn partitions_with_undefined_symbols_are_refused_before_they_are_signed() -> Result<()> {
@@ -204,13 +204,47 @@ fn partitions_with_undefined_symbols_are_refused_before_they_are_signed() -> Res
             "--target",
             "csource",
             "--plugin-option",
-            "csource.cflags=-Dmalloc=byoc_undefined_malloc",
+            "csource.cflags=-Wl,--wrap=malloc",
             "-o",
             &artifact.display().to_string(),
         ],
         &[],
     ))?;
-    assert!(err.contains("byoc_undefined_malloc"), "{err}");
+    assert!(err.contains("__wrap_malloc"), "{err}");
+    assert!(!artifact.exists(), "an artifact was written");
+    Ok(())
+}
+
+/// Flags that would change the ABI byoc calls the compiled code through are refused before
+/// the compiler runs, from the option or the environment, naming the flag.
+#[test]
+fn compiler_flags_that_change_the_abi_are_refused() -> Result<()> {
+    let dir = scratch("abi-flags");
+    let artifact = dir.join("m.byoc");
+    let build = |option: &str, env: &[(&str, &str)]| {
+        let mut args = vec!["build", MODEL, "--target", "csource"];
+        if !option.is_empty() {
+            args.extend(["--plugin-option", option]);
+        }
+        let out = artifact.display().to_string();
+        args.extend(["-o", &out]);
+        refused(byoc(&args, env))
+    };
+    let err = build("csource.cflags=-O3 -Dfloat=double", &[])?;
+    assert!(
+        err.contains("the compiler flag '-Dfloat=double' defines the C keyword 'float'"),
+        "{err}"
+    );
+    let err = build("", &[("BYOC_CSOURCE_CFLAGS", "-fsanitize=address")])?;
+    assert!(
+        err.contains("'-fsanitize=address' sanitized code needs its runtime"),
+        "{err}"
+    );
+    let err = build("csource.cflags=-D malloc=my_alloc", &[])?;
+    assert!(
+        err.contains("'-D malloc=my_alloc' defines 'malloc', which the generated code uses"),
+        "{err}"
+    );
     assert!(!artifact.exists(), "an artifact was written");
     Ok(())
 }

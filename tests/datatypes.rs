@@ -35,7 +35,7 @@ fn the_lowering_table_is_resolved_and_callable() {
     assert_eq!((code, bits), (132, 16));
     let library = datatype_library(code).expect("registered at load");
     assert_eq!(library.plugin, "posit");
-    assert_eq!(library.functions.len(), 78);
+    assert_eq!(library.functions.len(), 81);
     let add = library
         .function(&LoweringKey::Op {
             op: "Add".into(),
@@ -103,7 +103,7 @@ fn byoc_plugins_lists_the_datatype() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        stdout.contains("datatype: custom[posites2]8|16|32 (code 132, 78 library functions, exact dot products with posit.quire=true)"),
+        stdout.contains("datatype: custom[posites2]8|16|32 (code 132, 81 library functions, exact dot products with posit.quire=true)"),
         "{stdout}"
     );
 }
@@ -282,7 +282,12 @@ fn check_exact_in(
 }
 
 fn unary_model(op: &str) -> String {
-    format!("def @main(%x: Tensor[(2, 3, 4), float32]) {{ {op}(%x) }}")
+    model_of(&format!("{op}(%x)"))
+}
+
+/// A model of one `(2, 3, 4)` input `%x` whose body is `body`.
+fn model_of(body: &str) -> String {
+    format!("def @main(%x: Tensor[(2, 3, 4), float32]) {{ {body} }}")
 }
 
 /// An elementwise op, its inputs and its f64 function.
@@ -336,6 +341,42 @@ fn unary_ops_in_posits_are_correctly_rounded() {
                 .collect()
         },
     );
+    // |x| is exact in posits (the plugin's `tir.fabs`).
+    check_exact(
+        "abs",
+        &unary_model("abs"),
+        &[("x", vec![2, 3, 4], signed.clone())],
+        |n, p| p[0].iter().map(|&x| apply(n, x, f64::abs)).collect(),
+    );
+    // Both bounds are posits: clipping is exact.
+    check_exact(
+        "clip",
+        &model_of("clip(%x, a_min=-1.5f, a_max=2f)"),
+        &[("x", vec![2, 3, 4], signed.clone())],
+        |n, p| {
+            p[0].iter()
+                .map(|&x| apply(n, x, |v| v.clamp(-1.5, 2.0)))
+                .collect()
+        },
+    );
+    // The negative side is one rounded product.
+    check_exact(
+        "leaky_relu",
+        &model_of("nn.leaky_relu(%x, alpha=0.3f)"),
+        &[("x", vec![2, 3, 4], signed.clone())],
+        |n, p| {
+            let alpha = round(n, f64::from(0.3f32));
+            p[0].iter()
+                .map(|&x| {
+                    if value(n, x) < 0.0 {
+                        reference::binary(n, '*', x, alpha)
+                    } else {
+                        x
+                    }
+                })
+                .collect()
+        },
+    );
     check_exact(
         "batch_flatten",
         "def @main(%x: Tensor[(2, 3, 4), float32]) { nn.batch_flatten(%x) }",
@@ -365,6 +406,52 @@ fn broadcast_binary_ops_in_posits_are_correctly_rounded() {
             |n, p| {
                 (0..24)
                     .map(|i| reference::binary(n, symbol, p[0][i], p[1][i % 4]))
+                    .collect()
+            },
+        );
+    }
+}
+
+#[test]
+fn comparisons_in_posits_follow_the_posit_order() {
+    loaded();
+    // Values on a coarse grid, so that equal pairs occur.
+    let x: Vec<f32> = values(5, 24, -3.0, 3.0)
+        .iter()
+        .map(|v| v.round() / 2.0)
+        .collect();
+    let y: Vec<f32> = values(6, 4, -3.0, 3.0)
+        .iter()
+        .map(|v| v.round() / 2.0)
+        .collect();
+    type Holds = fn(f64, f64) -> bool;
+    let ops: [(&str, Holds); 6] = [
+        ("equal", |a, b| a == b),
+        ("not_equal", |a, b| a != b),
+        ("less", |a, b| a < b),
+        ("less_equal", |a, b| a <= b),
+        ("greater", |a, b| a > b),
+        ("greater_equal", |a, b| a >= b),
+    ];
+    for (op, holds) in ops {
+        // The comparison selects between the operands, so the output is the datatype's.
+        let model = format!(
+            "def @main(%x: Tensor[(2, 3, 4), float32], %y: Tensor[(4), float32]) {{ where({op}(%x, %y), %x, %y) }}"
+        );
+        check_exact(
+            op,
+            &model,
+            &[("x", vec![2, 3, 4], x.clone()), ("y", vec![4], y.clone())],
+            |n, p| {
+                (0..24)
+                    .map(|i| {
+                        let (a, b) = (p[0][i], p[1][i % 4]);
+                        if holds(value(n, a), value(n, b)) {
+                            a
+                        } else {
+                            b
+                        }
+                    })
                     .collect()
             },
         );
@@ -1165,26 +1252,37 @@ fn bad_datatype_input_gives_clear_errors() {
         err.contains("'myfloat' is not registered; registered: custom[posites2]8|16|32"),
         "{err}"
     );
-    // An op the datatype has no lowering for is refused when the plan is built.
-    let power = dir.join("power.relay");
-    std::fs::write(
-        &power,
-        "def @main(%x: Tensor[(4), float32]) { power(%x, %x) }",
-    )
-    .unwrap();
-    let (code, _, err) = byoc_with_posit(&[
-        "run",
-        power.to_str().unwrap(),
-        "--random-inputs",
-        "1",
-        "--dtype",
-        "custom[posites2]16",
-    ]);
-    assert_eq!(code, 2, "{err}");
-    assert!(
-        err.contains("power") && err.contains("custom[posites2]16"),
-        "{err}"
-    );
+    // An op the datatype has no lowering for is refused when the plan is built; an op whose
+    // key the table lacks names the key and the plugin.
+    for (name, body, message) in [
+        (
+            "power",
+            "power(%x, %x)",
+            "power: custom[posites2]16 has no lowering: a lowering table has no key for this op",
+        ),
+        (
+            "erf",
+            "erf(%x)",
+            "erf: custom[posites2]16 has no lowering for Call.intrin.tir.erf (16 bits) (plugin 'posit')",
+        ),
+    ] {
+        let path = dir.join(format!("{name}.relay"));
+        std::fs::write(
+            &path,
+            format!("def @main(%x: Tensor[(4), float32]) {{ {body} }}"),
+        )
+        .unwrap();
+        let (code, _, err) = byoc_with_posit(&[
+            "run",
+            path.to_str().unwrap(),
+            "--random-inputs",
+            "1",
+            "--dtype",
+            "custom[posites2]16",
+        ]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains(message), "{err}");
+    }
 }
 
 /// SqueezeNet (ONNX's light model with seeded random weights) in posit32 and posit16 against
@@ -1369,6 +1467,9 @@ extern "C" fn myfloat_add(a: u32, b: u32) -> u32 {
 extern "C" fn myfloat_mul(a: u32, b: u32) -> u32 {
     (f32::from_bits(a) * f32::from_bits(b)).to_bits()
 }
+extern "C" fn myfloat_sub(a: u32, b: u32) -> u32 {
+    (f32::from_bits(a) - f32::from_bits(b)).to_bits()
+}
 extern "C" fn myfloat_max(a: u32, b: u32) -> u32 {
     f32::from_bits(a).max(f32::from_bits(b)).to_bits()
 }
@@ -1409,7 +1510,7 @@ fn register_myfloat(
     }
     table(&mut d);
     type Binary = extern "C" fn(u32, u32) -> u32;
-    let symbols: [(&str, usize); 6] = [
+    let symbols: [(&str, usize); 7] = [
         (
             "FloatToCustom32",
             myfloat_from_float as extern "C" fn(f32) -> u32 as usize,
@@ -1420,6 +1521,7 @@ fn register_myfloat(
         ),
         ("Custom32Add", myfloat_add as Binary as usize),
         ("Custom32Mul", myfloat_mul as Binary as usize),
+        ("Custom32Sub", myfloat_sub as Binary as usize),
         ("Custom32Max", myfloat_max as Binary as usize),
         (
             "MinCustom32",
@@ -1505,6 +1607,88 @@ fn myfloat_registered_in_process_runs_a_model_as_float32() {
         assert!(
             (w - g).abs() <= 1e-5 * w.abs().max(1.0),
             "element {i}: myfloat {g}, float32 {w}"
+        );
+    }
+}
+
+/// `myfloat`'s table under another name and code, with `Sub` when `sub`.
+fn register_myfloat_as(name: &str, code: u8, sub: bool) -> DType {
+    register_myfloat(|d| {
+        d.name = name.into();
+        d.code = code;
+        for l in &mut d.lowerings {
+            if let LoweringKey::Cast { src, dst, .. } = &mut l.key {
+                for side in [src, dst] {
+                    if side == "myfloat" {
+                        *side = name.into();
+                    }
+                }
+            }
+        }
+        if sub {
+            d.lowerings.push(byoc_sdk::DatatypeLowering {
+                key: LoweringKey::Op {
+                    op: "Sub".into(),
+                    bits: 32,
+                },
+                function: "Custom32Sub".into(),
+            });
+        }
+    })
+    .unwrap();
+    format!("custom[{name}]32").parse().unwrap()
+}
+
+#[test]
+fn elementwise_ops_compose_from_the_keys_a_table_has_or_name_the_missing_one() {
+    use byoc_exec::{ExecOptions, Executor};
+    let with_sub = register_myfloat_as("myabs", 133, true);
+    let without = register_myfloat_as("mynosub", 134, false);
+    let model = |dtype: DType, body: &str| {
+        parse_module(&format!(
+            "def @main(%x: Tensor[(6), {dtype}], %y: Tensor[(6), {dtype}]) {{ {body} }}"
+        ))
+        .unwrap()
+    };
+    // Without `tir.fabs`, abs is `Max(x, Sub(0, x))`: exact in float32 arithmetic.
+    let x = [-2.5f32, -0.0, 0.0, 1.25, -7.0, 3.0];
+    let bits = |v: &[f32]| {
+        let ty = byoc_ir::TensorType::new(vec![v.len()], with_sub);
+        let bytes: Vec<u8> = v.iter().flat_map(|f| f.to_bits().to_ne_bytes()).collect();
+        Tensor::from_bytes(ty, &bytes).unwrap()
+    };
+    let inputs: BTreeMap<String, Tensor> =
+        [("x".to_string(), bits(&x)), ("y".to_string(), bits(&x))].into();
+    let got = Executor::new(&model(with_sub, "abs(%x)"), ExecOptions::default())
+        .unwrap()
+        .run_named(&inputs)
+        .unwrap();
+    let got: Vec<f32> = got[0]
+        .as_bytes()
+        .chunks_exact(4)
+        .map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    assert_eq!(got, [2.5, 0.0, 0.0, 1.25, 7.0, 3.0]);
+    // Without `Sub` either, and for ops with one way only, the plan names the missing key.
+    for (body, key) in [
+        ("abs(%x)", "Call.intrin.tir.fabs (32 bits)"),
+        ("negative(%x)", "Sub (32 bits)"),
+        ("erf(%x)", "Call.intrin.tir.erf (32 bits)"),
+        ("floor(%x)", "Call.intrin.tir.floor (32 bits)"),
+        ("less(%x, %y)", "LT (32 bits)"),
+        ("clip(%x, a_min=0f, a_max=1f)", "Min (32 bits)"),
+        ("nn.leaky_relu(%x, alpha=0.1f)", "LT (32 bits)"),
+    ] {
+        let err = Executor::new(&model(without, body), ExecOptions::default())
+            .err()
+            .unwrap_or_else(|| panic!("{body} planned without its lowering"))
+            .to_string();
+        let op = body.split('(').next().unwrap();
+        assert!(
+            err.contains(&format!(
+                "{op}: custom[mynosub]32 has no lowering for {key} (plugin 'myfloat')"
+            )),
+            "{body}: {err}"
         );
     }
 }

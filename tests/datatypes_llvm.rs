@@ -226,8 +226,8 @@ enum Step {
     Binary(usize, usize),
 }
 
-const UNARY: [&str; 9] = [
-    "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "nn.relu", "negative", "copy",
+const UNARY: [&str; 10] = [
+    "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "nn.relu", "negative", "abs", "copy",
 ];
 const BINARY: [&str; 6] = [
     "add", "subtract", "multiply", "divide", "maximum", "minimum",

@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use byoc_ir::memory::{RunTally, SizeError};
 use byoc_ir::{Module, Tensor};
 use byoc_passes::quantize::CalibrationProgress;
 use byoc_passes::{PassContext, PassError, PassManager, Quantize};
@@ -37,6 +38,15 @@ pub enum QuantizeError {
         /// Why (boxed, as it is large).
         #[source]
         source: Box<InputsError>,
+    },
+    /// The seeded random samples asked for do not fit the memory budget.
+    #[error("{samples} calibration samples: {source}; calibrate on fewer samples or raise the memory budget")]
+    SampleMemory {
+        /// The number of samples asked for.
+        samples: u64,
+        /// What went over the budget.
+        #[source]
+        source: SizeError,
     },
     /// The quantize pass failed.
     #[error("{name}: quantization failed")]
@@ -129,6 +139,16 @@ impl QuantizeOptions {
         }
         if !self.calibrate.needs_data() {
             return Ok(Vec::new());
+        }
+        let n = usize::try_from(self.calibration_samples).unwrap_or(usize::MAX);
+        let mut tally = RunTally::new();
+        for input in &order {
+            tally
+                .add_batch(&input.ty, n)
+                .map_err(|source| QuantizeError::SampleMemory {
+                    samples: self.calibration_samples,
+                    source,
+                })?;
         }
         (0..self.calibration_samples)
             .map(|seed| {

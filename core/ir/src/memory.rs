@@ -215,6 +215,22 @@ impl RunTally {
         self.total = total;
         Ok(())
     }
+
+    /// Adds `n` buffers of tensors of `ty`, counted as one `[n, ..ty.shape]` tensor (what a
+    /// batch of samples or of kept values holds).
+    pub fn add_batch(&mut self, ty: &TensorType, n: usize) -> Result<(), SizeError> {
+        let mut shape = Vec::with_capacity(ty.shape.len() + 1);
+        shape.push(n);
+        shape.extend(&ty.shape);
+        let batch = TensorType::new(shape, ty.dtype);
+        let bytes = tensor_bytes(&batch)?;
+        self.add(&batch, bytes)
+    }
+
+    /// The budget not yet taken by what was added.
+    pub fn remaining(&self) -> u64 {
+        self.budget - self.total
+    }
 }
 
 /// A byte count printed exactly with a readable approximation: `4000000000 bytes (3.7 GiB)`.

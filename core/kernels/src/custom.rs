@@ -6,7 +6,10 @@
 //! follow TVM's compute definitions, so a result is the one TVM's lowering of the same op
 //! gives, operation for operation:
 //! - elementwise ops are the registered intrinsics (`tir.exp`, ...); `rsqrt` is
-//!   `1 / sqrt(x)`, `nn.relu` is `max(x, 0)`, `negative` is `0 - x`;
+//!   `1 / sqrt(x)`, `nn.relu` is `max(x, 0)`, `negative` is `0 - x`, `abs` is `tir.fabs` or,
+//!   without it, `max(x, 0 - x)`; `clip` is `max(min(x, a_max), a_min)` (an infinite bound
+//!   is no bound); `nn.leaky_relu` and `nn.prelu` are `x < 0 ? x * alpha : x`;
+//! - comparisons are the registered `EQ`, `NE`, `LT`, `LE`, `GT`, `GE`, giving `bool`;
 //! - sums (conv2d, dense, pooling, softmax) start from zero and add one term at a time in
 //!   TVM's reduction order (conv2d: input channel, kernel row, kernel column), each `+` and
 //!   `×` rounded by the library; padding taps contribute nothing;
@@ -88,6 +91,8 @@ pub(crate) enum Unary {
     Relu,
     /// `0 - x`.
     Negative,
+    /// `tir.fabs`, or `max(x, 0 - x)` where the table has no `tir.fabs`.
+    Abs,
     /// The input unchanged.
     Copy,
 }
@@ -118,6 +123,15 @@ pub(crate) fn unary(spec: &KernelSpec<'_>, op: Unary) -> Result<Box<dyn HostKern
             let sub = c.binary("Sub").map_err(&err)?;
             Box::new(move |x| sub.call(zero, x))
         }
+        Unary::Abs => match c.intrinsic("tir.fabs") {
+            Ok(f) => Box::new(move |x| f.call(x)),
+            // Negation and the maximum are exact, so `max(x, 0 - x)` is `|x|` too; without
+            // them the error names the direct key.
+            Err(direct) => match (c.binary("Max"), c.binary("Sub")) {
+                (Ok(max), Ok(sub)) => Box::new(move |x| max.call(x, sub.call(zero, x))),
+                _ => return Err(err(direct)),
+            },
+        },
         Unary::Copy => Box::new(|x| x),
     };
     Ok(bits_kernel(spec, move |ins, out, threads| {
@@ -129,18 +143,110 @@ pub(crate) fn unary(spec: &KernelSpec<'_>, op: Unary) -> Result<Box<dyn HostKern
     }))
 }
 
+/// `f(a, b)` with numpy broadcasting over two inputs' bit patterns.
+fn broadcast_bits(
+    spec: &KernelSpec<'_>,
+    f: impl Fn(u64, u64) -> u64 + Copy + Send + Sync + 'static,
+) -> Box<dyn HostKernel> {
+    let plan = super::broadcast::BroadcastPlan::new(
+        &spec.outputs[0].shape,
+        &[&spec.inputs[0].shape, &spec.inputs[1].shape],
+    );
+    bits_kernel(spec, move |ins, out, threads| {
+        super::broadcast::binary(&plan, &ins[0], &ins[1], out, threads, f);
+    })
+}
+
 /// A binary op with numpy broadcasting, by TVM's lowering name (`Add`, `Sub`, `Mul`, `Div`,
 /// `Max`, `Min`).
 pub(crate) fn binary(spec: &KernelSpec<'_>, op: &str) -> Result<Box<dyn HostKernel>, KernelError> {
     let f = calls(spec.op, &spec.inputs[0])?
         .binary(op)
         .map_err(missing(spec.op))?;
-    let plan = super::broadcast::BroadcastPlan::new(
-        &spec.outputs[0].shape,
-        &[&spec.inputs[0].shape, &spec.inputs[1].shape],
-    );
+    Ok(broadcast_bits(spec, move |a, b| f.call(a, b)))
+}
+
+/// A comparison with numpy broadcasting, by TVM's lowering name (`EQ`, `NE`, `LT`, `LE`,
+/// `GT`, `GE`); the output is `bool`.
+pub(crate) fn compare(spec: &KernelSpec<'_>, op: &str) -> Result<Box<dyn HostKernel>, KernelError> {
+    let f = calls(spec.op, &spec.inputs[0])?
+        .compare(op)
+        .map_err(missing(spec.op))?;
+    Ok(broadcast_bits(spec, move |a, b| u64::from(f.call(a, b))))
+}
+
+/// `clip`: `Max(Min(x, a_max), a_min)` (TVM's compute), each finite bound converted by the
+/// cast from `float32`; an infinite bound clips nothing (a datatype may have no infinity).
+pub(crate) fn clip(
+    spec: &KernelSpec<'_>,
+    lo: f64,
+    hi: f64,
+) -> Result<Box<dyn HostKernel>, KernelError> {
+    let c = calls(spec.op, &spec.inputs[0])?;
+    let err = missing(spec.op);
+    let bound = |v: f64, op: &str| -> Result<Option<(BinaryCall, u64)>, KernelError> {
+        if v.is_infinite() {
+            return Ok(None);
+        }
+        Ok(Some((
+            c.binary(op).map_err(&err)?,
+            c.from_f32(v as f32).map_err(&err)?,
+        )))
+    };
+    let (upper, lower) = (bound(hi, "Min")?, bound(lo, "Max")?);
+    let apply = |b: Option<(BinaryCall, u64)>, x: u64| b.map_or(x, |(f, v)| f.call(x, v));
     Ok(bits_kernel(spec, move |ins, out, threads| {
-        super::broadcast::binary(&plan, &ins[0], &ins[1], out, threads, |a, b| f.call(a, b));
+        for_chunks(out, 4096, threads, |i, chunk| {
+            for (j, y) in chunk.iter_mut().enumerate() {
+                *y = apply(lower, apply(upper, ins[0][i * 4096 + j]));
+            }
+        })
+    }))
+}
+
+/// The slope of the negative side of `nn.leaky_relu` and `nn.prelu`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Slope {
+    /// One `alpha` for every element (`nn.leaky_relu`).
+    Constant(f64),
+    /// `alpha[c]` from the second input along the view's axis (`nn.prelu`).
+    PerChannel(AxisView),
+}
+
+/// `nn.leaky_relu` and `nn.prelu`: `LT(x, 0) ? Mul(x, alpha) : x`.
+pub(crate) fn leaky(
+    spec: &KernelSpec<'_>,
+    slope: Slope,
+) -> Result<Box<dyn HostKernel>, KernelError> {
+    let c = calls(spec.op, &spec.inputs[0])?;
+    let err = missing(spec.op);
+    let (lt, mul) = (
+        c.compare("LT").map_err(&err)?,
+        c.binary("Mul").map_err(&err)?,
+    );
+    let zero = c.from_f32(0.0).map_err(&err)?;
+    // One alpha's bits, or `None` to read the element's channel's from the second input.
+    let (constant, view) = match slope {
+        Slope::Constant(a) => {
+            let one = AxisView {
+                outer: 1,
+                len: 1,
+                inner: 1,
+            };
+            (Some(c.from_f32(a as f32).map_err(&err)?), one)
+        }
+        Slope::PerChannel(view) => (None, view),
+    };
+    Ok(bits_kernel(spec, move |ins, out, _| {
+        for (i, y) in out.iter_mut().enumerate() {
+            let x = ins[0][i];
+            let alpha = constant.unwrap_or_else(|| ins[1][channel(view, i)]);
+            *y = if lt.call(x, zero) {
+                mul.call(x, alpha)
+            } else {
+                x
+            };
+        }
     }))
 }
 
@@ -197,12 +303,16 @@ pub(crate) fn bias_add(
     let add = calls(spec.op, &spec.inputs[0])?
         .binary("Add")
         .map_err(missing(spec.op))?;
-    let AxisView { len, inner, .. } = view;
     Ok(bits_kernel(spec, move |ins, out, _| {
         for (i, y) in out.iter_mut().enumerate() {
-            *y = add.call(ins[0][i], ins[1][(i / inner.max(1)) % len.max(1)]);
+            *y = add.call(ins[0][i], ins[1][channel(view, i)]);
         }
     }))
+}
+
+/// The channel of element `i` along `view`'s axis.
+fn channel(view: AxisView, i: usize) -> usize {
+    (i / view.inner.max(1)) % view.len.max(1)
 }
 
 /// Adds `terms` one at a time to zero (bits `zero`).

@@ -672,10 +672,57 @@ fn chain(
                 let c = calls.op(name, binary_name(name))?;
                 push(&mut nodes, &mut elems, call_node(c, args), Elem::Custom)
             }
-            "exp" | "log" | "sqrt" | "tanh" | "sigmoid" => {
+            "exp" | "log" | "sqrt" | "erf" | "tanh" | "sigmoid" | "round" | "floor" | "ceil" => {
                 let args = custom_args(1)?;
                 let c = calls.intrinsic(name, &format!("tir.{name}"))?;
                 push(&mut nodes, &mut elems, call_node(c, args), Elem::Custom)
+            }
+            // `tir.fabs`, or `max(x, 0 - x)` without it: the interpreted kernel's choice.
+            "abs" => {
+                let x = custom_args(1)?[0];
+                match calls.intrinsic(name, "tir.fabs") {
+                    Ok(c) => push(&mut nodes, &mut elems, call_node(c, vec![x]), Elem::Custom),
+                    Err(direct) => {
+                        let (Ok(sub), Ok(max)) = (calls.op(name, "Sub"), calls.op(name, "Max"))
+                        else {
+                            return Err(direct);
+                        };
+                        let zero = calls.constant(name, 0.0)?;
+                        let zero = push(&mut nodes, &mut elems, Node::Const(zero), Elem::Custom);
+                        let neg = call_node(sub, vec![zero, x]);
+                        let neg = push(&mut nodes, &mut elems, neg, Elem::Custom);
+                        push(
+                            &mut nodes,
+                            &mut elems,
+                            call_node(max, vec![x, neg]),
+                            Elem::Custom,
+                        )
+                    }
+                }
+            }
+            // `Max(Min(x, a_max), a_min)`; an infinite bound clips nothing.
+            "clip" => {
+                let mut x = custom_args(1)?[0];
+                for (attr, op) in [("a_max", "Min"), ("a_min", "Max")] {
+                    let bound = call
+                        .attrs
+                        .get(attr)
+                        .and_then(|v| v.as_f64())
+                        .ok_or_else(|| unsupported(name, format!("{attr} is not a number")))?;
+                    if bound.is_infinite() {
+                        continue;
+                    }
+                    let c = calls.op(name, op)?;
+                    let v = calls.constant(name, bound as f32)?;
+                    let v = push(&mut nodes, &mut elems, Node::Const(v), Elem::Custom);
+                    x = push(
+                        &mut nodes,
+                        &mut elems,
+                        call_node(c, vec![x, v]),
+                        Elem::Custom,
+                    );
+                }
+                x
             }
             "rsqrt" => {
                 let x = custom_args(1)?[0];

@@ -6,7 +6,8 @@
 //! The directory is removed afterwards, except when compilation fails: then it is kept and
 //! its path is in the error, next to the compiler's diagnostics, verbatim.
 //!
-//! Defaults are `-O2 -fPIC -shared` and `-lm`. `-ffast-math` is off by default: it lets the
+//! Flags that would change the C ABI are refused before the compiler runs
+//! ([`crate::cflags`]). Defaults are `-O2 -fPIC -shared` and `-lm`. `-ffast-math` is off by default: it lets the
 //! compiler reassociate sums and assume no NaN/Inf, which changes results against the host
 //! reference; `-march=native` is off by default so a module runs on any machine of the same
 //! architecture.
@@ -20,6 +21,7 @@ use byoc_sdk::ir::Tensor;
 use byoc_sdk::ir::TensorType;
 use thiserror::Error;
 
+use crate::cflags::{check_flags, AbiFlag};
 use crate::codegen::GeneratedSource;
 
 /// How to invoke the C compiler.
@@ -90,6 +92,10 @@ pub enum CompileError {
         /// The OS error.
         source: io::Error,
     },
+    /// A compiler flag that would break the C ABI of the entry point or the library calls
+    /// ([`crate::cflags`]).
+    #[error("csource: the compiler flag '{}' {} (byoc calls the compiled code through a fixed C ABI; check csource.cc, csource.cflags and $BYOC_CSOURCE_CFLAGS)", .0.flag, .0.reason)]
+    AbiFlag(AbiFlag),
     /// The compiler could not be started.
     #[error("csource: cannot run the C compiler '{compiler}' on {}: {source}", source_path.display())]
     Spawn {
@@ -127,6 +133,12 @@ pub fn compile(
     source: &GeneratedSource,
     options: &CompilerOptions,
 ) -> Result<SharedObject, CompileError> {
+    let compiler = options.compiler_command();
+    let mut words = compiler.split_whitespace();
+    let program = words.next().unwrap_or("cc");
+    let leading: Vec<String> = words.map(String::from).collect();
+    let all_flags: Vec<String> = leading.iter().chain(&options.flags).cloned().collect();
+    check_flags(&all_flags, &source.code).map_err(CompileError::AbiFlag)?;
     let tmp = std::env::temp_dir();
     let dir = tempfile::Builder::new()
         .prefix("byoc-csource-")
@@ -136,11 +148,8 @@ pub fn compile(
     let so_path = dir.path().join(format!("{}.so", source.symbol));
     std::fs::write(&c_path, &source.code).map_err(io_error("write", &c_path))?;
 
-    let compiler = options.compiler_command();
-    let mut words = compiler.split_whitespace();
-    let program = words.next().unwrap_or("cc");
     let mut cmd = Command::new(program);
-    cmd.args(words).args(&options.flags);
+    cmd.args(&all_flags);
     if options.fast_math {
         cmd.arg("-ffast-math");
     }

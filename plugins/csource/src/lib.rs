@@ -14,7 +14,8 @@
 //!   table, and a core `TargetSupport` for the partitioning passes.
 //! - [`codegen`]: the C generator (loop nests per op, fused conv2d/dense epilogues, a planned
 //!   intermediate arena, constants embedded or passed in).
-//! - [`compile`](mod@compile): the system C compiler driver.
+//! - [`compile`](mod@compile): the system C compiler driver; [`cflags`] refuses the flags
+//!   that would change the ABI it calls the compiled code through.
 //! - [`runtime`]: loading the shared object and running it on tensor views.
 //! - [`module`]: the compiled module of the SDK and its serialized form (the `.so` bytes and
 //!   the entry's signature, for artifacts).
@@ -23,6 +24,7 @@
 //!
 //! `docs/csource.md` describes the generated C and the options.
 
+pub mod cflags;
 pub mod codegen;
 pub mod compile;
 pub mod module;

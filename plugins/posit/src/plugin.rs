@@ -34,8 +34,9 @@ const BINARY: [&str; 12] = [
 ];
 
 /// Intrinsics with the suffix of their function (`Posit16es2Sqrt`).
-const INTRINSICS: [(&str, &str); 5] = [
+const INTRINSICS: [(&str, &str); 6] = [
     ("tir.sqrt", "Sqrt"),
+    ("tir.fabs", "Abs"),
     ("tir.exp", "Exp"),
     ("tir.log", "Log"),
     ("tir.tanh", "Tanh"),
@@ -165,7 +166,7 @@ mod tests {
         let d = posites2();
         d.validate().unwrap();
         // 12 ops, FloatImm, 5 intrinsics, 6 casts, the min value and the dot product per width.
-        assert_eq!(d.lowerings.len(), 3 * 26);
+        assert_eq!(d.lowerings.len(), 3 * 27);
         let sqrt = LoweringKey::Intrinsic {
             name: "tir.sqrt".into(),
             bits: 16,

@@ -137,6 +137,9 @@ impl KernelBuilder for BiasAdd {
 impl KernelBuilder for Prelu {
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         let view = spec.with_type_ctx(|ctx| channel_view(ctx, "alpha"))?;
+        if spec.inputs[0].dtype.is_custom() {
+            return crate::custom::leaky(spec, crate::custom::Slope::PerChannel(view));
+        }
         real_kernel(spec, spec.inputs[0].dtype, PreluKernel(view))
     }
 }
@@ -144,13 +147,17 @@ impl KernelBuilder for Prelu {
 impl KernelBuilder for LeakyRelu {
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         let n = spec.inputs[0].num_elements();
+        let alpha = spec.float("alpha")?;
+        if spec.inputs[0].dtype.is_custom() {
+            return crate::custom::leaky(spec, crate::custom::Slope::Constant(alpha));
+        }
         let body = LeakyReluKernel {
             view: AxisView {
                 outer: 1,
                 len: 1,
                 inner: n,
             },
-            alpha: spec.float("alpha")?,
+            alpha,
         };
         real_kernel(spec, spec.inputs[0].dtype, body)
     }

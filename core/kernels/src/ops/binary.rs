@@ -87,7 +87,10 @@ impl KernelBuilder for Binary {
         if dtype.is_custom() {
             return match tvm_name(self.0) {
                 Some(name) => crate::custom::binary(spec, name),
-                None => Err(spec.unsupported(dtype)),
+                None => Err(KernelError::new(
+                    spec.op,
+                    format!("{dtype} has no lowering: a lowering table has no key for this op"),
+                )),
             };
         }
         crate::with_int!(

@@ -26,10 +26,26 @@ fn compare_kernel<T: crate::Scalar>(
     }
 }
 
+/// TVM's lowering name of the comparison on custom datatypes (`LT`).
+fn tvm_name(op: CompareOp) -> &'static str {
+    use CompareOp::*;
+    match op {
+        Equal => "EQ",
+        NotEqual => "NE",
+        Less => "LT",
+        LessEqual => "LE",
+        Greater => "GT",
+        GreaterEqual => "GE",
+    }
+}
+
 impl KernelBuilder for Compare {
     fn host_kernel(&self, spec: &KernelSpec<'_>) -> Result<Box<dyn HostKernel>, KernelError> {
         check_io(spec, 2, 1)?;
         let dtype = spec.inputs[0].dtype;
+        if dtype.is_custom() {
+            return crate::custom::compare(spec, tvm_name(self.0));
+        }
         crate::with_numeric_or_bool!(
             dtype,
             |T| compare_kernel::<T>(spec, self.0),

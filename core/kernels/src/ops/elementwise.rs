@@ -30,22 +30,26 @@ pub(super) fn map_kernel<T: Element, U: Element>(
     )
 }
 
-/// The op on custom datatypes, if it has a lowering (see [`crate::custom`]).
-fn on_custom(op: UnaryOp) -> Option<crate::custom::Unary> {
+/// The op's lowering on custom datatypes (see [`crate::custom`]).
+fn on_custom(op: UnaryOp) -> crate::custom::Unary {
     use crate::custom::Unary as C;
     use UnaryOp::*;
-    Some(match op {
+    match op {
         Exp => C::Intrinsic("tir.exp"),
         Log => C::Intrinsic("tir.log"),
         Sqrt => C::Intrinsic("tir.sqrt"),
+        Erf => C::Intrinsic("tir.erf"),
         Tanh => C::Intrinsic("tir.tanh"),
         Sigmoid => C::Intrinsic("tir.sigmoid"),
+        Round => C::Intrinsic("tir.round"),
+        Floor => C::Intrinsic("tir.floor"),
+        Ceil => C::Intrinsic("tir.ceil"),
         Rsqrt => C::Rsqrt,
         Relu => C::Relu,
         Negative => C::Negative,
+        Abs => C::Abs,
         Copy => C::Copy,
-        Abs | Erf | Round | Floor | Ceil => return None,
-    })
+    }
 }
 
 fn float_kernel<T: Float>(spec: &KernelSpec<'_>, op: UnaryOp) -> Box<dyn HostKernel> {
@@ -109,10 +113,7 @@ impl KernelBuilder for Unary {
         check_io(spec, 1, 1)?;
         let dtype = spec.inputs[0].dtype;
         if dtype.is_custom() {
-            return match on_custom(self.0) {
-                Some(op) => crate::custom::unary(spec, op),
-                None => Err(spec.unsupported(dtype)),
-            };
+            return crate::custom::unary(spec, on_custom(self.0));
         }
         if self.0.float_only() && !dtype.is_float() {
             return Err(spec.unsupported(dtype));
@@ -147,6 +148,9 @@ impl KernelBuilder for Clip {
         check_io(spec, 1, 1)?;
         let (lo, hi) = spec.with_type_ctx(bounds)?;
         let dtype = spec.inputs[0].dtype;
+        if dtype.is_custom() {
+            return crate::custom::clip(spec, lo, hi);
+        }
         crate::with_numeric!(
             dtype,
             |T| Ok(clip_kernel::<T>(spec, lo, hi)),

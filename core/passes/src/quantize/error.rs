@@ -3,6 +3,7 @@
 use thiserror::Error;
 
 use byoc_exec::ExecError;
+use byoc_ir::memory::SizeError;
 use byoc_ir::{ExprId, IrError};
 
 use super::CalibrateMode;
@@ -40,6 +41,19 @@ pub enum QuantizeError {
         /// The executor's error.
         #[source]
         source: Box<ExecError>,
+    },
+    /// The calibration samples and the values kept of every quantization point do not fit
+    /// the memory budget.
+    #[error(
+        "calibration on {samples} samples keeps every value of the quantization points: \
+         {source}; calibrate on fewer samples or raise the memory budget"
+    )]
+    Memory {
+        /// The number of samples.
+        samples: usize,
+        /// What went over the budget.
+        #[source]
+        source: SizeError,
     },
     /// A constant that cannot be quantized.
     #[error("quantizing a constant: {0}")]
