@@ -142,6 +142,139 @@ fn missing_input_names_it() {
     assert_bad_input(&out, &["missing input 'data'", "--random-inputs"]);
 }
 
+/// Errors about the input and output files name the file (not the model) and give each reason
+/// once; a model whose `@main` takes a non-tensor names the model and the parameter's position.
+#[test]
+fn input_and_output_file_errors_name_the_file_once() {
+    use byoc_ir::{DType, Tensor, TensorType};
+    let model = "examples/models/small_cnn.relay";
+    let npz = |name: &str, tensors: &[(&str, Tensor)]| {
+        let path = tmp(name);
+        let map = tensors
+            .iter()
+            .map(|(k, t)| (k.to_string(), t.clone()))
+            .collect();
+        byoc_artifact::io::write_npz(&path, &map).expect("write the .npz");
+        path.to_str().expect("utf-8 temp path").to_string()
+    };
+    let float64 = npz(
+        "float64.npz",
+        &[(
+            "data",
+            Tensor::zeros(TensorType::new([1, 3, 16, 16], DType::Float64)),
+        )],
+    );
+    let expected = format!(
+        "{float64}: input 'data' is Tensor[(1, 3, 16, 16), float64] but the model expects Tensor[(1, 3, 16, 16), float32]"
+    );
+    for command in ["run", "verify"] {
+        let out = byoc(&[command, model, "--target", "csource", "--inputs", &float64]);
+        assert_bad_input(&out, &[&expected]);
+    }
+    let empty = npz("no_arrays.npz", &[]);
+    let out = byoc(&["run", model, "--inputs", &empty]);
+    assert_bad_input(
+        &out,
+        &[&format!(
+            "missing input 'data' of type Tensor[(1, 3, 16, 16), float32]: not in '{empty}'"
+        )],
+    );
+    let garbage = write("garbage.npz", "not a zip archive");
+    let out = byoc(&["run", model, "--inputs", garbage.to_str().unwrap()]);
+    assert_bad_input(
+        &out,
+        &[&format!(
+            "cannot read inputs: {}: not a valid .npz archive",
+            garbage.display()
+        )],
+    );
+    assert_eq!(stderr(&out).matches("not a valid .npz archive").count(), 1);
+    // A write that fails part way (the device is full) names the array being written and the
+    // operating system's reason, once; the zip writer prints nothing of its own.
+    let out = byoc(&["run", model, "--random-inputs", "0", "-o", "/dev/full"]);
+    assert_bad_input(
+        &out,
+        &["cannot write outputs: /dev/full, array 'output_0': No space left on device"],
+    );
+    let err = stderr(&out);
+    assert!(
+        err.matches("No space left").count() == 1 && !err.contains("ZipWriter"),
+        "{err}"
+    );
+    assert!(!err.contains("not a valid .npz"), "{err}");
+    let tuple = write(
+        "tuple_param.relay",
+        "def @main(%a: Tensor[(2), float32],\n          %x: (Tensor[(2), float32], Tensor[(2), float32])) {\n  %a\n}\n",
+    );
+    let out = byoc(&["run", tuple.to_str().unwrap(), "--random-inputs", "0"]);
+    assert_bad_input(
+        &out,
+        &[&format!(
+            "{}: 2:11: @main parameter %x has type (Tensor[(2), float32], Tensor[(2), float32]); only tensor inputs are supported",
+            tuple.display()
+        )],
+    );
+}
+
+/// Under an address-space limit (`ulimit -v`) the default memory budget is that limit: what
+/// cannot fit is refused before it is allocated, and an allocation the system refuses anyway
+/// (the budget raised past the limit) is a clear error naming the input, never an abort.
+#[test]
+fn commands_under_an_address_space_limit_refuse_cleanly() {
+    let model = write(
+        "over_the_limit.relay",
+        "def @main(%x: Tensor[(300, 1000, 1000), float32]) {\n  nn.relu(%x)\n}\n",
+    );
+    let model = model.to_str().expect("utf-8 temp path");
+    let limited = |args: &[&str]| {
+        std::process::Command::new("sh")
+            .args(["-c", "ulimit -v 1572864 && exec \"$0\" \"$@\""])
+            .arg(env!("CARGO_BIN_EXE_byoc"))
+            .args(args)
+            .current_dir(root())
+            .output()
+            .expect("sh starts")
+    };
+    let budget = "over the memory budget of 1610612736 bytes (1.5 GiB)";
+    let out = limited(&["run", model, "--random-inputs", "0"]);
+    assert_bad_input(
+        &out,
+        &[
+            model,
+            "brings the memory of one run to 2400000000 bytes",
+            budget,
+        ],
+    );
+    let out = limited(&[
+        "quantize",
+        "examples/models/small_cnn.relay",
+        "--calibrate",
+        "percentile",
+        "--calibration-samples",
+        "600000",
+        "-o",
+        tmp("under_limit.relay").to_str().expect("utf-8 temp path"),
+    ]);
+    assert_bad_input(&out, &["600000 calibration samples", budget]);
+    assert_eq!(stderr(&out).matches(budget).count(), 1, "{}", stderr(&out));
+    for command in ["run", "bench"] {
+        let out = limited(&[
+            command,
+            model,
+            "--random-inputs",
+            "0",
+            "--max-memory",
+            "64G",
+        ]);
+        assert_bad_input(&out, &[model]);
+        let err = stderr(&out);
+        assert!(
+            err.contains("bytes are not available") || err.contains("cannot allocate"),
+            "{err}"
+        );
+    }
+}
+
 #[test]
 fn malformed_text_is_reported_with_position() {
     let cases: &[(&str, &str, &[&str])] = &[
@@ -889,9 +1022,9 @@ fn conv2d_transpose_with_huge_strides_is_refused() {
 
 #[test]
 fn run_buffers_over_the_budget_are_refused_with_the_tensor_and_site() {
-    // On the reference kernels %0 and %1 are alive together and the result needs its own
-    // buffer: three buffers of 400000 bytes, each within a budget of 1000000 bytes, 1200000
-    // together.
+    // On the reference kernels the input, %0 and %1 are alive together and the result needs
+    // its own buffer: four buffers of 400000 bytes, each within a budget of 1000000 bytes; the
+    // third of them brings the run to 1200000.
     let model = write(
         "run_budget.relay",
         "def @main(%x: Tensor[(1, 100000), float32]) {\n  %0 = nn.relu(%x);\n  %1 = exp(%x);\n  add(%0, %1)\n}\n",
@@ -913,11 +1046,12 @@ fn run_buffers_over_the_budget_are_refused_with_the_tensor_and_site() {
     assert_refused_once(
         &out,
         &model,
-        "@main:%3: the run buffer of Tensor[(1, 100000), float32] (400000 bytes (390.6 KiB)) brings the memory of one run to 1200000 bytes (1.1 MiB), over the memory budget of 1000000 bytes (976.6 KiB) (see --max-memory)",
+        "@main:%2: the run buffer of Tensor[(1, 100000), float32] (400000 bytes (390.6 KiB)) brings the memory of one run to 1200000 bytes (1.1 MiB), over the memory budget of 1000000 bytes (976.6 KiB) (see --max-memory)",
     );
-    let fits = run("1300000", "kernels");
+    let fits = run("1700000", "kernels");
     assert_eq!(fits.status.code(), Some(0), "{}", stderr(&fits));
-    // Compiled, the three ops are one fused loop that writes only the result.
+    // Compiled, the three ops are one fused loop that writes only the result (with the input,
+    // 800000 bytes).
     let fused = run("1000000", "llvm");
     assert_eq!(fused.status.code(), Some(0), "{}", stderr(&fused));
 }

@@ -249,6 +249,46 @@ fn compiler_flags_that_change_the_abi_are_refused() -> Result<()> {
     Ok(())
 }
 
+/// `byoc` bounds GNU OpenMP's spinning (`GOMP_SPINCOUNT=1000`) unless the user chose an
+/// OpenMP wait policy or spin count, which are passed on as given: seen from the environment a
+/// compiler started by byoc inherits, as oneDNN's libgomp in the same process would.
+#[test]
+fn openmp_spinning_is_bounded_unless_the_user_chose() -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("openmp-env");
+    let seen = dir.join("seen");
+    let compiler = dir.join("cc.sh");
+    std::fs::write(
+        &compiler,
+        format!(
+            "#!/bin/sh\necho \"spin=${{GOMP_SPINCOUNT-unset}} policy=${{OMP_WAIT_POLICY-unset}}\" > '{}'\nexit 1\n",
+            seen.display()
+        ),
+    )?;
+    std::fs::set_permissions(&compiler, std::fs::Permissions::from_mode(0o755))?;
+    let seen_with = |env: &[(&str, &str)]| -> Result<String> {
+        let mut command =
+            common::byoc_command(&["run", MODEL, "--target", "csource", "--random-inputs", "0"]);
+        command
+            .env_remove("GOMP_SPINCOUNT")
+            .env_remove("OMP_WAIT_POLICY")
+            .env("CC", &compiler)
+            .envs(env.iter().copied());
+        refused(command.output()?)?;
+        Ok(std::fs::read_to_string(&seen)?.trim().to_owned())
+    };
+    assert_eq!(seen_with(&[])?, "spin=1000 policy=unset");
+    assert_eq!(
+        seen_with(&[("GOMP_SPINCOUNT", "50000")])?,
+        "spin=50000 policy=unset"
+    );
+    assert_eq!(
+        seen_with(&[("OMP_WAIT_POLICY", "passive")])?,
+        "spin=unset policy=passive"
+    );
+    Ok(())
+}
+
 #[test]
 fn corrupt_shared_object_in_an_artifact_is_a_clear_error() -> Result<()> {
     let dir = scratch("corrupt");

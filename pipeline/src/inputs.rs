@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use byoc_artifact::io::IoError;
 use byoc_ir::tensor::TensorError;
 use byoc_ir::DType;
-use byoc_ir::{IrError, Module, Tensor, TensorType, Type};
+use byoc_ir::{IrError, Module, Span, Tensor, TensorType, Type};
 use byoc_kernels::datatypes::{convert_tensor, DatatypeCallError};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
@@ -24,15 +24,17 @@ pub enum InputsError {
     #[error("@main parameter is not a variable")]
     ParamNotVariable,
     /// An `@main` parameter of a non-tensor type.
-    #[error("@main parameter %{name} has type {ty}; only tensor inputs are supported")]
+    #[error("{}@main parameter %{name} has type {ty}; only tensor inputs are supported", span.map(|s| format!("{s}: ")).unwrap_or_default())]
     NotTensor {
         /// The parameter's name.
         name: String,
         /// Its type.
         ty: Type,
+        /// Where the parameter is declared, for models parsed from text.
+        span: Option<Span>,
     },
-    /// The `.npz` file cannot be read.
-    #[error("cannot read inputs '{}'", path.display())]
+    /// The `.npz` file cannot be read (the source names the file).
+    #[error("cannot read inputs")]
     Read {
         /// The file.
         path: PathBuf,
@@ -50,9 +52,9 @@ pub enum InputsError {
         /// The model's input names.
         inputs: Vec<String>,
     },
-    /// An input from the `.npz` file has the wrong shape.
+    /// An input from the `.npz` file has the wrong shape or dtype.
     #[error("{}: input '{name}' is {given} but the model expects {expected}", path.display())]
-    WrongShape {
+    WrongType {
         /// The file.
         path: PathBuf,
         /// The input.
@@ -80,23 +82,32 @@ pub enum InputsError {
         bits: u32,
     },
     /// An input neither in the file nor made random.
-    #[error("missing input '{name}' of type {ty}")]
+    #[error("missing input '{name}' of type {ty}{}", path.as_ref().map(|p| format!(": not in '{}'", p.display())).unwrap_or_default())]
     Missing {
         /// The input.
         name: String,
         /// Its type.
         ty: TensorType,
+        /// The `.npz` file that was searched, if one was given.
+        path: Option<PathBuf>,
     },
     /// Random values for an input cannot be made.
-    #[error(transparent)]
-    Random(#[from] RandomTensorError),
+    #[error("input '{name}'")]
+    Random {
+        /// The input.
+        name: String,
+        /// Why (boxed, as it is large).
+        #[source]
+        source: Box<RandomTensorError>,
+    },
 }
 
 /// Why [`random_tensor`] cannot make random values of a type.
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum RandomTensorError {
-    /// The tensor of random values (`float32` ones for a custom datatype) cannot be made.
+    /// The tensor of random values (or a chunk of `float32` ones for a custom datatype)
+    /// cannot be made.
     #[error("cannot make random values of type {ty}")]
     Tensor {
         /// The type asked for.
@@ -148,6 +159,7 @@ pub fn model_inputs(module: &Module) -> Result<Vec<ModelInput>, InputsError> {
                 return Err(InputsError::NotTensor {
                     name: var.name.clone(),
                     ty: var.ty.clone(),
+                    span: main.node(p).span,
                 });
             };
             let name = recorded
@@ -199,8 +211,12 @@ pub fn resolve_inputs(
     if let Some(path) = npz {
         for input in &expected {
             match given.get(&input.name) {
-                Some(t) if t.shape() != input.ty.shape.as_slice() => {
-                    return Err(InputsError::WrongShape {
+                // A custom-typed input comes as its bit patterns: only its shape must match.
+                Some(t)
+                    if t.shape() != input.ty.shape.as_slice()
+                        || (!input.ty.dtype.is_custom() && t.dtype() != input.ty.dtype) =>
+                {
+                    return Err(InputsError::WrongType {
                         path: path.to_path_buf(),
                         name: input.name.clone(),
                         given: t.ty().clone(),
@@ -225,11 +241,17 @@ pub fn resolve_inputs(
     for input in &expected {
         let tensor = match (given.remove(&input.name), rng.as_mut()) {
             (Some(t), _) => t,
-            (None, Some(rng)) => random_tensor(&input.ty, rng)?,
+            (None, Some(rng)) => {
+                random_tensor(&input.ty, rng).map_err(|source| InputsError::Random {
+                    name: input.name.clone(),
+                    source: Box::new(source),
+                })?
+            }
             (None, None) => {
                 return Err(InputsError::Missing {
                     name: input.name.clone(),
                     ty: input.ty.clone(),
+                    path: npz.map(Path::to_path_buf),
                 })
             }
         };
@@ -238,22 +260,34 @@ pub fn resolve_inputs(
     Ok(inputs)
 }
 
+/// Elements of a custom-typed random tensor drawn and converted at a time: the `float32`
+/// scratch stays small next to the tensor.
+const CUSTOM_CHUNK: usize = 1 << 16;
+
 /// A tensor of uniform random values (see [`Tensor::random_uniform`]); a custom-typed one
-/// holds random `float32` values converted by the datatype's cast.
+/// holds random `float32` values converted by the datatype's cast, drawn in the same order
+/// and converted [`CUSTOM_CHUNK`] elements at a time.
 pub fn random_tensor(ty: &TensorType, rng: &mut StdRng) -> Result<Tensor, RandomTensorError> {
     let tensor_error = |source| RandomTensorError::Tensor {
         ty: ty.clone(),
         source,
     };
-    if ty.dtype.is_custom() {
-        let float = Tensor::random_uniform(TensorType::new(ty.shape.clone(), DType::Float32), rng)
-            .map_err(tensor_error)?;
-        return convert_tensor(&float, ty.dtype).map_err(|source| RandomTensorError::Convert {
-            ty: ty.clone(),
-            source,
-        });
+    if !ty.dtype.is_custom() {
+        return Tensor::random_uniform(ty.clone(), rng).map_err(tensor_error);
     }
-    Tensor::random_uniform(ty.clone(), rng).map_err(tensor_error)
+    let mut tensor = Tensor::try_zeros(ty.clone()).map_err(tensor_error)?;
+    let width = ty.dtype.size_bytes();
+    for chunk in tensor.view_mut().bytes.chunks_mut(CUSTOM_CHUNK * width) {
+        let floats = TensorType::new(vec![chunk.len() / width], DType::Float32);
+        let float = Tensor::random_uniform(floats, rng).map_err(tensor_error)?;
+        let bits =
+            convert_tensor(&float, ty.dtype).map_err(|source| RandomTensorError::Convert {
+                ty: ty.clone(),
+                source,
+            })?;
+        chunk.copy_from_slice(bits.as_bytes());
+    }
+    Ok(tensor)
 }
 
 /// Names outputs by the names an importer recorded (ONNX output names), else `output_0`,

@@ -17,6 +17,7 @@ use anyhow::{bail, Context, Result};
 use byoc_exec::{AcceleratorCounters, ExecOptions, Profile};
 use clap::Args;
 
+use super::flags;
 use super::host_codegen::HostCodegenArgs;
 use super::run::load_runnable;
 use super::targets::TargetArgs;
@@ -207,7 +208,8 @@ pub fn run_bench(args: &BenchArgs) -> Result<BenchReport> {
         compiled.module(),
         args.inputs.as_deref(),
         Some(args.random_inputs),
-    )?;
+    )
+    .map_err(flags::inputs(&args.model.display().to_string()))?;
 
     let bar = progress::bar((args.warmup + args.iters) as u64, "bench");
     let run = || -> Result<Duration> {

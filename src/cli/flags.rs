@@ -78,12 +78,18 @@ pub fn model(e: ModelError) -> anyhow::Error {
     }
 }
 
-/// Inputs that cannot be resolved; a missing one says how to give it.
-pub fn inputs(e: InputsError) -> anyhow::Error {
-    match e {
+/// Inputs of `model` that cannot be resolved: a missing one says how to give it; a parameter
+/// the model declares wrongly, or random values that cannot be made for it, name the model
+/// (errors about a `.npz` file name that file).
+pub fn inputs(model: &str) -> impl Fn(InputsError) -> anyhow::Error + '_ {
+    move |e| match e {
         InputsError::Missing { .. } => {
             anyhow!("{e} (give it in --inputs or pass --random-inputs SEED)")
         }
+        InputsError::Ir(_)
+        | InputsError::ParamNotVariable
+        | InputsError::NotTensor { .. }
+        | InputsError::Random { .. } => anyhow::Error::new(e).context(model.to_string()),
         e => e.into(),
     }
 }

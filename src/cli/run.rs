@@ -7,7 +7,7 @@ use byoc_artifact::Artifact;
 use byoc_exec::plugin::{PluginRegistry, REFERENCE_RUNTIME};
 use byoc_exec::{ExecOptions, ExternalModules};
 use byoc_host_llvm::PLUGIN_NAME as HOST_PLUGIN;
-use byoc_ir::Module;
+use byoc_ir::{Module, Tensor, TensorType};
 use byoc_pipeline::Compiled;
 use clap::Args;
 
@@ -128,6 +128,22 @@ pub fn load_runnable(
     compile(&module, targets, host, exec, &name)
 }
 
+/// The first values of `t`, converted without copying the rest.
+fn preview(t: &Tensor) -> String {
+    const SHOWN: usize = 6;
+    let n = t.ty().num_elements();
+    let width = t.dtype().size_bytes();
+    let head = TensorType::new(vec![n.min(SHOWN)], t.dtype());
+    let values = Tensor::from_bytes(head, &t.as_bytes()[..n.min(SHOWN) * width])
+        .map(|h| h.to_f64_vec())
+        .unwrap_or_default();
+    let mut shown: Vec<String> = values.iter().map(|v| format!("{v:.6}")).collect();
+    if n > SHOWN {
+        shown.push("...".to_string());
+    }
+    shown.join(", ")
+}
+
 /// Runs `byoc run`.
 pub fn run(args: &RunArgs) -> Result<()> {
     let name = args.model.display().to_string();
@@ -148,7 +164,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         .with_context(|| format!("{name}: cannot build the host plan"))?;
     let module = compiled.module();
     let inputs = resolve_inputs(module, args.inputs.as_deref(), args.random_inputs)
-        .map_err(flags::inputs)?;
+        .map_err(flags::inputs(&name))?;
     let outputs = compiled
         .run(&inputs)
         .with_context(|| format!("{name}: execution failed"))?;
@@ -185,18 +201,10 @@ pub fn run(args: &RunArgs) -> Result<()> {
     }
     let named = output_map(module, outputs);
     for (name, t) in &named {
-        let values = t.to_f64_vec();
-        let preview: Vec<String> = values.iter().take(6).map(|v| format!("{v:.6}")).collect();
-        println!(
-            "{name}: {} [{}{}]",
-            t.ty(),
-            preview.join(", "),
-            if values.len() > 6 { ", ..." } else { "" }
-        );
+        println!("{name}: {} [{}]", t.ty(), preview(t));
     }
     if let Some(path) = &args.output {
-        byoc_artifact::io::write_npz(path, &named)
-            .with_context(|| format!("cannot write outputs to '{}'", path.display()))?;
+        byoc_artifact::io::write_npz(path, &named).context("cannot write outputs")?;
     }
     Ok(())
 }

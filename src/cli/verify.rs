@@ -20,6 +20,7 @@ use byoc_pipeline::HostCodegen;
 use clap::Args;
 use indicatif::ProgressBar;
 
+use super::flags;
 use super::host_codegen::{print_fallbacks, HostCodegenArgs};
 use super::targets::{compile, load, TargetArgs};
 use super::{quantize_module, CheckFailed, QuantizeOptions};
@@ -149,7 +150,7 @@ fn verify_converted(args: &VerifyArgs) -> Result<()> {
     for i in 0..args.samples.max(1) {
         let npz = if i == 0 { args.inputs.as_deref() } else { None };
         let seed = args.random_inputs.wrapping_add(i);
-        let inputs = resolve_inputs(&float, npz, Some(seed))?;
+        let inputs = resolve_inputs(&float, npz, Some(seed)).map_err(flags::inputs(&name))?;
         let checked =
             verify_partitioned(&float, converted, externals, &inputs, options, args.floor)?;
         for (out, want) in &checked.host {
@@ -229,7 +230,8 @@ pub fn verify(args: &VerifyArgs) -> Result<()> {
     // Per output: the largest errors over the samples and the top-1 (agreeing, rows) sums.
     let mut worst: Vec<(OutputError, Option<(usize, usize)>)> = Vec::new();
     for seed in args.random_inputs..args.random_inputs.saturating_add(args.samples) {
-        let inputs = resolve_inputs(&host, args.inputs.as_deref(), Some(seed))?;
+        let inputs = resolve_inputs(&host, args.inputs.as_deref(), Some(seed))
+            .map_err(flags::inputs(&name))?;
         let checked =
             verify_partitioned(&host, partitioned, externals, &inputs, options, args.floor)?;
         for (i, e) in checked.errors.into_iter().enumerate() {

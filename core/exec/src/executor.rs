@@ -24,7 +24,7 @@ use super::storage::{
     StoragePlan,
 };
 use byoc_ir::infer_types;
-use byoc_ir::memory::{budget, try_buffer, with_budget, RunTally, SizeError};
+use byoc_ir::memory::{budget, tensor_bytes, try_buffer, with_budget, RunTally, SizeError};
 use byoc_ir::tensor::{AlignedBuf, Tensor, TensorMut, TensorRef};
 use byoc_ir::{Module, Type};
 
@@ -39,7 +39,8 @@ pub struct ExecOptions {
     /// Record a per-op timing [`Profile`] of each run (see [`Executor::last_profile`]).
     pub profile: bool,
     /// The memory budget in bytes of planning and of each run: the buffers one run holds at
-    /// once must fit it (`byoc_ir::memory`). `None`: the caller's budget
+    /// once (the inputs the caller passes, the scratch and the outputs) must fit it
+    /// (`byoc_ir::memory`). `None`: the caller's budget
     /// ([`byoc_ir::memory::budget`] when the executor is planned).
     pub memory_budget: Option<u64>,
 }
@@ -126,6 +127,15 @@ impl Executor {
         let storage = plan_storage(&plan, parts);
         let mut tally = RunTally::new();
         let tally_budget = budget();
+        // The caller holds the inputs through every run.
+        for input in &plan.inputs {
+            tensor_bytes(&input.ty)
+                .and_then(|bytes| tally.add(&input.ty, bytes))
+                .map_err(|error| ExecError::Memory {
+                    site: format!("@main input %{}", input.name),
+                    error,
+                })?;
+        }
         for size in storage.slot_sizes.iter().chain(&storage.output_sizes) {
             tally
                 .add(&plan.values[size.value].ty, size.bytes)

@@ -92,19 +92,6 @@ fn checked_bytes(ty: &TensorType) -> Result<usize, TensorError> {
         .ok_or_else(|| alloc_error(ty, "its size overflows 64 bits".to_string()))
 }
 
-/// An empty vector with room for `n` values (scratch space for a tensor of `ty`), or an
-/// error when the memory cannot be allocated.
-fn try_vec<T>(ty: &TensorType, n: usize) -> Result<Vec<T>, TensorError> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(n).map_err(|_| {
-        alloc_error(
-            ty,
-            format!("{n} values of {} bytes are not available", size_of::<T>()),
-        )
-    })?;
-    Ok(v)
-}
-
 /// An owned, 8-byte-aligned byte buffer.
 #[derive(Clone, Default)]
 pub struct AlignedBuf {
@@ -280,30 +267,31 @@ impl Tensor {
 
     /// A tensor of uniform random values drawn from `rng`: [-1, 1) for floats, [-8, 8) for
     /// signed and [0, 16) for unsigned integers, 0/1 for bools. Seeded generators make it
-    /// deterministic (`--random-inputs`, tests, benchmarks).
+    /// deterministic (`--random-inputs`, tests, benchmarks). The values are written in place:
+    /// the tensor is the only buffer.
     pub fn random_uniform(ty: TensorType, rng: &mut impl rand::Rng) -> Result<Self, TensorError> {
-        let n = checked_len(&ty)?;
-        let mut values: Vec<f64> = try_vec(&ty, n)?;
-        values.extend((0..n).map(|_| {
-            if ty.dtype.is_float() {
+        let dtype = ty.dtype;
+        let mut t = Tensor::try_zeros(ty)?;
+        let n = t.ty.num_elements();
+        t.view_mut().fill_from_iter((0..n).map(|_| {
+            if dtype.is_float() {
                 rng.gen_range(-1.0..1.0)
-            } else if ty.dtype == DType::UInt8 {
+            } else if dtype == DType::UInt8 {
                 f64::from(rng.gen_range(0u8..16))
-            } else if ty.dtype == DType::Bool {
+            } else if dtype == DType::Bool {
                 f64::from(rng.gen_range(0u8..2))
             } else {
                 f64::from(rng.gen_range(-8i8..8))
             }
-        }));
-        Self::from_f64(ty, &values)
+        }))?;
+        Ok(t)
     }
 
     /// A tensor with every element equal to `value` (converted to the dtype).
     pub fn full(ty: TensorType, value: f64) -> Result<Self, TensorError> {
-        let n = checked_len(&ty)?;
-        let mut values: Vec<f64> = try_vec(&ty, n)?;
-        values.resize(n, value);
-        Self::from_f64(ty, &values)
+        let mut t = Tensor::try_zeros(ty)?;
+        t.view_mut().fill_from_iter(std::iter::repeat(value))?;
+        Ok(t)
     }
 
     /// The tensor's type.
@@ -478,8 +466,14 @@ impl<'a> TensorMut<'a> {
     /// Overwrites every element with `values` converted to the dtype (see [`Tensor::from_f64`]).
     pub fn fill_from_f64(&mut self, values: &[f64]) -> Result<(), TensorError> {
         check_count("fill", self.ty, values.len())?;
-        fn put<T: Pod, F: Fn(f64) -> T>(bytes: &mut [u8], values: &[f64], f: F) {
-            for (d, &v) in bytemuck::cast_slice_mut::<u8, T>(bytes)
+        self.fill_from_iter(values.iter().copied())
+    }
+
+    /// Overwrites the elements, in order, with the first values of `values` converted to the
+    /// dtype (see [`Tensor::from_f64`]); elements past the end of `values` keep theirs.
+    pub fn fill_from_iter(&mut self, values: impl Iterator<Item = f64>) -> Result<(), TensorError> {
+        fn put<T: Pod>(bytes: &mut [u8], values: impl Iterator<Item = f64>, f: impl Fn(f64) -> T) {
+            for (d, v) in bytemuck::cast_slice_mut::<u8, T>(bytes)
                 .iter_mut()
                 .zip(values)
             {

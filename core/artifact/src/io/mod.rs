@@ -28,8 +28,8 @@ pub struct IoError {
     pub path: PathBuf,
     /// The archive entry (array name), for `.npz` files.
     pub entry: Option<String>,
-    /// What went wrong.
-    #[source]
+    /// What went wrong (shown in the message, so not also its source: the reason is printed
+    /// once).
     pub kind: IoErrorKind,
 }
 

@@ -15,17 +15,21 @@
 //! `LoadOptions`, `BuildOptions` and the executor's `ExecOptions`); each runs its work inside
 //! [`with_budget`], which sets the budget of the calling thread for the duration of one call,
 //! as TVM's `PassContext` scopes the configuration of the passes it runs. Outside any such call,
-//! or where a call gives none, it is the machine's available memory (`MemAvailable` in
-//! `/proc/meminfo`), or unlimited where that cannot be read.
+//! or where a call gives none, it is the memory available to the process ([`available_memory`]:
+//! the machine's, its container's and its address-space limit's), or unlimited where none of
+//! these can be read.
+
+mod available;
 
 use std::cell::Cell;
 use std::fmt;
-use std::sync::OnceLock;
 
 use thiserror::Error;
 
 use crate::tensor::AlignedBuf;
 use crate::{TensorType, Type};
+
+pub use available::available_memory;
 
 thread_local! {
     /// The budget of the innermost [`with_budget`] call on this thread; 0: none (use the
@@ -57,17 +61,6 @@ pub fn budget() -> u64 {
         0 => available_memory().unwrap_or(u64::MAX),
         b => b,
     }
-}
-
-/// `MemAvailable` of `/proc/meminfo` in bytes, read once.
-pub fn available_memory() -> Option<u64> {
-    static AVAILABLE: OnceLock<Option<u64>> = OnceLock::new();
-    *AVAILABLE.get_or_init(|| {
-        let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-        let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
-        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-        kib.checked_mul(1024)
-    })
 }
 
 /// Parses a byte count: digits with an optional `K`, `M`, `G` or `T` suffix (powers of 1024,
