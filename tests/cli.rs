@@ -216,6 +216,107 @@ fn input_and_output_file_errors_name_the_file_once() {
     );
 }
 
+/// A model, target spec or key file without an end (here `/dev/zero`) is read only up to the
+/// memory budget and refused, naming the file, instead of filling the machine's memory.
+#[test]
+fn files_without_an_end_are_refused_at_the_memory_budget() {
+    let link = |name: &str| {
+        let path = tmp(name);
+        let _ = std::fs::remove_file(&path);
+        std::os::unix::fs::symlink("/dev/zero", &path).expect("symlink");
+        path.to_str().expect("utf-8 temp path").to_string()
+    };
+    let (relay, onnx, spec) = (link("zero.relay"), link("zero.onnx"), link("zero.json"));
+    let stream = "the file gives more than 524288 bytes (512.0 KiB) and reading on would pass the memory budget of 1048576 bytes (1.0 MiB)";
+    let model = "examples/models/small_cnn.relay";
+    for args in [
+        vec!["run", &relay, "--random-inputs", "0"],
+        vec!["run", &onnx, "--random-inputs", "0"],
+        vec!["inspect", model, "--target-spec", &spec],
+    ] {
+        let mut args = args;
+        args.extend(["--max-memory", "1M"]);
+        let out = byoc(&args);
+        let file = args.iter().find(|a| a.contains("zero.")).expect("the file");
+        assert_bad_input(&out, &[file, stream]);
+    }
+}
+
+/// `byoc args` under an address-space limit of 1.5 GiB (`ulimit -v`).
+fn under_address_space_limit(args: &[&str]) -> Output {
+    std::process::Command::new("sh")
+        .args(["-c", "ulimit -v 1572864 && exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_byoc"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("sh starts")
+}
+
+/// Every command that allocates by its input, over sizes from far within to far beyond a
+/// 1.5 GiB address-space limit, with the default budget and with one raised past the limit,
+/// ends with success or a clear refusal (exit 2, a budget or allocation message): never an
+/// abort, a signal or a panic. (Sizes that fit but fill most of the limit are left out: they
+/// succeed slowly in a debug build.)
+#[test]
+fn every_command_under_an_address_space_limit_ends_cleanly() {
+    let refusals = [
+        "over the memory budget",
+        "cannot allocate",
+        "are not available",
+        "cannot be allocated",
+    ];
+    let check = |args: &[&str]| {
+        let out = under_address_space_limit(args);
+        let err = stderr(&out);
+        assert!(
+            matches!(out.status.code(), Some(0 | 2)),
+            "{args:?}: {:?}: {err}",
+            out.status
+        );
+        assert!(
+            !err.contains("panicked") && !err.contains("memory allocation of"),
+            "{args:?}: {err}"
+        );
+        if out.status.code() == Some(2) {
+            assert!(refusals.iter().any(|r| err.contains(r)), "{args:?}: {err}");
+        }
+    };
+    for elements in [1u64 << 18, 1 << 29, 1 << 31] {
+        let model = write(
+            &format!("limit_{elements}.relay"),
+            &format!("def @main(%x: Tensor[({elements}), float32]) {{\n  nn.relu(exp(%x))\n}}\n"),
+        );
+        let model = model.to_str().expect("utf-8 temp path");
+        for budget in [None, Some("64G")] {
+            let budget: Vec<&str> = budget.map(|b| vec!["--max-memory", b]).unwrap_or_default();
+            for command in [
+                vec!["run", model, "--random-inputs", "0"],
+                vec!["bench", model, "--iters", "2", "--warmup", "0"],
+            ] {
+                check(&[command, budget.clone()].concat());
+            }
+        }
+    }
+    let out = tmp("limit_quantized.relay");
+    let out = out.to_str().expect("utf-8 temp path");
+    for samples in ["10", "1000000", "100000000"] {
+        for budget in [vec![], vec!["--max-memory", "64G"]] {
+            let args = [
+                "quantize",
+                "examples/models/small_cnn.relay",
+                "--calibrate",
+                "kl",
+                "--calibration-samples",
+                samples,
+                "-o",
+                out,
+            ];
+            check(&[&args[..], &budget].concat());
+        }
+    }
+}
+
 /// Under an address-space limit (`ulimit -v`) the default memory budget is that limit: what
 /// cannot fit is refused before it is allocated, and an allocation the system refuses anyway
 /// (the budget raised past the limit) is a clear error naming the input, never an abort.
@@ -226,17 +327,8 @@ fn commands_under_an_address_space_limit_refuse_cleanly() {
         "def @main(%x: Tensor[(300, 1000, 1000), float32]) {\n  nn.relu(%x)\n}\n",
     );
     let model = model.to_str().expect("utf-8 temp path");
-    let limited = |args: &[&str]| {
-        std::process::Command::new("sh")
-            .args(["-c", "ulimit -v 1572864 && exec \"$0\" \"$@\""])
-            .arg(env!("CARGO_BIN_EXE_byoc"))
-            .args(args)
-            .current_dir(root())
-            .output()
-            .expect("sh starts")
-    };
     let budget = "over the memory budget of 1610612736 bytes (1.5 GiB)";
-    let out = limited(&["run", model, "--random-inputs", "0"]);
+    let out = under_address_space_limit(&["run", model, "--random-inputs", "0"]);
     assert_bad_input(
         &out,
         &[
@@ -245,7 +337,7 @@ fn commands_under_an_address_space_limit_refuse_cleanly() {
             budget,
         ],
     );
-    let out = limited(&[
+    let out = under_address_space_limit(&[
         "quantize",
         "examples/models/small_cnn.relay",
         "--calibrate",
@@ -258,7 +350,7 @@ fn commands_under_an_address_space_limit_refuse_cleanly() {
     assert_bad_input(&out, &["600000 calibration samples", budget]);
     assert_eq!(stderr(&out).matches(budget).count(), 1, "{}", stderr(&out));
     for command in ["run", "bench"] {
-        let out = limited(&[
+        let out = under_address_space_limit(&[
             command,
             model,
             "--random-inputs",
@@ -823,18 +915,25 @@ fn constant_folding_and_padding_respect_the_budget() {
 fn the_budget_flag_is_checked() {
     let model = write(
         "small.relay",
-        "def @main(%x: Tensor[(2), float32]) { nn.relu(%x) }\n",
+        "def @main(%x: Tensor[(1000), float32]) { nn.relu(%x) }\n",
     );
     let out = byoc(&["inspect", model.to_str().unwrap(), "--max-memory", "lots"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("'lots' is not a byte count"));
-    let out = byoc(&["inspect", model.to_str().unwrap(), "--max-memory", "4"]);
+    // The file (55 bytes) fits, the parameter does not.
+    let out = byoc(&["inspect", model.to_str().unwrap(), "--max-memory", "100"]);
     assert_bad_input(
         &out,
         &[
-            "%x: parameter Tensor[(2), float32] needs 8 bytes",
-            "budget of 4 bytes",
+            "%x: parameter Tensor[(1000), float32] needs 4000 bytes",
+            "budget of 100 bytes",
         ],
+    );
+    // Nor does the file itself in 4 bytes.
+    let out = byoc(&["inspect", model.to_str().unwrap(), "--max-memory", "4"]);
+    assert_bad_input(
+        &out,
+        &["the file holds 55 bytes, over the memory budget of 4 bytes"],
     );
 }
 

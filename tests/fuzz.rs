@@ -1,5 +1,7 @@
 //! Property-based fuzzing of every reader of untrusted input: the Relay text parser, the
-//! pattern parser, the ONNX importer, the `.npz` reader and the artifact reader. Each gets
+//! pattern parser, the ONNX importer, the `.npz` reader, the artifact reader, the check of
+//! native code before it loads (truncated and symbol-damaged shared objects, then loaded) and
+//! the plugin options of the shipped plugins. Each reader gets
 //! seed inputs mutated (byte flips, truncation, inserted and duplicated spans) and arbitrary
 //! bytes, and must return a value or an error: no panic, no abort, no allocation larger than
 //! the memory budget (set low here, so an unchecked size shows up as a refusal, not as an
@@ -23,6 +25,7 @@ use byoc_ir::text::parse_module;
 use byoc_ir::Tensor;
 use byoc_onnx::{import_bytes, ImportOptions};
 use byoc_patterns::Pattern;
+use byoc_sdk::native::{check_shared_object, open};
 use byoc_sdk::CompileOptions;
 use proptest::prelude::*;
 
@@ -151,6 +154,108 @@ def @main(%x: Tensor[(2, 2), float32]) {
         .expect("seed artifact")
 }
 
+/// A shared object built here with the system C compiler, and where its dynamic string table
+/// (the names of the symbols it exports and of those the loader must bind) lies in it. Its
+/// entry calls libc's `labs` through the PLT, so loading has a symbol to bind.
+fn native_seed() -> &'static (Vec<u8>, std::ops::Range<usize>) {
+    use object::{Object, ObjectSection};
+    static SEED: std::sync::OnceLock<(Vec<u8>, std::ops::Range<usize>)> =
+        std::sync::OnceLock::new();
+    SEED.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("byoc-fuzz-native-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let (c, so) = (dir.join("entry.c"), dir.join("entry.so"));
+        std::fs::write(
+            &c,
+            "long labs(long);\nlong byoc_entry(long x) { return labs(x) + 1; }\n",
+        )
+        .expect("write the source");
+        let status = std::process::Command::new("cc")
+            .args(["-shared", "-fPIC", "-O1", "-fno-builtin", "-o"])
+            .arg(&so)
+            .arg(&c)
+            .status()
+            .expect("the C compiler runs (cc)");
+        assert!(status.success(), "cc failed");
+        let bytes = std::fs::read(&so).expect("read the library");
+        std::fs::remove_dir_all(&dir).expect("remove temp dir");
+        let file = object::File::parse(bytes.as_slice()).expect("an ELF file");
+        let (start, size) = file
+            .section_by_name(".dynstr")
+            .and_then(|s| s.file_range())
+            .expect("a dynamic string table");
+        let range = usize::try_from(start).unwrap()..usize::try_from(start + size).unwrap();
+        (bytes, range)
+    })
+}
+
+/// Damage to a shared object: a cut at a point, or a byte of a symbol name changed.
+#[derive(Clone, Debug)]
+enum NativeEdit {
+    Truncate(prop::sample::Index),
+    Rename(prop::sample::Index, u8),
+}
+
+fn native_edit() -> impl Strategy<Value = NativeEdit> {
+    prop_oneof![
+        (any::<prop::sample::Index>()).prop_map(NativeEdit::Truncate),
+        (any::<prop::sample::Index>(), 1..=255u8).prop_map(|(at, x)| NativeEdit::Rename(at, x)),
+    ]
+}
+
+/// Libraries written for loading, each under its own name (the loader caches by path).
+static LOADED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Plugin option keys: every declared key of the csource and vta plugins, the shared
+/// `threads`, undeclared keys of their scopes, another plugin's, and arbitrary text.
+fn option_key() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => prop::sample::select(vec![
+            "csource.cc", "csource.cflags", "csource.fast_math", "csource.march_native",
+            "csource.embed_constants", "csource.fuse", "vta.config", "vta.virtual_threads",
+            "threads", "csource.nope", "vta.", "csource", "other.key", "",
+        ])
+        .prop_map(String::from),
+        1 => "[a-z.]{0,12}",
+    ]
+}
+
+/// Plugin option values: flags, counts (and what only looks like one), compiler flags that
+/// break the ABI, files that do not exist or never end, and arbitrary text.
+fn option_value() -> impl Strategy<Value = String> {
+    prop_oneof![
+        2 => prop::sample::select(vec![
+            "true", "false", "TRUE", "1", "0", "2", "-1", "18446744073709551616", "99999",
+            "-O3", "-Dfloat=double", "-D malloc=x", "-m32", "-fsanitize=address", "-include",
+            "-U", "/nonexistent.json", "/dev/zero", "", " ",
+        ])
+        .prop_map(String::from),
+        1 => any::<u64>().prop_map(|n| n.to_string()),
+        1 => ".{0,24}",
+    ]
+}
+
+/// The C the csource plugin generates uses these names; flags are checked against them.
+const GENERATED_C: &str =
+    "#include <stdint.h>\nint byoc_entry(float *in, float *out) { return 0; }";
+
+/// The native seed itself passes the check, loads and runs, so that the property below tries
+/// the loader on damage the check lets through, not only on refusals.
+#[test]
+fn the_native_seed_loads_and_runs() {
+    let (seed, dynstr) = native_seed();
+    assert!(!dynstr.is_empty());
+    assert_eq!(check_shared_object(seed, &["byoc_entry"]), Ok(()));
+    let path = std::env::temp_dir().join(format!("byoc-fuzz-seed-{}.so", std::process::id()));
+    std::fs::write(&path, seed).expect("write the library");
+    // SAFETY: the library compiled by `native_seed`, unchanged.
+    let lib = unsafe { open(&path) }.expect("the seed loads");
+    std::fs::remove_file(&path).expect("remove the library");
+    // SAFETY: `byoc_entry` is `long byoc_entry(long)`.
+    let entry = unsafe { lib.get::<extern "C" fn(i64) -> i64>(b"byoc_entry") }.expect("entry");
+    assert_eq!(entry(-41), 42);
+}
+
 proptest! {
     #![proptest_config(config())]
 
@@ -200,4 +305,101 @@ proptest! {
             }
         });
     }
+
+    /// A truncated shared object, or one with damaged symbol names, is refused by the check
+    /// (its segments, its exports) or by the loader (a name it cannot bind), or loads and runs:
+    /// never a fault in the loader or at the first call.
+    #[test]
+    fn truncated_and_symbol_damaged_native_code_is_refused_or_runs(
+        edits in proptest::collection::vec(native_edit(), 1..4)
+    ) {
+        let (seed, dynstr) = native_seed();
+        let mut bytes = seed.clone();
+        for edit in &edits {
+            match edit {
+                NativeEdit::Truncate(at) => bytes.truncate(at.index(bytes.len() + 1)),
+                NativeEdit::Rename(at, x) => {
+                    let at = dynstr.start + at.index(dynstr.len());
+                    if let Some(b) = bytes.get_mut(at) {
+                        *b ^= x;
+                    }
+                }
+            }
+        }
+        if check_shared_object(&bytes, &["byoc_entry"]).is_ok() {
+            let n = LOADED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let path = std::env::temp_dir()
+                .join(format!("byoc-fuzz-load-{}-{n}.so", std::process::id()));
+            std::fs::write(&path, &bytes).expect("write the library");
+            // SAFETY: the library is the one compiled above, its code untouched: only its
+            // symbol names or the part past its segments were damaged, which the check and
+            // the loader (binding every symbol now) must refuse or accept whole.
+            let loaded = unsafe { open(&path) };
+            std::fs::remove_file(&path).expect("remove the library");
+            if let Ok(lib) = loaded {
+                // SAFETY: `byoc_entry` is `long byoc_entry(long)` in the source above.
+                let entry = unsafe { lib.get::<extern "C" fn(i64) -> i64>(b"byoc_entry") };
+                if let Ok(entry) = entry {
+                    prop_assert_eq!(entry(-41), 42);
+                }
+            }
+        }
+    }
+
+    /// Any set of plugin options is parsed or refused by the csource and vta plugins, never a
+    /// panic; an undeclared key of a plugin's own scope and a flag that is neither `true` nor
+    /// `false` are refused naming the key, and flags that break the ABI are refused.
+    #[test]
+    fn plugin_options_are_parsed_or_refused(
+        entries in proptest::collection::vec((option_key(), option_value()), 0..6)
+    ) {
+        let mut options = CompileOptions::new();
+        for (k, v) in &entries {
+            options = options.with(k.clone(), v.clone());
+        }
+        with_budget(Some(BUDGET), || -> Result<(), TestCaseError> {
+            let csource = byoc_plugin_csource::Settings::from_options(&options);
+            let declared = byoc_plugin_csource::options_schema();
+            // The keys the plugin must refuse: undeclared in its scope, or flags of bad value.
+            let wrong: Vec<&String> = options
+                .values
+                .iter()
+                .filter(|(k, v)| {
+                    k.strip_prefix("csource.").is_some_and(|name| {
+                        match declared.specs().iter().find(|s| s.name == name) {
+                            None => true,
+                            Some(spec) => {
+                                spec.kind == byoc_sdk::OptionKind::Flag
+                                    && v.as_str() != "true"
+                                    && v.as_str() != "false"
+                            }
+                        }
+                    })
+                })
+                .map(|(k, _)| k)
+                .collect();
+            match &csource {
+                Ok(settings) => {
+                    prop_assert!(wrong.is_empty(), "{:?}", entries);
+                    let abi = byoc_plugin_csource::cflags::check_flags(
+                        &settings.compiler.flags,
+                        GENERATED_C,
+                    );
+                    if settings.compiler.flags.iter().any(|f| f == "-m32" || f == "-Dfloat=double") {
+                        prop_assert!(abi.is_err(), "{:?}", settings.compiler.flags);
+                    }
+                }
+                Err(e) => {
+                    if !wrong.is_empty() {
+                        let message = e.to_string();
+                        prop_assert!(wrong.iter().any(|k| message.contains(k.as_str())), "{message}");
+                    }
+                }
+            }
+            let _ = byoc_plugin_vta::plugin::Settings::from_options(&options);
+            let _ = byoc_sdk::check_scopes(&options, &["csource", "vta"]);
+            Ok(())
+        })?;
+    }
+
 }

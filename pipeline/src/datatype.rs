@@ -67,7 +67,7 @@ pub fn load_datatype_plugins(plugin_paths: &[PathBuf]) -> Result<(), RegistryErr
 
 /// True when the text model at `path` names a custom datatype.
 pub fn names_custom_dtype(path: &Path) -> bool {
-    std::fs::read(path).is_ok_and(|bytes| mentions_custom_dtype(&bytes))
+    byoc_ir::memory::read_file(path).is_ok_and(|bytes| mentions_custom_dtype(&bytes))
 }
 
 /// True when `bytes` (a text model, an artifact) name a custom datatype.

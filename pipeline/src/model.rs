@@ -92,10 +92,11 @@ fn load_under_budget(
             if !input_shapes.is_empty() {
                 return Err(ModelError::InputShapesForRelay);
             }
-            let src = std::fs::read_to_string(path).map_err(|source| ModelError::Read {
-                path: path.to_path_buf(),
-                source,
-            })?;
+            let src =
+                byoc_ir::memory::read_file_to_string(path).map_err(|source| ModelError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
             let mut module =
                 byoc_ir::text::parse_module(&src).map_err(|source| ModelError::Parse {
                     path: path.to_path_buf(),

@@ -131,7 +131,7 @@ impl Target {
     /// Reads a target spec file; errors name the file.
     pub fn from_spec_file(path: &Path) -> Result<Self, TargetSpecFileError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| TargetSpecFileError {
+        let text = byoc_ir::memory::read_file_to_string(path).map_err(|e| TargetSpecFileError {
             file: file.clone(),
             error: TargetSpecError::Read(e.to_string()),
         })?;

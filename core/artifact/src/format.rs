@@ -232,7 +232,7 @@ fn take<'a>(bytes: &'a [u8], at: usize, n: usize, what: &str) -> Result<&'a [u8]
 }
 
 fn read_file(path: &Path) -> Result<Vec<u8>, ArtifactError> {
-    std::fs::read(path).map_err(|e| ArtifactError::Io {
+    byoc_ir::memory::read_file(path).map_err(|e| ArtifactError::Io {
         path: path.display().to_string(),
         message: e.to_string(),
     })

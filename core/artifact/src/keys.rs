@@ -108,7 +108,7 @@ fn parse_key_line(text: &str, kind_word: &str) -> Option<[u8; 32]> {
 
 /// Reads a public key file (`signing.pub` of another user, or of this one).
 pub fn read_public_key(path: &Path) -> Result<PublicKey, KeyError> {
-    let text = std::fs::read_to_string(path).map_err(io_error(path))?;
+    let text = byoc_ir::memory::read_file_to_string(path).map_err(io_error(path))?;
     parse_key_line(&text, PUBLIC_KIND)
         .and_then(|b| PublicKey::from_bytes(&b))
         .ok_or_else(|| KeyError::Malformed {
@@ -120,7 +120,7 @@ pub fn read_public_key(path: &Path) -> Result<PublicKey, KeyError> {
 
 /// Reads a secret key file.
 pub fn read_secret_key(path: &Path) -> Result<SecretKey, KeyError> {
-    let text = std::fs::read_to_string(path).map_err(io_error(path))?;
+    let text = byoc_ir::memory::read_file_to_string(path).map_err(io_error(path))?;
     parse_key_line(&text, SECRET_KIND)
         .map(|seed| SecretKey::from_seed(&seed))
         .ok_or_else(|| KeyError::Malformed {
@@ -171,7 +171,11 @@ pub fn load_or_create_signing_key(dir: &Path) -> Result<(SecretKey, bool), KeyEr
     let key = read_secret_key(&secret)?;
     let public = dir.join(PUBLIC_KEY_FILE);
     let line = format!("{PUBLIC_KIND} {}\n", key.public_key().to_hex());
-    if std::fs::read_to_string(&public).ok().as_deref() != Some(line.as_str()) {
+    if byoc_ir::memory::read_file_to_string(&public)
+        .ok()
+        .as_deref()
+        != Some(line.as_str())
+    {
         let tmp = dir.join(format!("{PUBLIC_KEY_FILE}.{}", std::process::id()));
         std::fs::write(&tmp, &line).map_err(io_error(&tmp))?;
         std::fs::rename(&tmp, &public).map_err(io_error(&public))?;

@@ -59,7 +59,7 @@ pub struct ImportOptions {
 /// Imports the ONNX model at `path`; external tensor data is read relative to its directory.
 pub fn import_file(path: impl AsRef<Path>, opts: &ImportOptions) -> Result<Module, OnnxError> {
     let path = path.as_ref();
-    let bytes = std::fs::read(path).map_err(|source| OnnxError::Io {
+    let bytes = byoc_ir::memory::read_file(path).map_err(|source| OnnxError::Io {
         path: path.to_path_buf(),
         source,
     })?;

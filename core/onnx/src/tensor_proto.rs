@@ -38,7 +38,7 @@ pub(crate) fn dtype_of(code: i32) -> Result<DType, String> {
 
 /// Reads a serialized `TensorProto` (an ONNX test data `.pb` file) into a tensor.
 pub fn read_tensor_file(path: &Path) -> Result<Tensor, OnnxError> {
-    let bytes = std::fs::read(path).map_err(|source| OnnxError::Io {
+    let bytes = byoc_ir::memory::read_file(path).map_err(|source| OnnxError::Io {
         path: path.to_path_buf(),
         source,
     })?;
@@ -173,10 +173,10 @@ fn read_external(t: &TensorProto, base_dir: Option<&Path>) -> Result<Vec<u8>, On
                 .into(),
         ));
     };
-    let number = |key: &str| -> Result<Option<usize>, OnnxError> {
+    let number = |key: &str| -> Result<Option<u64>, OnnxError> {
         entry(key)
             .map(|v| {
-                v.parse::<usize>()
+                v.parse::<u64>()
                     .map_err(|_| fail(format!("'{key}' is not a byte count: '{v}'")))
             })
             .transpose()
@@ -184,23 +184,15 @@ fn read_external(t: &TensorProto, base_dir: Option<&Path>) -> Result<Vec<u8>, On
     let offset = number("offset")?.unwrap_or(0);
     let length = number("length")?;
     let path = dir.join(rel);
-    let bytes = std::fs::read(&path).map_err(|e| fail(format!("{}: {e}", path.display())))?;
-    let end = match length {
-        Some(len) => offset.checked_add(len),
-        None => Some(bytes.len()),
-    };
-    match end {
-        Some(end) if offset <= end && end <= bytes.len() => Ok(bytes[offset..end].to_vec()),
-        _ => Err(fail(format!(
-            "offset {offset} and length {length:?} exceed the file's {} bytes",
-            bytes.len()
-        ))),
-    }
+    // Only the tensor's range is read: one file usually holds every weight of the model.
+    byoc_ir::memory::read_file_range(&path, offset, length)
+        .map_err(|e| fail(format!("{}: {e}", path.display())))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proto::StringStringEntryProto;
 
     fn narrow(data_type: i32, values: Vec<i32>) -> Result<Tensor, OnnxError> {
         let t = TensorProto {
@@ -235,5 +227,46 @@ mod tests {
             err.contains("int32_data value 70000 is out of range for float16"),
             "{err}"
         );
+    }
+
+    /// External data is read from the tensor's byte range of its file (one file usually holds
+    /// every weight), and a range past the file's end is refused with the file's length.
+    #[test]
+    fn external_data_is_read_from_its_range() {
+        let dir = std::env::temp_dir().join(format!("byoc-external-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let values: Vec<u8> = [1.5f32, -2.0, 4.0, 8.0, 0.25]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        std::fs::write(dir.join("weights.bin"), &values).unwrap();
+        let external = |offset: &str, length: &str| TensorProto {
+            name: "w".into(),
+            dims: vec![2],
+            data_type: 1,
+            data_location: 1,
+            external_data: [
+                ("location", "weights.bin"),
+                ("offset", offset),
+                ("length", length),
+            ]
+            .iter()
+            .map(|(k, v)| StringStringEntryProto {
+                key: (*k).into(),
+                value: (*v).into(),
+            })
+            .collect(),
+            ..TensorProto::default()
+        };
+        let t = tensor_from_proto(&external("8", "8"), Some(&dir)).unwrap();
+        assert_eq!(t.as_slice::<f32>().unwrap(), &[4.0, 8.0]);
+        let err = tensor_from_proto(&external("16", "8"), Some(&dir))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("offset 16 and length 8 exceed the file's 20 bytes"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

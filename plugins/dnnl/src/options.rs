@@ -13,7 +13,7 @@
 
 use byoc_sdk::prelude::*;
 
-use crate::dnnl::{effective_cpu_isa, ffi};
+use crate::dnnl::{effective_cpu_isa, ffi, isa_name};
 use crate::runtime::{FpMath, Int8Epilogue, RuntimeOptions};
 
 /// The option naming the float math mode: `dnnl.fpmath=strict` (float32, the default) or
@@ -65,14 +65,7 @@ impl Bf16Support {
         } else if emulation && has(ffi::dnnl_cpu_isa_avx512_core) {
             Bf16Support::Emulated
         } else {
-            let isa = if has(ffi::dnnl_cpu_isa_avx512_core_vnni) {
-                "avx512_core_vnni"
-            } else if has(ffi::dnnl_cpu_isa_avx512_core) {
-                "avx512_core"
-            } else {
-                "an ISA below avx512_core"
-            };
-            Bf16Support::Missing { isa }
+            Bf16Support::Missing { isa: isa_name(isa) }
         }
     }
 }
@@ -150,6 +143,7 @@ pub fn runtime_options(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dnnl::inexact_int8_isa;
 
     #[test]
     fn isa_bit_sets_map_to_bf16_support() {
@@ -173,10 +167,26 @@ mod tests {
         );
         // avx2_vnni (0x407) is numerically above AMX but has no bf16 bits.
         assert_eq!(
-            Bf16Support::of_isa(0x407, true),
-            Bf16Support::Missing {
-                isa: "an ISA below avx512_core"
-            }
+            Bf16Support::of_isa(ffi::dnnl_cpu_isa_avx2_vnni, true),
+            Bf16Support::Missing { isa: "avx2_vnni" }
         );
+    }
+
+    #[test]
+    fn int8_is_exact_from_vnni_on() {
+        for isa in [
+            ffi::dnnl_cpu_isa_avx512_core_amx,
+            ffi::dnnl_cpu_isa_avx512_core_bf16,
+            ffi::dnnl_cpu_isa_avx512_core_vnni,
+            ffi::dnnl_cpu_isa_avx2_vnni,
+        ] {
+            assert_eq!(inexact_int8_isa(isa), None, "{isa:#x}");
+        }
+        assert_eq!(
+            inexact_int8_isa(ffi::dnnl_cpu_isa_avx512_core),
+            Some("avx512_core")
+        );
+        assert_eq!(inexact_int8_isa(ffi::dnnl_cpu_isa_avx2), Some("avx2"));
+        assert_eq!(inexact_int8_isa(0x3), Some("an ISA below avx2"));
     }
 }

@@ -51,6 +51,7 @@
 use byoc_sdk::prelude::*;
 
 use crate::composite::{IntRoot, CHANNEL_SHUFFLE, QUANTIZE, REQUANTIZE};
+use crate::dnnl::{effective_cpu_isa, ffi, inexact_int8_isa};
 use crate::runtime::MAX_SPLIT_REDUCTION;
 
 /// The target name, the `Compiler` attribute of dnnl partitions.
@@ -447,9 +448,23 @@ impl IntEntry {
         x
     }
 
-    /// The check on the match's root: a bare conv or dense sums at most
-    /// [`MAX_SPLIT_REDUCTION`] products per output; the data of a dense is 2-D.
+    /// The check on the match's root: oneDNN's int8 kernels on this CPU are exact (VNNI); a
+    /// bare conv or dense sums at most [`MAX_SPLIT_REDUCTION`] products per output; the data
+    /// of a dense is 2-D.
     fn check(self, call: &CallView<'_>) -> Result<(), RejectReason> {
+        self.check_on(call, effective_cpu_isa())
+    }
+
+    /// [`IntEntry::check`] on a CPU where oneDNN dispatches to `isa`.
+    fn check_on(self, call: &CallView<'_>, isa: ffi::dnnl_cpu_isa_t) -> Result<(), RejectReason> {
+        if let Some(isa) = inexact_int8_isa(isa) {
+            return Err(format!(
+                "{}: oneDNN's int8 kernels on {isa} (no VNNI) halve the weights to keep 16-bit \
+                 sums from saturating, so they would not match exact int8 arithmetic",
+                self.name()
+            )
+            .into());
+        }
         if !matches!(call.op_name(), "nn.conv2d" | "nn.dense") {
             return Ok(());
         }
@@ -647,18 +662,22 @@ mod tests {
             .copied()
             .unwrap();
         let op = byoc_sdk::ir::op::OpRegistry::lookup("nn.conv2d").unwrap();
-        let check = |w: Vec<usize>| {
+        let check_on = |w: Vec<usize>, isa| {
             let arg_types = [
                 Type::tensor(vec![1, 4096, 8, 8], DType::Int8),
                 Type::tensor(w, DType::Int8),
             ];
-            bare.check(&CallView {
-                op: &op,
-                attrs: &Attrs::new(),
-                arg_types: &arg_types,
-                result_type: &Type::tensor(vec![1, 8, 8, 8], DType::Int32),
-            })
+            bare.check_on(
+                &CallView {
+                    op: &op,
+                    attrs: &Attrs::new(),
+                    arg_types: &arg_types,
+                    result_type: &Type::tensor(vec![1, 8, 8, 8], DType::Int32),
+                },
+                isa,
+            )
         };
+        let check = |w| check_on(w, ffi::dnnl_cpu_isa_avx512_core_vnni);
         assert_eq!(check(vec![8, 1024, 4, 4]), Ok(()));
         let err = check(vec![8, 4096, 3, 3]).unwrap_err();
         assert_eq!(
@@ -668,6 +687,9 @@ mod tests {
         );
         // A weight without dims is no reason to panic.
         assert_eq!(check(vec![]), Ok(()));
+        // Below VNNI, oneDNN's int8 is not exact: declined whatever the shapes.
+        let err = check_on(vec![8, 1024, 4, 4], ffi::dnnl_cpu_isa_avx2).unwrap_err();
+        assert!(err.0.contains("on avx2 (no VNNI)"), "{err}");
     }
 
     #[test]

@@ -12,6 +12,8 @@
 //! Options (`--plugin-option KEY=VALUE`): `vta.config=FILE.json` (a `vta_config.json`),
 //! `vta.virtual_threads=1|2` (default 2).
 
+use std::path::Path;
+
 use byoc_sdk::prelude::*;
 
 use crate::config::VtaConfig;
@@ -102,7 +104,7 @@ impl Settings {
         let parsed = options_schema().parse(options)?;
         let mut s = Settings::default();
         if let Some(path) = parsed.text("config") {
-            let text = std::fs::read_to_string(path)
+            let text = byoc_sdk::ir::memory::read_file_to_string(Path::new(path))
                 .map_err(|e| PluginError::new(format!("vta.config: cannot read {path}: {e}")))?;
             s.config = VtaConfig::from_json(&text)
                 .map_err(|e| PluginError::new(format!("{path}: {e}")))?;

@@ -20,6 +20,7 @@
 //! these can be read.
 
 mod available;
+mod file;
 
 use std::cell::Cell;
 use std::fmt;
@@ -30,6 +31,7 @@ use crate::tensor::AlignedBuf;
 use crate::{TensorType, Type};
 
 pub use available::available_memory;
+pub use file::{read_file, read_file_range, read_file_to_string};
 
 thread_local! {
     /// The budget of the innermost [`with_budget`] call on this thread; 0: none (use the

@@ -56,10 +56,12 @@ pub const dnnl_stream_default_flags: c_uint = 1;
 pub const dnnl_forward_inference: dnnl_prop_kind_t = 96;
 
 // dnnl_cpu_isa_t: bit sets, each ISA includes the bits of those it extends.
+pub const dnnl_cpu_isa_avx2: dnnl_cpu_isa_t = 0x7;
 pub const dnnl_cpu_isa_avx512_core: dnnl_cpu_isa_t = 0x27;
 pub const dnnl_cpu_isa_avx512_core_vnni: dnnl_cpu_isa_t = 0x67;
 pub const dnnl_cpu_isa_avx512_core_bf16: dnnl_cpu_isa_t = 0xe7;
 pub const dnnl_cpu_isa_avx512_core_amx: dnnl_cpu_isa_t = 0x3e7;
+pub const dnnl_cpu_isa_avx2_vnni: dnnl_cpu_isa_t = 0x407;
 
 // dnnl_query_t
 pub const dnnl_query_impl_info_str: dnnl_query_t = 8;

@@ -84,6 +84,37 @@ pub fn effective_cpu_isa() -> ffi::dnnl_cpu_isa_t {
     unsafe { ffi::dnnl_get_effective_cpu_isa() }
 }
 
+/// The name of the widest ISA in the bit set `isa` (`dnnl_cpu_isa_t`), as oneDNN's
+/// `ONEDNN_MAX_CPU_ISA` spells it.
+pub fn isa_name(isa: ffi::dnnl_cpu_isa_t) -> &'static str {
+    let has = |set: ffi::dnnl_cpu_isa_t| isa & set == set;
+    [
+        (ffi::dnnl_cpu_isa_avx512_core_amx, "avx512_core_amx"),
+        (ffi::dnnl_cpu_isa_avx512_core_bf16, "avx512_core_bf16"),
+        (ffi::dnnl_cpu_isa_avx512_core_vnni, "avx512_core_vnni"),
+        (ffi::dnnl_cpu_isa_avx512_core, "avx512_core"),
+        (ffi::dnnl_cpu_isa_avx2_vnni, "avx2_vnni"),
+        (ffi::dnnl_cpu_isa_avx2, "avx2"),
+    ]
+    .into_iter()
+    .find(|&(set, _)| has(set))
+    .map_or("an ISA below avx2", |(_, name)| name)
+}
+
+/// `None` when oneDNN's int8 convolutions and inner products compute exactly on an ISA (VNNI:
+/// `avx512_core_vnni` and above, or `avx2_vnni`, accumulate int8 products in int32); else the
+/// ISA's name. Below VNNI oneDNN sums pairs of products in 16 bits and, for signed data, halves
+/// the weights first so that those sums cannot saturate, which rounds odd weights ("Nuances of
+/// int8 computations" in oneDNN's guide): results that differ from exact integer arithmetic.
+pub fn inexact_int8_isa(isa: ffi::dnnl_cpu_isa_t) -> Option<&'static str> {
+    let has = |set: ffi::dnnl_cpu_isa_t| isa & set == set;
+    if has(ffi::dnnl_cpu_isa_avx512_core_vnni) || has(ffi::dnnl_cpu_isa_avx2_vnni) {
+        None
+    } else {
+        Some(isa_name(isa))
+    }
+}
+
 /// The channel block of oneDNN's channel-blocked activation layouts on this CPU: 16 floats
 /// (one 512-bit register) with AVX-512, 8 otherwise (`nChw16c`, `nChw8c`).
 pub fn channel_block() -> i64 {

@@ -40,7 +40,10 @@ use super::ops::{conv_geometry, ConvGeometry, NodeCx};
 use super::plan::{Builder, ValueId};
 use super::{dims_of, OpError};
 use crate::composite::{IntComposite, IntFused, IntRoot};
-use crate::dnnl::{ffi, Attr, DataType, MemoryDesc, OpDesc, PostOp, PrimitiveDesc, Query};
+use crate::dnnl::{
+    effective_cpu_isa, ffi, inexact_int8_isa, Attr, DataType, MemoryDesc, OpDesc, PostOp,
+    PrimitiveDesc, Query,
+};
 
 mod fuse;
 
@@ -670,6 +673,14 @@ fn accumulator_ranges(
 /// [`fuse::prove`] shows them exact (and the build enables them), else the primitive into
 /// an int32 accumulator followed by the runtime's integer pass.
 fn compute(b: &mut Builder<'_>, cx: &NodeCx<'_>, q: &IntFused) -> Result<ValueId, OpError> {
+    if let Some(isa) = inexact_int8_isa(effective_cpu_isa()) {
+        return Err(OpError::msg(format!(
+            "exact int8 convolutions and inner products need VNNI (avx512_core_vnni or \
+             avx2_vnni), and oneDNN finds {isa} on this CPU, where it halves the weights to \
+             keep 16-bit sums from saturating; partition the model here (int8 layers then \
+             stay on the host) instead of loading one built on a VNNI machine"
+        )));
+    }
     cx.expect_inputs(q.num_inputs())?;
     require_dtype(cx, 0, DType::Int8)?;
     require_dtype(cx, 1, DType::Int8)?;

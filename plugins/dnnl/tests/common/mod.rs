@@ -119,3 +119,62 @@ pub fn compile_error(text: &str) -> String {
         Err(e) => e.to_string(),
     }
 }
+
+/// `text` partitioned for dnnl through the pipeline (the plugin's pattern table and
+/// predicates), compiled by the plugin and run on `inputs`, checked against the host executor
+/// on `text` unpartitioned (relative error at most 1e-4): the number of partitions offloaded,
+/// or what failed, with the text.
+pub fn offloaded_matches_host(text: &str, inputs: &[Tensor]) -> Result<usize, String> {
+    use std::sync::Arc;
+
+    use byoc_exec::plugin::{compile_externals, Runtimes};
+    use byoc_pipeline::pipeline::{partition, PartitionOptions};
+    use byoc_pipeline::target::Target;
+    use byoc_plugin_dnnl::support::description;
+
+    let failed = |stage: &str, e: &dyn std::fmt::Display| format!("{stage}: {e}\n{text}");
+    let module = byoc_ir::text::parse_module(text).map_err(|e| failed("parse", &e))?;
+    let dnnl = Target::from_description(&description()).map_err(|e| failed("target", &e))?;
+    let partitioned = partition(&module, &[dnnl], &PartitionOptions::default())
+        .map_err(|e| failed("partition", &e))?
+        .module;
+    let runtimes = Runtimes::new().with("dnnl", Arc::new(DnnlPlugin));
+    let externals = compile_externals(&partitioned, &runtimes, &CompileOptions::new())
+        .map_err(|e| failed("dnnl codegen", &e))?;
+    let options = ExecOptions {
+        threads: 1,
+        ..ExecOptions::default()
+    };
+    let got = Executor::with_externals(&partitioned, options, &externals)
+        .and_then(|e| e.run(inputs))
+        .map_err(|e| failed("run", &e))?;
+    let want = Executor::new(&module, options)
+        .and_then(|e| e.run(inputs))
+        .map_err(|e| failed("host", &e))?;
+    if got.len() != want.len() {
+        return Err(failed(
+            "outputs",
+            &format!("{} against {}", got.len(), want.len()),
+        ));
+    }
+    for (g, w) in got.iter().zip(&want) {
+        let err = rel_err(g, w);
+        if err > 1e-4 {
+            return Err(failed("numerics", &format!("relative error {err}")));
+        }
+    }
+    Ok(externals.len())
+}
+
+/// Property-test settings: `cases` per property unless `PROPTEST_CASES` says otherwise, and no
+/// failure files.
+pub fn proptest_config(cases: u32) -> proptest::test_runner::Config {
+    proptest::test_runner::Config {
+        cases: std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(cases),
+        failure_persistence: None,
+        ..proptest::test_runner::Config::default()
+    }
+}
