@@ -11,11 +11,18 @@ use std::sync::OnceLock;
 pub fn available_memory() -> Option<u64> {
     static AVAILABLE: OnceLock<Option<u64>> = OnceLock::new();
     *AVAILABLE.get_or_init(|| {
-        [meminfo_available(), cgroup_limit(), address_space_limit()]
+        [meminfo_available(), cgroup_limit(), address_space()]
             .into_iter()
             .flatten()
             .min()
     })
+}
+
+/// The address-space limit, read once: no allocation past it can succeed, so it also caps a
+/// budget the caller sets (unlike the memory figures, which the system may overcommit).
+pub fn address_space() -> Option<u64> {
+    static LIMIT: OnceLock<Option<u64>> = OnceLock::new();
+    *LIMIT.get_or_init(address_space_limit)
 }
 
 /// `MemAvailable` of `/proc/meminfo`.

@@ -30,7 +30,7 @@ use thiserror::Error;
 use crate::tensor::AlignedBuf;
 use crate::{TensorType, Type};
 
-pub use available::available_memory;
+pub use available::{address_space, available_memory};
 pub use file::{read_file, read_file_range, read_file_to_string};
 
 thread_local! {
@@ -57,11 +57,12 @@ pub fn with_budget<R>(bytes: Option<u64>, f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// The budget in bytes: that of the innermost [`with_budget`] call, else the available memory.
+/// The budget in bytes: that of the innermost [`with_budget`] call, else the available memory;
+/// never above the address-space limit (`ulimit -v`), which no allocation can pass.
 pub fn budget() -> u64 {
     match BUDGET.with(Cell::get) {
         0 => available_memory().unwrap_or(u64::MAX),
-        b => b,
+        b => b.min(address_space().unwrap_or(u64::MAX)),
     }
 }
 
