@@ -31,7 +31,8 @@ pub fn read_file_to_string(path: &Path) -> io::Result<String> {
 /// file's length.
 pub fn read_file_range(path: &Path, offset: u64, length: Option<u64>) -> io::Result<Vec<u8>> {
     let mut file = File::open(path)?;
-    let file_len = file.metadata()?.len();
+    let metadata = file.metadata()?;
+    let file_len = metadata.len();
     let beyond = || {
         io::Error::new(
             io::ErrorKind::UnexpectedEof,
@@ -41,8 +42,7 @@ pub fn read_file_range(path: &Path, offset: u64, length: Option<u64>) -> io::Res
             ),
         )
     };
-    let is_regular = file.metadata()?.is_file();
-    if is_regular && offset > file_len {
+    if metadata.is_file() && offset > file_len {
         return Err(beyond());
     }
     file.seek(SeekFrom::Start(offset))?;
