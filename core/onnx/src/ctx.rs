@@ -286,6 +286,16 @@ impl<'a> NodeCtx<'a> {
         ))
     }
 
+    /// A STRINGS attribute, if present.
+    pub fn attr_strings(&self, name: &str) -> Result<Option<Vec<String>>, OnnxError> {
+        Ok(self.typed_attr(name, attribute_type::STRINGS)?.map(|a| {
+            a.strings
+                .iter()
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect()
+        }))
+    }
+
     /// A TENSOR attribute, converted, if present.
     pub fn attr_tensor(&self, name: &str) -> Result<Option<Tensor>, OnnxError> {
         match self.typed_attr(name, attribute_type::TENSOR)? {

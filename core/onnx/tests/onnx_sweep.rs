@@ -3,7 +3,7 @@
 //! mode), compared with onnxruntime; invalid attribute combinations must be refused with the
 //! node and attribute named.
 //!
-//! The cases come from `scripts/fixtures/gen_onnx_sweep.py` (about 500 folders, generated under
+//! The cases come from `scripts/fixtures/gen_onnx_sweep.py` (about 800 folders, generated under
 //! `target/` by `./scripts/dev test`, which runs this test with `--include-ignored` and
 //! `BYOC_ONNX_SWEEP_DIR` set). Run by hand:
 //! `python3 scripts/fixtures/gen_onnx_sweep.py target/onnx-sweep &&

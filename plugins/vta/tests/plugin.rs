@@ -296,3 +296,63 @@ fn tampered_module_headers_are_refused() -> Result<()> {
     }
     Ok(())
 }
+
+proptest::proptest! {
+    /// Any set of options is read or refused by the vta plugin, never a panic: an undeclared
+    /// `vta.` key is refused naming it, and a virtual-thread count other than 1 or 2 is
+    /// refused. Files are read within a 16 MiB budget (`/dev/zero` never ends).
+    #[test]
+    fn any_options_are_read_or_refused(
+        entries in proptest::collection::vec((option_key(), option_value()), 0..5)
+    ) {
+        let mut options = CompileOptions::new();
+        for (k, v) in &entries {
+            options = options.with(k.clone(), v.clone());
+        }
+        let declared = byoc_plugin_vta::plugin::options_schema();
+        let undeclared = options.values.keys().find(|k| {
+            k.strip_prefix("vta.")
+                .is_some_and(|name| !declared.specs().iter().any(|s| s.name == name))
+        });
+        let read = byoc_ir::memory::with_budget(Some(16 << 20), || {
+            byoc_plugin_vta::plugin::Settings::from_options(&options)
+        });
+        match read {
+            Ok(settings) => {
+                proptest::prop_assert!(undeclared.is_none(), "{:?}", entries);
+                proptest::prop_assert!(matches!(settings.threads, 1 | 2));
+            }
+            Err(e) => {
+                if let Some(k) = undeclared {
+                    proptest::prop_assert!(e.to_string().contains(k.as_str()), "{e}");
+                }
+            }
+        }
+    }
+}
+
+/// Option keys: the declared vta keys, undeclared ones of its scope, another plugin's, text.
+fn option_key() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    prop_oneof![
+        3 => prop::sample::select(vec![
+            "vta.config", "vta.virtual_threads", "vta.", "vta.speed", "vta", "csource.cc", "",
+        ])
+        .prop_map(String::from),
+        1 => "[a-z.]{0,10}",
+    ]
+}
+
+/// Option values: counts (and what only looks like one), files that do not exist or never
+/// end, the config folder itself, and text.
+fn option_value() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    prop_oneof![
+        2 => prop::sample::select(vec![
+            "1", "2", "0", "3", "-1", "18446744073709551616", "", "/nonexistent.json",
+            "/dev/zero", "/", "true",
+        ])
+        .prop_map(String::from),
+        1 => ".{0,16}",
+    ]
+}

@@ -1,10 +1,15 @@
-//! Elementwise and broadcasting ops: arithmetic, comparisons, activations, `Clip`, `Cast`.
+//! Elementwise and broadcasting ops: arithmetic, comparisons, logic, rounding, activations
+//! (`Gelu`, `Softplus`, `Mish`, ...), the float predicates `IsNaN`/`IsInf`, `Clip`, `Cast`.
+//!
+//! Ops Relay has no single op for are written with the ops it has, in the forms exporters
+//! and TVM's frontend use (`Gelu` as `x * (erf(x / sqrt 2) + 1) * 0.5`, which the dnnl patterns
+//! match as a fused tail).
 
 use super::one;
 use crate::ctx::NodeCtx;
 use crate::tensor_proto::dtype_of;
 use crate::OnnxError;
-use byoc_ir::{Attrs, ExprId};
+use byoc_ir::{Attrs, DType, ExprId};
 
 type Out = Result<Vec<ExprId>, OnnxError>;
 
@@ -43,10 +48,173 @@ macro_rules! converters {
 }
 
 converters!(binary: add => "add", sub => "subtract", mul => "multiply", div => "divide",
-    equal => "equal", less => "less", greater => "greater");
+    equal => "equal", less => "less", greater => "greater",
+    greater_or_equal => "greater_equal", less_or_equal => "less_equal");
+converters!(logical: and => "logical_and", or => "logical_or", xor => "not_equal",
+    not => "logical_not");
 converters!(variadic: sum => "add", max => "maximum", min => "minimum");
 converters!(unary: relu => "nn.relu", sigmoid => "sigmoid", tanh => "tanh", erf => "erf",
-    exp => "exp", log => "log", abs => "abs", neg => "negative", sqrt => "sqrt");
+    exp => "exp", log => "log", abs => "abs", neg => "negative", sqrt => "sqrt",
+    floor => "floor", ceil => "ceil", round => "round");
+
+/// A logical op (`And`, `Or`, `Xor`, `Not`): ONNX defines them on bool tensors only, and
+/// `Xor` is `a != b` there.
+fn logical(ctx: &mut NodeCtx<'_>, op: &str) -> Out {
+    let args = ctx.present_inputs();
+    for &a in &args {
+        let dtype = ctx.tensor_ty(a)?.dtype;
+        if dtype != DType::Bool {
+            return Err(ctx.err(format!("requires bool inputs, got {dtype}")));
+        }
+    }
+    let expected = if op == "logical_not" { 1 } else { 2 };
+    if args.len() != expected {
+        return Err(ctx.err(format!("takes {expected} inputs, got {}", args.len())));
+    }
+    one(ctx.call(op, &args, Attrs::new())?)
+}
+
+/// The dtype of `x`, which must be a floating-point type.
+fn float_dtype(ctx: &NodeCtx<'_>, x: ExprId) -> Result<DType, OnnxError> {
+    let dtype = ctx.tensor_ty(x)?.dtype;
+    if !dtype.is_float() {
+        return Err(ctx.err(format!("requires a floating-point input, got {dtype}")));
+    }
+    Ok(dtype)
+}
+
+/// `Reciprocal`: `1 / x`.
+pub(super) fn reciprocal(ctx: &mut NodeCtx<'_>) -> Out {
+    let x = ctx.input(0)?;
+    let one_ = ctx.scalar(float_dtype(ctx, x)?, 1.0)?;
+    one(ctx.call("divide", &[one_, x], Attrs::new())?)
+}
+
+/// `Sign`: -1, 0 or 1 in the input's dtype (NaN stays NaN, as in numpy and onnxruntime).
+pub(super) fn sign(ctx: &mut NodeCtx<'_>) -> Out {
+    let x = ctx.input(0)?;
+    let dtype = ctx.tensor_ty(x)?.dtype;
+    if dtype == DType::Bool {
+        return Err(ctx.err("requires a numeric input, got bool"));
+    }
+    let zero = ctx.scalar(dtype, 0.0)?;
+    let mut parts = Vec::with_capacity(2);
+    for op in ["greater", "less"] {
+        let test = ctx.call(op, &[x, zero], Attrs::new())?;
+        parts.push(ctx.call("cast", &[test], Attrs::new().with("dtype", dtype))?);
+    }
+    let s = ctx.call("subtract", &parts, Attrs::new())?;
+    if dtype.is_int() {
+        return one(s);
+    }
+    // NaN compares false both ways; keep it.
+    let nan = ctx.call("not_equal", &[x, x], Attrs::new())?;
+    one(ctx.call("where", &[nan, x, s], Attrs::new())?)
+}
+
+/// `IsNaN`: `x != x`.
+pub(super) fn is_nan(ctx: &mut NodeCtx<'_>) -> Out {
+    let x = ctx.input(0)?;
+    float_dtype(ctx, x)?;
+    one(ctx.call("not_equal", &[x, x], Attrs::new())?)
+}
+
+/// `IsInf(detect_negative=1, detect_positive=1)`.
+pub(super) fn is_inf(ctx: &mut NodeCtx<'_>) -> Out {
+    let x = ctx.input(0)?;
+    let dtype = float_dtype(ctx, x)?;
+    let negative = ctx.flag_or("detect_negative", true)?;
+    let positive = ctx.flag_or("detect_positive", true)?;
+    let y = match (negative, positive) {
+        (true, true) => {
+            let inf = ctx.scalar(dtype, f64::INFINITY)?;
+            let a = ctx.call("abs", &[x], Attrs::new())?;
+            ctx.call("equal", &[a, inf], Attrs::new())?
+        }
+        (false, true) | (true, false) => {
+            let v = if positive {
+                f64::INFINITY
+            } else {
+                f64::NEG_INFINITY
+            };
+            let inf = ctx.scalar(dtype, v)?;
+            ctx.call("equal", &[x, inf], Attrs::new())?
+        }
+        (false, false) => {
+            // Nothing is detected: all false, in the input's shape.
+            let t = ctx.tensor_ty(x)?;
+            ctx.call(
+                "zeros",
+                &[],
+                Attrs::new()
+                    .with("shape", ctx.dims_i64(&t.shape)?)
+                    .with("dtype", DType::Bool),
+            )?
+        }
+    };
+    one(y)
+}
+
+/// `log(1 + e^x)` written so it does not overflow: `max(x, 0) + log(1 + e^-|x|)`.
+fn softplus_of(ctx: &mut NodeCtx<'_>, x: ExprId) -> Result<ExprId, OnnxError> {
+    let dtype = float_dtype(ctx, x)?;
+    let (zero, one_) = (ctx.scalar(dtype, 0.0)?, ctx.scalar(dtype, 1.0)?);
+    let pos = ctx.call("maximum", &[x, zero], Attrs::new())?;
+    let a = ctx.call("abs", &[x], Attrs::new())?;
+    let na = ctx.call("negative", &[a], Attrs::new())?;
+    let e = ctx.call("exp", &[na], Attrs::new())?;
+    let e1 = ctx.call("add", &[one_, e], Attrs::new())?;
+    let l = ctx.call("log", &[e1], Attrs::new())?;
+    ctx.call("add", &[pos, l], Attrs::new())
+}
+
+/// `Softplus`: `log(1 + e^x)`.
+pub(super) fn softplus(ctx: &mut NodeCtx<'_>) -> Out {
+    let x = ctx.input(0)?;
+    one(softplus_of(ctx, x)?)
+}
+
+/// `Mish`: `x * tanh(softplus(x))`.
+pub(super) fn mish(ctx: &mut NodeCtx<'_>) -> Out {
+    let x = ctx.input(0)?;
+    let sp = softplus_of(ctx, x)?;
+    let t = ctx.call("tanh", &[sp], Attrs::new())?;
+    one(ctx.call("multiply", &[x, t], Attrs::new())?)
+}
+
+/// `Gelu(approximate="none")` (opset 20): `x * (erf(x / sqrt 2) + 1) * 0.5`, as PyTorch's
+/// exporters write it before opset 20; `approximate="tanh"`:
+/// `x * (tanh(sqrt(2 / pi) * (x + 0.044715 x^3)) + 1) * 0.5`.
+pub(super) fn gelu(ctx: &mut NodeCtx<'_>) -> Out {
+    let x = ctx.input(0)?;
+    let dtype = float_dtype(ctx, x)?;
+    let inner = match ctx.str_or("approximate", "none")?.as_str() {
+        "none" => {
+            let root2 = ctx.scalar(dtype, std::f64::consts::SQRT_2)?;
+            let scaled = ctx.call("divide", &[x, root2], Attrs::new())?;
+            ctx.call("erf", &[scaled], Attrs::new())?
+        }
+        "tanh" => {
+            let c = ctx.scalar(dtype, (2.0 / std::f64::consts::PI).sqrt())?;
+            let k = ctx.scalar(dtype, 0.044715)?;
+            let x2 = ctx.call("multiply", &[x, x], Attrs::new())?;
+            let x3 = ctx.call("multiply", &[x2, x], Attrs::new())?;
+            let kx3 = ctx.call("multiply", &[k, x3], Attrs::new())?;
+            let sum = ctx.call("add", &[x, kx3], Attrs::new())?;
+            let arg = ctx.call("multiply", &[c, sum], Attrs::new())?;
+            ctx.call("tanh", &[arg], Attrs::new())?
+        }
+        other => {
+            return Err(ctx.err(format!(
+                "attribute 'approximate' is '{other}'; ONNX defines 'none' and 'tanh'"
+            )))
+        }
+    };
+    let (one_, half) = (ctx.scalar(dtype, 1.0)?, ctx.scalar(dtype, 0.5)?);
+    let plus = ctx.call("add", &[inner, one_], Attrs::new())?;
+    let xp = ctx.call("multiply", &[x, plus], Attrs::new())?;
+    one(ctx.call("multiply", &[xp, half], Attrs::new())?)
+}
 
 /// `Pow`: the exponent is cast to the base's dtype (ONNX allows them to differ from opset 12).
 pub(super) fn pow(ctx: &mut NodeCtx<'_>) -> Out {

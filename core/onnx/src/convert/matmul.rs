@@ -8,11 +8,19 @@ use byoc_ir::{Attrs, ExprId};
 
 type Out = Result<Vec<ExprId>, OnnxError>;
 
-fn transpose(ctx: &mut NodeCtx<'_>, x: ExprId, axes: &[i64]) -> Result<ExprId, OnnxError> {
+pub(super) fn transpose(
+    ctx: &mut NodeCtx<'_>,
+    x: ExprId,
+    axes: &[i64],
+) -> Result<ExprId, OnnxError> {
     ctx.call("transpose", &[x], Attrs::new().with("axes", axes.to_vec()))
 }
 
-fn reshape(ctx: &mut NodeCtx<'_>, x: ExprId, shape: &[usize]) -> Result<ExprId, OnnxError> {
+pub(super) fn reshape(
+    ctx: &mut NodeCtx<'_>,
+    x: ExprId,
+    shape: &[usize],
+) -> Result<ExprId, OnnxError> {
     let newshape = ctx.dims_i64(shape)?;
     ctx.call("reshape", &[x], Attrs::new().with("newshape", newshape))
 }

@@ -5,10 +5,13 @@
 //! may return fewer than the node names only when the rest are optional outputs it does not
 //! compute (the importer rejects a model that uses them).
 
+mod einsum;
 mod elementwise;
+mod index;
 mod matmul;
 mod nn;
 mod quant;
+mod recurrent;
 mod reduce;
 mod resize;
 mod shape;
@@ -51,6 +54,12 @@ const CONVERTERS: &[(&str, Convert)] = &[
     ("Equal", elementwise::equal),
     ("Less", elementwise::less),
     ("Greater", elementwise::greater),
+    ("GreaterOrEqual", elementwise::greater_or_equal),
+    ("LessOrEqual", elementwise::less_or_equal),
+    ("And", elementwise::and),
+    ("Or", elementwise::or),
+    ("Xor", elementwise::xor),
+    ("Not", elementwise::not),
     ("Where", elementwise::where_),
     ("Relu", elementwise::relu),
     ("Sigmoid", elementwise::sigmoid),
@@ -61,6 +70,16 @@ const CONVERTERS: &[(&str, Convert)] = &[
     ("Abs", elementwise::abs),
     ("Neg", elementwise::neg),
     ("Sqrt", elementwise::sqrt),
+    ("Reciprocal", elementwise::reciprocal),
+    ("Floor", elementwise::floor),
+    ("Ceil", elementwise::ceil),
+    ("Round", elementwise::round),
+    ("Sign", elementwise::sign),
+    ("IsNaN", elementwise::is_nan),
+    ("IsInf", elementwise::is_inf),
+    ("Softplus", elementwise::softplus),
+    ("Mish", elementwise::mish),
+    ("Gelu", elementwise::gelu),
     ("LeakyRelu", elementwise::leaky_relu),
     ("PRelu", elementwise::prelu),
     ("HardSigmoid", elementwise::hard_sigmoid),
@@ -73,6 +92,7 @@ const CONVERTERS: &[(&str, Convert)] = &[
     ("Conv", nn::conv),
     ("ConvTranspose", nn::conv_transpose),
     ("BatchNormalization", nn::batch_norm),
+    ("LayerNormalization", nn::layer_norm),
     ("LRN", nn::lrn),
     ("MaxPool", nn::max_pool),
     ("AveragePool", nn::avg_pool),
@@ -80,9 +100,14 @@ const CONVERTERS: &[(&str, Convert)] = &[
     ("GlobalMaxPool", nn::global_max_pool),
     ("Softmax", nn::softmax),
     ("LogSoftmax", nn::log_softmax),
+    // recurrent.rs
+    ("RNN", recurrent::rnn),
+    ("GRU", recurrent::gru),
+    ("LSTM", recurrent::lstm),
     // matmul.rs
     ("Gemm", matmul::gemm),
     ("MatMul", matmul::matmul),
+    ("Einsum", einsum::einsum),
     // quant.rs
     ("QuantizeLinear", quant::quantize_linear),
     ("DequantizeLinear", quant::dequantize_linear),
@@ -101,6 +126,10 @@ const CONVERTERS: &[(&str, Convert)] = &[
     ("Slice", shape::slice),
     ("Gather", shape::gather),
     ("Pad", shape::pad),
+    // index.rs
+    ("Range", index::range),
+    ("Tile", index::tile),
+    ("Trilu", index::trilu),
     ("Expand", shape::expand),
     ("Shape", shape::shape),
     ("Constant", shape::constant),
@@ -113,6 +142,12 @@ const CONVERTERS: &[(&str, Convert)] = &[
     ("ReduceSum", reduce::reduce_sum),
     ("ReduceMax", reduce::reduce_max),
     ("ReduceMin", reduce::reduce_min),
+    ("ReduceProd", reduce::reduce_prod),
+    ("ReduceL1", reduce::reduce_l1),
+    ("ReduceL2", reduce::reduce_l2),
+    ("ReduceSumSquare", reduce::reduce_sum_square),
+    ("ReduceLogSum", reduce::reduce_log_sum),
+    ("ReduceLogSumExp", reduce::reduce_log_sum_exp),
     ("ArgMax", reduce::argmax),
     ("ArgMin", reduce::argmin),
 ];

@@ -337,8 +337,8 @@ fn integer_conv(
     let x_dtype = quantized_dtype(ctx, x, 0)?;
     let input = spatial_2d(ctx, x)?;
     let wshape = ctx.shape(w)?;
-    let kernel = kernel_shape(ctx, &wshape)?;
-    let win = window(ctx, input, kernel)?;
+    let kernel = kernel_shape(ctx, &wshape, 2)?;
+    let win = window(ctx, &input, kernel)?;
     let channels = wshape[0];
     let attrs = win
         .attrs("kernel_size", "dilation")

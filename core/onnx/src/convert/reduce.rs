@@ -1,5 +1,7 @@
-//! Reductions: `ReduceMean/Sum/Max/Min` onto `mean`/`sum`/`max`/`min`, `ArgMax/ArgMin` onto
-//! `argmax`/`argmin` (cast to ONNX's int64 result).
+//! Reductions: `ReduceMean/Sum/Max/Min/Prod` onto `mean`/`sum`/`max`/`min`/`prod`; `ReduceL1`,
+//! `ReduceL2`, `ReduceSumSquare`, `ReduceLogSum` and `ReduceLogSumExp` as elementwise ops
+//! around `sum` (`ReduceLogSumExp` subtracts the maximum first, as onnxruntime does, so it does
+//! not overflow); `ArgMax/ArgMin` onto `argmax`/`argmin` (cast to ONNX's int64 result).
 
 use super::one;
 use crate::ctx::NodeCtx;
@@ -8,8 +10,15 @@ use byoc_ir::{AttrValue, Attrs, DType, ExprId};
 
 type Out = Result<Vec<ExprId>, OnnxError>;
 
-/// A reduction whose `axes` moved from an attribute to an input at `input_opset`.
-fn reduce(ctx: &mut NodeCtx<'_>, op: &str, input_opset: i64) -> Out {
+/// What a reduction node asks for: its input, and the axes and `keepdims` attributes of the
+/// Relay reduction, or `None` when `noop_with_empty_axes` makes it the identity.
+struct Reduction {
+    x: ExprId,
+    attrs: Option<Attrs>,
+}
+
+/// Reads a reduction node whose `axes` moved from an attribute to an input at `input_opset`.
+fn reduction(ctx: &NodeCtx<'_>, input_opset: i64) -> Result<Reduction, OnnxError> {
     let x = ctx.input(0)?;
     let rank = ctx.rank(x)?;
     let axes = if ctx.opset() < input_opset {
@@ -26,11 +35,32 @@ fn reduce(ctx: &mut NodeCtx<'_>, op: &str, input_opset: i64) -> Out {
             }
             AttrValue::ints(out)
         }
-        _ if ctx.flag_or("noop_with_empty_axes", false)? => return one(x),
+        _ if ctx.flag_or("noop_with_empty_axes", false)? => {
+            return Ok(Reduction { x, attrs: None })
+        }
         _ => AttrValue::None,
     };
     let attrs = Attrs::new().with("axis", axes).with("keepdims", keepdims);
-    one(ctx.call(op, &[x], attrs)?)
+    Ok(Reduction {
+        x,
+        attrs: Some(attrs),
+    })
+}
+
+impl Reduction {
+    /// `op` over the node's axes, or `x` itself for a no-op reduction.
+    fn reduce(&self, ctx: &mut NodeCtx<'_>, op: &str, x: ExprId) -> Result<ExprId, OnnxError> {
+        match &self.attrs {
+            Some(attrs) => ctx.call(op, &[x], attrs.clone()),
+            None => Ok(x),
+        }
+    }
+}
+
+/// A reduction that is one Relay op.
+fn reduce(ctx: &mut NodeCtx<'_>, op: &str, input_opset: i64) -> Out {
+    let r = reduction(ctx, input_opset)?;
+    one(r.reduce(ctx, op, r.x)?)
 }
 
 /// `ReduceMean` (axes an input from opset 18).
@@ -51,6 +81,62 @@ pub(super) fn reduce_max(ctx: &mut NodeCtx<'_>) -> Out {
 /// `ReduceMin` (axes an input from opset 18).
 pub(super) fn reduce_min(ctx: &mut NodeCtx<'_>) -> Out {
     reduce(ctx, "min", 18)
+}
+
+/// `ReduceProd` (axes an input from opset 18).
+pub(super) fn reduce_prod(ctx: &mut NodeCtx<'_>) -> Out {
+    reduce(ctx, "prod", 18)
+}
+
+/// `ReduceL1`: `sum(|x|)` (axes an input from opset 18).
+pub(super) fn reduce_l1(ctx: &mut NodeCtx<'_>) -> Out {
+    let r = reduction(ctx, 18)?;
+    let a = ctx.call("abs", &[r.x], Attrs::new())?;
+    one(r.reduce(ctx, "sum", a)?)
+}
+
+/// `sum(x * x)` over the node's axes.
+fn sum_square(ctx: &mut NodeCtx<'_>, r: &Reduction) -> Result<ExprId, OnnxError> {
+    let sq = ctx.call("multiply", &[r.x, r.x], Attrs::new())?;
+    r.reduce(ctx, "sum", sq)
+}
+
+/// `ReduceSumSquare`: `sum(x * x)` (axes an input from opset 18).
+pub(super) fn reduce_sum_square(ctx: &mut NodeCtx<'_>) -> Out {
+    let r = reduction(ctx, 18)?;
+    one(sum_square(ctx, &r)?)
+}
+
+/// `ReduceL2`: `sqrt(sum(x * x))` (axes an input from opset 18).
+pub(super) fn reduce_l2(ctx: &mut NodeCtx<'_>) -> Out {
+    let r = reduction(ctx, 18)?;
+    let s = sum_square(ctx, &r)?;
+    one(ctx.call("sqrt", &[s], Attrs::new())?)
+}
+
+/// `ReduceLogSum`: `log(sum(x))` (axes an input from opset 18).
+pub(super) fn reduce_log_sum(ctx: &mut NodeCtx<'_>) -> Out {
+    let r = reduction(ctx, 18)?;
+    let s = r.reduce(ctx, "sum", r.x)?;
+    one(ctx.call("log", &[s], Attrs::new())?)
+}
+
+/// `ReduceLogSumExp`: `log(sum(exp(x - m))) + m` with `m` the maximum over the axes (axes an
+/// input from opset 18).
+pub(super) fn reduce_log_sum_exp(ctx: &mut NodeCtx<'_>) -> Out {
+    let r = reduction(ctx, 18)?;
+    let Some(attrs) = r.attrs.clone() else {
+        // Over no axes: log(exp(x)) is x.
+        return one(r.x);
+    };
+    let kept = attrs.clone().with("keepdims", true);
+    let m = ctx.call("max", &[r.x], kept)?;
+    let shifted = ctx.call("subtract", &[r.x, m], Attrs::new())?;
+    let e = ctx.call("exp", &[shifted], Attrs::new())?;
+    let s = ctx.call("sum", &[e], attrs.clone())?;
+    let l = ctx.call("log", &[s], Attrs::new())?;
+    let m = ctx.call("max", &[r.x], attrs)?;
+    one(ctx.call("add", &[l, m], Attrs::new())?)
 }
 
 fn arg_reduce(ctx: &mut NodeCtx<'_>, op: &str) -> Out {

@@ -462,7 +462,7 @@ pub(super) fn shape(ctx: &mut NodeCtx<'_>) -> Out {
     one(ctx.constant(t))
 }
 
-fn check_size(ctx: &NodeCtx<'_>, ty: &TensorType) -> Result<(), OnnxError> {
+pub(super) fn check_size(ctx: &NodeCtx<'_>, ty: &TensorType) -> Result<(), OnnxError> {
     let bytes = ty
         .shape
         .iter()

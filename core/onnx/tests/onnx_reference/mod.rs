@@ -4,7 +4,8 @@
 //! A case folder holds `model.onnx` and either `test_data_set_0/input_<i>.pb` /
 //! `output_<i>.pb` (serialized TensorProtos, ONNX's backend-test layout) or `refuses.txt`, a
 //! fragment the import or executor-build error must contain. Tolerance:
-//! `|got - want| <= 1e-5 + 1e-4 * |want|`, and the output types must be equal; a case with
+//! `|got - want| <= 1e-5 + 1e-4 * |want|` (NaN only against NaN, an infinity only against
+//! itself), and the output types must be equal; a case with
 //! `steps.txt` (a number `n`) lets integer outputs differ by up to `n` (quantization steps:
 //! onnxruntime requantizes in float32, byoc with a fixed-point multiply).
 
@@ -105,8 +106,12 @@ fn compare(got: &[Tensor], expected: &[Tensor], steps: f64) -> Result<(), String
             ));
         }
         let slack = if w.dtype().is_int() { steps } else { 0.0 };
-        for (k, (a, b)) in g.to_f64_vec().iter().zip(w.to_f64_vec()).enumerate() {
-            if (a - b).abs() > 1e-5 + 1e-4 * b.abs() + slack {
+        for (k, (&a, b)) in g.to_f64_vec().iter().zip(w.to_f64_vec()).enumerate() {
+            // Equal values (infinities among them) and NaN against NaN agree; a NaN against a
+            // number differs (it fails every tolerance test).
+            let same = a == b || (a.is_nan() && b.is_nan());
+            let close = (a - b).abs() <= 1e-5 + 1e-4 * b.abs() + slack;
+            if !same && !close {
                 return Err(format!(
                     "output {i} element {k}: got {a}, onnxruntime gives {b}"
                 ));
