@@ -1,6 +1,7 @@
 //! End-to-end runs of ONNX's nine "light" CNNs on the host executor, through the driver's
 //! library API (`load_model`, `Executor`): the shipped models against ONNX's expected outputs
-//! and the random-weight variants against onnxruntime. Data and helpers: `tests/light/mod.rs`;
+//! and the random-weight variants against onnxruntime; and the committed transformer, vision
+//! and speech fixtures against onnxruntime. Data and helpers: `tests/light/mod.rs`;
 //! tolerance: `tests/common/compare.rs`.
 
 mod common;
@@ -9,7 +10,7 @@ mod light;
 use anyhow::{Context, Result};
 use byoc_exec::{ExecOptions, Executor};
 use byoc_ir::Module;
-use light::{check, light_dir};
+use light::{check, check_fixture, light_dir};
 
 /// The host executor of a module (no external functions).
 fn host_executor(module: &Module) -> Result<Executor> {
@@ -38,3 +39,10 @@ fn light_model(name: &str) -> Result<()> {
 }
 
 light::light_model_tests!();
+
+/// A committed fixture on the host executor.
+fn fixture_model(name: &str) -> Result<()> {
+    check_fixture(name, &host_executor)
+}
+
+light::fixture_tests!();

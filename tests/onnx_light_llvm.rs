@@ -2,7 +2,8 @@
 //! and the LLVM code generator on every model, checked against onnxruntime's outputs (random
 //! weights) and ONNX's expected outputs (shipped weights), like `tests/onnx_light.rs` does for
 //! the reference kernels. Each model must compile at least one fused function, so the test
-//! cannot pass by falling back everywhere. Data and helpers: `tests/light/mod.rs`.
+//! cannot pass by falling back everywhere. The committed transformer, vision and speech
+//! fixtures run the same way. Data and helpers: `tests/light/mod.rs`.
 
 mod common;
 mod light;
@@ -12,7 +13,7 @@ use byoc_exec::{ExecOptions, Executor};
 use byoc_host_llvm::compile_host;
 use byoc_ir::Module;
 use byoc_sdk::CompileOptions;
-use light::{check, light_dir};
+use light::{check, check_fixture, light_dir};
 
 /// The executor of `module` with its host code compiled.
 fn llvm_executor(module: &Module) -> Result<Executor> {
@@ -50,3 +51,10 @@ fn light_model(name: &str) -> Result<()> {
 }
 
 light::light_model_tests!();
+
+/// A committed fixture with its host code compiled.
+fn fixture_model(name: &str) -> Result<()> {
+    check_fixture(name, &llvm_executor)
+}
+
+light::fixture_tests!();

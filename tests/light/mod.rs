@@ -16,6 +16,13 @@
 //! test` prepares the data and runs them with `--ignored`. Run that way, every model must be
 //! there and match, and an unset `BYOC_ONNX_LIGHT_DIR` fails the tests.
 //!
+//! The same files also run the committed transformer, vision and speech fixtures
+//! (`scripts/fixtures/gen_transformers.py`: BERT, DistilBERT, GPT-2, ViT, a Whisper-style
+//! encoder, ConvNeXt and EfficientNet in small configs with seeded random weights, from both of
+//! PyTorch's exporters): one folder each under `tests/data/transformers/` with `model.onnx`,
+//! `input.npz` and onnxruntime's `expected.npz`. Those are in the repository, so their tests
+//! are not ignored.
+//!
 //! Tolerance: `tests/common/compare.rs` (`compare`): a relative error of at most 1e-4.
 
 use std::path::{Path, PathBuf};
@@ -80,6 +87,59 @@ pub fn check(
     }
     Ok(())
 }
+
+/// The folder of the committed fixture `name` (`tests/data/transformers/<name>`), found from
+/// the including package's directory (the repository root or a plugin's).
+pub fn fixture(name: &str) -> Result<PathBuf> {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .ancestors()
+        .map(|dir| dir.join("tests/data/transformers").join(name))
+        .find(|dir| dir.is_dir())
+        .with_context(|| format!("no fixture '{name}' under tests/data/transformers"))
+}
+
+/// Runs the committed fixture `name` with the executor `make` builds and compares every output
+/// with onnxruntime's.
+pub fn check_fixture(name: &str, make: &dyn Fn(&Module) -> Result<Executor>) -> Result<()> {
+    let dir = fixture(name)?;
+    check(
+        &dir.join("model.onnx"),
+        &dir.join("input.npz"),
+        &dir.join("expected.npz"),
+        make,
+    )
+    .with_context(|| format!("{name} vs onnxruntime"))
+}
+
+/// Declares one `#[test]` per committed fixture, named after it, each calling the including
+/// file's `fixture_model(name: &str) -> anyhow::Result<()>`.
+macro_rules! fixture_tests {
+    () => {
+        light::fixture_tests!(
+            bert_dyn,
+            bert_ts,
+            convnext_dyn,
+            convnext_ts,
+            distilbert_dyn,
+            distilbert_ts,
+            efficientnet_dyn,
+            efficientnet_ts,
+            gpt2_dyn,
+            vit_dyn,
+            vit_ts,
+            whisper_encoder_dyn,
+            whisper_encoder_ts
+        );
+    };
+    ($($model:ident),*) => {$(
+        #[test]
+        fn $model() -> anyhow::Result<()> {
+            fixture_model(stringify!($model))
+        }
+    )*};
+}
+pub(crate) use fixture_tests;
 
 /// Declares one `#[test]` per light model, named after it, each calling the including file's
 /// `light_model(name: &str) -> anyhow::Result<()>`.

@@ -8,7 +8,10 @@
 //! composites bit for bit as on the host's integer kernels.
 //!
 //! Data: `BYOC_ONNX_LIGHT_DIR` (see `scripts/fetch_onnx_light.sh`). The tests are ignored
-//! without it; `./scripts/dev test` prepares the data and runs them.
+//! without it; `./scripts/dev test` prepares the data and runs them. The committed
+//! transformer, vision and speech fixtures (`tests/data/transformers/`) run with the dnnl
+//! target against onnxruntime too, every matmul, layer norm, softmax and convolution of them on
+//! dnnl; they need no prepared data.
 
 #[path = "../../../tests/common/compare.rs"]
 mod common;
@@ -33,7 +36,7 @@ use byoc_plugin_dnnl::dnnl::{effective_cpu_isa, inexact_int8_isa};
 use byoc_plugin_dnnl::support::TARGET;
 use byoc_plugin_dnnl::{DnnlPlugin, THREADS_OPTION};
 use byoc_sdk::{CompileOptions, Plugin};
-use light::{check, light_dir};
+use light::{check, check_fixture, fixture, light_dir};
 
 fn dnnl() -> Result<Target> {
     Ok(Target::from_description(&DnnlPlugin.describe())?)
@@ -212,3 +215,33 @@ fn light_model(name: &str) -> Result<()> {
 }
 
 light::light_model_tests!();
+
+/// The ops that carry a transformer's or a CNN's work: none may stay on the host.
+const COMPUTE_OPS: [&str; 5] = [
+    "nn.dense",
+    "nn.batch_matmul",
+    "nn.layer_norm",
+    "nn.softmax",
+    "nn.conv2d",
+];
+
+/// A committed fixture with the dnnl target: every matmul, layer norm, softmax and
+/// convolution on dnnl, and the outputs against onnxruntime's.
+fn fixture_model(name: &str) -> Result<()> {
+    let model = fixture(name)?.join("model.onnx");
+    let module = load_model(&model, &LoadOptions::default())?;
+    let placed = Summary::of(&partition(
+        &module,
+        &[dnnl()?],
+        &PartitionOptions::default(),
+    )?);
+    let left: Vec<&String> = placed
+        .host_ops
+        .iter()
+        .filter(|op| COMPUTE_OPS.contains(&op.as_str()))
+        .collect();
+    anyhow::ensure!(left.is_empty(), "{name}: left on the host: {left:?}");
+    check_fixture(name, &dnnl_executor)
+}
+
+light::fixture_tests!();

@@ -1,5 +1,11 @@
 //! Ops defined by index arithmetic: `Range` (folded to a constant at import), `Tile` (one
-//! `take` per repeated axis) and `Trilu` (a `where` with a constant triangular mask).
+//! `take` per repeated axis), `Trilu` (a `where` with a constant triangular mask), and
+//! `GatherElements` / `GatherND` (a `take` of rows from the flattened data, at offsets
+//! computed from the indices with integer ops).
+//!
+//! Constant indices are checked at import: one out of range is refused naming it. Computed
+//! indices are taken from the end when negative, as ONNX defines; one out of range is clamped
+//! (onnxruntime reports an error at run time), as `Gather` clamps or wraps them.
 
 use super::one;
 use super::shape::check_size;
@@ -182,4 +188,185 @@ pub(super) fn trilu(ctx: &mut NodeCtx<'_>) -> Out {
     let mask = ctx.constant(mask);
     let zero = ctx.scalar(ty.dtype, 0.0)?;
     one(ctx.call("where", &[mask, x, zero], Attrs::new())?)
+}
+
+/// The row-major strides of `shape`.
+fn strides(shape: &[usize]) -> Vec<usize> {
+    let mut out = vec![1; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        out[i] = out[i + 1] * shape[i + 1];
+    }
+    out
+}
+
+/// A constant int64 tensor of `shape` whose element at each position is `f(coords)`.
+fn iota(
+    ctx: &mut NodeCtx<'_>,
+    shape: &[usize],
+    f: impl Fn(&[usize]) -> i64,
+) -> Result<ExprId, OnnxError> {
+    let ty = TensorType::new(shape.to_vec(), DType::Int64);
+    check_size(ctx, &ty)?;
+    let mut t = Tensor::try_zeros(ty).map_err(|e| ctx.err(e.to_string()))?;
+    let out = t
+        .as_slice_mut::<i64>()
+        .map_err(|e| ctx.err(e.to_string()))?;
+    let mut coords = vec![0usize; shape.len()];
+    for o in out.iter_mut() {
+        *o = f(&coords);
+        for d in (0..shape.len()).rev() {
+            coords[d] += 1;
+            if coords[d] < shape[d] {
+                break;
+            }
+            coords[d] = 0;
+        }
+    }
+    Ok(ctx.constant(t))
+}
+
+/// Indices as int64 with negative ones counted from the end of an axis of length `dim`
+/// (`dim` broadcasts: one length per last-axis position for `GatherND`). Constant indices are
+/// checked at import; computed ones out of range are clamped by the `take` that uses them.
+fn normalized_indices(
+    ctx: &mut NodeCtx<'_>,
+    idx: ExprId,
+    dims: &[usize],
+) -> Result<ExprId, OnnxError> {
+    let shape = ctx.shape(idx)?;
+    if let Some(t) = ctx.constant_of(idx) {
+        let values = crate::ctx::tensor_ints(&t)
+            .ok_or_else(|| ctx.err(format!("indices must be integers, got {}", t.dtype())))?;
+        let mut fixed = Vec::with_capacity(values.len());
+        for (k, &v) in values.iter().enumerate() {
+            let dim = dims[k % dims.len()] as i64;
+            let n = if v < 0 { v + dim } else { v };
+            if !(0..dim).contains(&n) {
+                return Err(ctx.err(format!(
+                    "index {v} is out of range for an axis of size {dim}"
+                )));
+            }
+            fixed.push(n);
+        }
+        let t = Tensor::from_vec(shape, fixed).map_err(|e| ctx.err(e.to_string()))?;
+        return Ok(ctx.constant(t));
+    }
+    let dtype = ctx.tensor_ty(idx)?.dtype;
+    if !dtype.is_int() {
+        return Err(ctx.err(format!("indices must be integers, got {dtype}")));
+    }
+    let idx = if dtype == DType::Int64 {
+        idx
+    } else {
+        ctx.call("cast", &[idx], Attrs::new().with("dtype", DType::Int64))?
+    };
+    let lens: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
+    let lens = Tensor::from_vec([lens.len()], lens).map_err(|e| ctx.err(e.to_string()))?;
+    let lens = ctx.constant(lens);
+    let zero = ctx.scalar(DType::Int64, 0.0)?;
+    let negative = ctx.call("less", &[idx, zero], Attrs::new())?;
+    let wrapped = ctx.call("add", &[idx, lens], Attrs::new())?;
+    ctx.call("where", &[negative, wrapped, idx], Attrs::new())
+}
+
+/// `data` flattened to `[rows, row_len]` (`row_len` the product of the dims from `split`), and
+/// `take` of `rows` from it along axis 0.
+fn take_rows(
+    ctx: &mut NodeCtx<'_>,
+    data: ExprId,
+    split: usize,
+    rows: ExprId,
+    out_shape: &[usize],
+) -> Result<ExprId, OnnxError> {
+    let shape = ctx.shape(data)?;
+    let row_len: usize = shape[split..].iter().product();
+    let count: usize = shape[..split].iter().product();
+    let flat = ctx.call(
+        "reshape",
+        &[data],
+        Attrs::new().with("newshape", ctx.dims_i64(&[count, row_len])?),
+    )?;
+    let attrs = Attrs::new().with("axis", 0i64).with("mode", "clip");
+    let taken = ctx.call("take", &[flat, rows], attrs)?;
+    ctx.call(
+        "reshape",
+        &[taken],
+        Attrs::new().with("newshape", ctx.dims_i64(out_shape)?),
+    )
+}
+
+/// `GatherElements(data, indices; axis=0)`: `out[.., i, ..] = data[.., indices[.., i, ..], ..]`
+/// on `axis`, as a `take` from the flattened data at `base + index * stride`.
+pub(super) fn gather_elements(ctx: &mut NodeCtx<'_>) -> Out {
+    let (data, idx) = (ctx.input(0)?, ctx.input(1)?);
+    let shape = ctx.shape(data)?;
+    let ishape = ctx.shape(idx)?;
+    let rank = shape.len();
+    let axis = ctx.axis(ctx.int_or("axis", 0)?, rank)?;
+    if ishape.len() != rank
+        || ishape
+            .iter()
+            .zip(&shape)
+            .enumerate()
+            .any(|(d, (&i, &s))| d != axis && i > s)
+    {
+        return Err(ctx.err(format!(
+            "indices of shape {ishape:?} do not fit data of shape {shape:?} off axis {axis}"
+        )));
+    }
+    let st = strides(&shape);
+    let idx = normalized_indices(ctx, idx, &[shape[axis]])?;
+    let base = iota(ctx, &ishape, |c| {
+        c.iter()
+            .enumerate()
+            .filter(|&(d, _)| d != axis)
+            .map(|(d, &v)| (v * st[d]) as i64)
+            .sum()
+    })?;
+    let stride = ctx.scalar(DType::Int64, st[axis] as f64)?;
+    let scaled = ctx.call("multiply", &[idx, stride], Attrs::new())?;
+    let rows = ctx.call("add", &[base, scaled], Attrs::new())?;
+    one(take_rows(ctx, data, rank, rows, &ishape)?)
+}
+
+/// `GatherND(data, indices; batch_dims=0)`: each index tuple (the last axis of `indices`)
+/// picks a slice of `data` after the batch dims; a `take` of rows from the data flattened at
+/// the end of the indexed dims.
+pub(super) fn gather_nd(ctx: &mut NodeCtx<'_>) -> Out {
+    let (data, idx) = (ctx.input(0)?, ctx.input(1)?);
+    let shape = ctx.shape(data)?;
+    let ishape = ctx.shape(idx)?;
+    let b = usize::try_from(ctx.int_or("batch_dims", 0)?)
+        .map_err(|_| ctx.err("attribute 'batch_dims' is negative"))?;
+    let Some(&k) = ishape.last() else {
+        return Err(ctx.err("indices must have rank 1 or more"));
+    };
+    if b >= ishape.len() || b + k > shape.len() || shape[..b] != ishape[..b] {
+        return Err(ctx.err(format!(
+            "indices of shape {ishape:?} with batch_dims {b} do not index data of shape {shape:?}"
+        )));
+    }
+    let split = b + k;
+    let st = strides(&shape[..split]);
+    let idx = normalized_indices(ctx, idx, &shape[b..split])?;
+    // The row of each index tuple: its batch offset plus the sum of index * stride.
+    let tuple_strides: Vec<i64> = st[b..split].iter().map(|&s| s as i64).collect();
+    let tuple_strides = Tensor::from_vec([k], tuple_strides).map_err(|e| ctx.err(e.to_string()))?;
+    let tuple_strides = ctx.constant(tuple_strides);
+    let scaled = ctx.call("multiply", &[idx, tuple_strides], Attrs::new())?;
+    let offsets = ctx.call(
+        "sum",
+        &[scaled],
+        Attrs::new()
+            .with("axis", vec![ishape.len() as i64 - 1])
+            .with("keepdims", false),
+    )?;
+    let rows_shape = &ishape[..ishape.len() - 1];
+    let base = iota(ctx, rows_shape, |c| {
+        c[..b].iter().zip(&st).map(|(&v, &s)| (v * s) as i64).sum()
+    })?;
+    let rows = ctx.call("add", &[base, offsets], Attrs::new())?;
+    let mut out_shape = rows_shape.to_vec();
+    out_shape.extend_from_slice(&shape[split..]);
+    one(take_rows(ctx, data, split, rows, &out_shape)?)
 }

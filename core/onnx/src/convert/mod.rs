@@ -130,6 +130,8 @@ const CONVERTERS: &[(&str, Convert)] = &[
     ("Range", index::range),
     ("Tile", index::tile),
     ("Trilu", index::trilu),
+    ("GatherElements", index::gather_elements),
+    ("GatherND", index::gather_nd),
     ("Expand", shape::expand),
     ("Shape", shape::shape),
     ("Constant", shape::constant),
