@@ -112,6 +112,46 @@ pub(super) fn sign(ctx: &mut NodeCtx<'_>) -> Out {
     one(ctx.call("where", &[nan, x, s], Attrs::new())?)
 }
 
+/// `Mod(a, b; fmod=0)`: the remainder with the divisor's sign (integers), or with the
+/// dividend's (`fmod=1`, C's `fmod`), as `a - b * trunc(a / b)` plus `b` where the signs
+/// differ. Integer division by zero gives 0 on the host, so `a mod 0` is `a`; float `fmod`
+/// is exact while the quotient fits the float's precision.
+pub(super) fn modulo(ctx: &mut NodeCtx<'_>) -> Out {
+    let (a, b) = (ctx.input(0)?, ctx.input(1)?);
+    let dtype = ctx.tensor_ty(a)?.dtype;
+    let fmod = ctx.flag_or("fmod", false)?;
+    if dtype == DType::Bool || (dtype.is_float() && !fmod) {
+        return Err(ctx.err(format!(
+            "fmod=0 is defined for integers only, got {dtype} (floats need fmod=1)"
+        )));
+    }
+    let q = ctx.call("divide", &[a, b], Attrs::new())?;
+    let q = if dtype.is_float() {
+        // Truncate toward zero: floor above zero, ceil below.
+        let zero = ctx.scalar(dtype, 0.0)?;
+        let below = ctx.call("less", &[q, zero], Attrs::new())?;
+        let up = ctx.call("ceil", &[q], Attrs::new())?;
+        let down = ctx.call("floor", &[q], Attrs::new())?;
+        ctx.call("where", &[below, up, down], Attrs::new())?
+    } else {
+        q
+    };
+    let bq = ctx.call("multiply", &[b, q], Attrs::new())?;
+    let r = ctx.call("subtract", &[a, bq], Attrs::new())?;
+    if fmod {
+        return one(r);
+    }
+    // Python's remainder: add the divisor where the remainder's sign differs from it.
+    let zero = ctx.scalar(dtype, 0.0)?;
+    let r_neg = ctx.call("less", &[r, zero], Attrs::new())?;
+    let b_neg = ctx.call("less", &[b, zero], Attrs::new())?;
+    let differ = ctx.call("not_equal", &[r_neg, b_neg], Attrs::new())?;
+    let nonzero = ctx.call("not_equal", &[r, zero], Attrs::new())?;
+    let fix = ctx.call("logical_and", &[differ, nonzero], Attrs::new())?;
+    let rb = ctx.call("add", &[r, b], Attrs::new())?;
+    one(ctx.call("where", &[fix, rb, r], Attrs::new())?)
+}
+
 /// `IsNaN`: `x != x`.
 pub(super) fn is_nan(ctx: &mut NodeCtx<'_>) -> Out {
     let x = ctx.input(0)?;

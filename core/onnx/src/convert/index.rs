@@ -1,7 +1,9 @@
 //! Ops defined by index arithmetic: `Range` (folded to a constant at import), `Tile` (one
 //! `take` per repeated axis), `Trilu` (a `where` with a constant triangular mask), and
 //! `GatherElements` / `GatherND` (a `take` of rows from the flattened data, at offsets
-//! computed from the indices with integer ops).
+//! computed from the indices with integer ops), `ScatterND` / `ScatterElements` with constant
+//! indices (a `where` between the data and the updates moved into place), and `NonZero` of a
+//! constant (folded: its result's shape is its count).
 //!
 //! Constant indices are checked at import: one out of range is refused naming it. Computed
 //! indices are taken from the end when negative, as ONNX defines; one out of range is clamped
@@ -369,4 +371,193 @@ pub(super) fn gather_nd(ctx: &mut NodeCtx<'_>) -> Out {
     let mut out_shape = rows_shape.to_vec();
     out_shape.extend_from_slice(&shape[split..]);
     one(take_rows(ctx, data, split, rows, &out_shape)?)
+}
+
+/// `NonZero(x)`: the coordinates of the nonzero elements, `[rank, count]` int64. The count is
+/// the result's shape, so `x` must fold to a constant at import.
+pub(super) fn non_zero(ctx: &mut NodeCtx<'_>) -> Out {
+    let t = ctx
+        .const_input(0)?
+        .ok_or_else(|| ctx.err("required input 0 is missing"))?;
+    let shape = t.shape().to_vec();
+    let st = strides(&shape);
+    let nonzero: Vec<usize> = t
+        .to_f64_vec()
+        .iter()
+        .enumerate()
+        .filter(|(_, &v)| v != 0.0)
+        .map(|(i, _)| i)
+        .collect();
+    let rank = shape.len().max(1);
+    let mut coords = vec![0i64; rank * nonzero.len()];
+    for (j, &flat) in nonzero.iter().enumerate() {
+        for (d, &s) in st.iter().enumerate() {
+            coords[d * nonzero.len() + j] = ((flat / s) % shape[d]) as i64;
+        }
+    }
+    let rows = if shape.is_empty() { 1 } else { shape.len() };
+    let coords = &coords[..rows * nonzero.len()];
+    let out = Tensor::from_vec([rows, nonzero.len()], coords.to_vec())
+        .map_err(|e| ctx.err(e.to_string()))?;
+    one(ctx.constant(out))
+}
+
+/// The scatter of updates `rows` (one target row of `data2` per update row) into `data2`
+/// (`[R, C]`), as `where(written, take(updates2, source), data2)`: a later update of a row
+/// replaces an earlier one.
+fn scatter_rows(
+    ctx: &mut NodeCtx<'_>,
+    data2: ExprId,
+    updates2: ExprId,
+    rows: &[usize],
+    count: usize,
+) -> Result<ExprId, OnnxError> {
+    let mut source = vec![0i64; count];
+    let mut written = vec![0.0f64; count];
+    for (j, &r) in rows.iter().enumerate() {
+        source[r] = j as i64;
+        written[r] = 1.0;
+    }
+    let source = Tensor::from_vec([count], source).map_err(|e| ctx.err(e.to_string()))?;
+    let source = ctx.constant(source);
+    let mask = Tensor::from_f64(TensorType::new(vec![count, 1], DType::Bool), &written)
+        .map_err(|e| ctx.err(e.to_string()))?;
+    let mask = ctx.constant(mask);
+    let attrs = Attrs::new().with("axis", 0i64).with("mode", "clip");
+    let moved = ctx.call("take", &[updates2, source], attrs)?;
+    ctx.call("where", &[mask, moved, data2], Attrs::new())
+}
+
+/// The `reduction` attribute of a scatter: only `none` (a later update replaces an earlier one).
+fn plain_scatter(ctx: &NodeCtx<'_>) -> Result<(), OnnxError> {
+    match ctx.str_or("reduction", "none")?.as_str() {
+        "none" => Ok(()),
+        other => Err(ctx.err(format!(
+            "reduction '{other}' is not supported (only 'none')"
+        ))),
+    }
+}
+
+/// Constant, in-range indices of a scatter, as `usize`s counted from the start of each axis.
+fn scatter_indices(ctx: &NodeCtx<'_>, dims: &[usize]) -> Result<Vec<usize>, OnnxError> {
+    let t = ctx
+        .const_input(1)?
+        .ok_or_else(|| ctx.err("required input 1 (indices) is missing"))?;
+    let values = crate::ctx::tensor_ints(&t)
+        .ok_or_else(|| ctx.err(format!("indices must be integers, got {}", t.dtype())))?;
+    values
+        .iter()
+        .enumerate()
+        .map(|(k, &v)| {
+            let dim = dims[k % dims.len()] as i64;
+            let n = if v < 0 { v + dim } else { v };
+            usize::try_from(n)
+                .ok()
+                .filter(|&n| (n as i64) < dim)
+                .ok_or_else(|| {
+                    ctx.err(format!(
+                        "index {v} is out of range for an axis of size {dim}"
+                    ))
+                })
+        })
+        .collect()
+}
+
+/// `x` reshaped to `[rows, row_len]`.
+fn as_rows(
+    ctx: &mut NodeCtx<'_>,
+    x: ExprId,
+    rows: usize,
+    row_len: usize,
+) -> Result<ExprId, OnnxError> {
+    ctx.call(
+        "reshape",
+        &[x],
+        Attrs::new().with("newshape", ctx.dims_i64(&[rows, row_len])?),
+    )
+}
+
+/// `ScatterND(data, indices, updates; reduction="none")`: each index tuple names a slice of
+/// `data` that the matching slice of `updates` replaces. The indices must be constants.
+pub(super) fn scatter_nd(ctx: &mut NodeCtx<'_>) -> Out {
+    plain_scatter(ctx)?;
+    let (data, updates) = (ctx.input(0)?, ctx.input(2)?);
+    let shape = ctx.shape(data)?;
+    let ishape = ctx.shape(ctx.input(1)?)?;
+    let ushape = ctx.shape(updates)?;
+    let Some(&k) = ishape.last() else {
+        return Err(ctx.err("indices must have rank 1 or more"));
+    };
+    let mut want = ishape[..ishape.len() - 1].to_vec();
+    want.extend_from_slice(shape.get(k..).unwrap_or_default());
+    if k > shape.len() || ushape != want {
+        return Err(ctx.err(format!(
+            "updates of shape {ushape:?} and indices of shape {ishape:?} do not fit data of shape {shape:?} (updates must be {want:?})"
+        )));
+    }
+    let idx = scatter_indices(ctx, &shape[..k])?;
+    let st = strides(&shape[..k]);
+    let rows: Vec<usize> = idx
+        .chunks(k.max(1))
+        .map(|tuple| tuple.iter().zip(&st).map(|(&i, &s)| i * s).sum())
+        .collect();
+    let count: usize = shape[..k].iter().product();
+    let row_len: usize = shape[k..].iter().product();
+    let data2 = as_rows(ctx, data, count, row_len)?;
+    let updates2 = as_rows(ctx, updates, rows.len(), row_len)?;
+    let y = scatter_rows(ctx, data2, updates2, &rows, count)?;
+    one(ctx.call(
+        "reshape",
+        &[y],
+        Attrs::new().with("newshape", ctx.dims_i64(&shape)?),
+    )?)
+}
+
+/// `ScatterElements(data, indices, updates; axis=0, reduction="none")`: `updates[.., i, ..]`
+/// replaces `data[.., indices[.., i, ..], ..]` on `axis`. The indices must be constants.
+pub(super) fn scatter_elements(ctx: &mut NodeCtx<'_>) -> Out {
+    plain_scatter(ctx)?;
+    let (data, updates) = (ctx.input(0)?, ctx.input(2)?);
+    let shape = ctx.shape(data)?;
+    let ishape = ctx.shape(ctx.input(1)?)?;
+    let axis = ctx.axis(ctx.int_or("axis", 0)?, shape.len())?;
+    if ctx.shape(updates)? != ishape
+        || ishape.len() != shape.len()
+        || ishape
+            .iter()
+            .zip(&shape)
+            .enumerate()
+            .any(|(d, (&i, &s))| d != axis && i > s)
+    {
+        return Err(ctx.err(format!(
+            "indices and updates of shape {ishape:?} do not fit data of shape {shape:?} off axis {axis}"
+        )));
+    }
+    let idx = scatter_indices(ctx, &[shape[axis]])?;
+    let st = strides(&shape);
+    let ist = strides(&ishape);
+    let rows: Vec<usize> = idx
+        .iter()
+        .enumerate()
+        .map(|(j, &i)| {
+            (0..shape.len())
+                .map(|d| {
+                    (if d == axis {
+                        i
+                    } else {
+                        (j / ist[d]) % ishape[d]
+                    }) * st[d]
+                })
+                .sum()
+        })
+        .collect();
+    let count: usize = shape.iter().product();
+    let data2 = as_rows(ctx, data, count, 1)?;
+    let updates2 = as_rows(ctx, updates, rows.len(), 1)?;
+    let y = scatter_rows(ctx, data2, updates2, &rows, count)?;
+    one(ctx.call(
+        "reshape",
+        &[y],
+        Attrs::new().with("newshape", ctx.dims_i64(&shape)?),
+    )?)
 }

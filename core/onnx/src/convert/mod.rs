@@ -75,6 +75,7 @@ const CONVERTERS: &[(&str, Convert)] = &[
     ("Ceil", elementwise::ceil),
     ("Round", elementwise::round),
     ("Sign", elementwise::sign),
+    ("Mod", elementwise::modulo),
     ("IsNaN", elementwise::is_nan),
     ("IsInf", elementwise::is_inf),
     ("Softplus", elementwise::softplus),
@@ -111,6 +112,7 @@ const CONVERTERS: &[(&str, Convert)] = &[
     // quant.rs
     ("QuantizeLinear", quant::quantize_linear),
     ("DequantizeLinear", quant::dequantize_linear),
+    ("DynamicQuantizeLinear", quant::dynamic_quantize_linear),
     ("QLinearConv", quant::qlinear_conv),
     ("QLinearMatMul", quant::qlinear_matmul),
     ("ConvInteger", quant::conv_integer),
@@ -132,6 +134,9 @@ const CONVERTERS: &[(&str, Convert)] = &[
     ("Trilu", index::trilu),
     ("GatherElements", index::gather_elements),
     ("GatherND", index::gather_nd),
+    ("ScatterND", index::scatter_nd),
+    ("ScatterElements", index::scatter_elements),
+    ("NonZero", index::non_zero),
     ("Expand", shape::expand),
     ("Shape", shape::shape),
     ("Constant", shape::constant),
@@ -150,6 +155,7 @@ const CONVERTERS: &[(&str, Convert)] = &[
     ("ReduceSumSquare", reduce::reduce_sum_square),
     ("ReduceLogSum", reduce::reduce_log_sum),
     ("ReduceLogSumExp", reduce::reduce_log_sum_exp),
+    ("CumSum", reduce::cumsum),
     ("ArgMax", reduce::argmax),
     ("ArgMin", reduce::argmin),
 ];

@@ -258,6 +258,45 @@ pub(super) fn quantize_linear(ctx: &mut NodeCtx<'_>) -> Out {
     one(saturate(ctx, y, dtype)?)
 }
 
+/// `DynamicQuantizeLinear(x)`: uint8 `y`, with the scale and zero point computed from `x`'s
+/// range at run time: `scale = (max(x, 0) - min(x, 0)) / 255` (1 when that range is empty,
+/// as onnxruntime takes it), `zero_point = saturate(round(-min / scale))`,
+/// `y = saturate(round(x / scale) + zero_point)`.
+pub(super) fn dynamic_quantize_linear(ctx: &mut NodeCtx<'_>) -> Out {
+    let x = ctx.input(0)?;
+    let ty = ctx.tensor_ty(x)?;
+    if ty.dtype != DType::Float32 {
+        return Err(ctx.err(format!("quantizes float32, got {}", ty.dtype)));
+    }
+    let all = Attrs::new()
+        .with("axis", AttrValue::None)
+        .with("keepdims", false);
+    let zero = ctx.scalar(DType::Float32, 0.0)?;
+    let lo = ctx.call("min", &[x], all.clone())?;
+    let lo = ctx.call("minimum", &[lo, zero], Attrs::new())?;
+    let hi = ctx.call("max", &[x], all)?;
+    let hi = ctx.call("maximum", &[hi, zero], Attrs::new())?;
+    let span = ctx.call("subtract", &[hi, lo], Attrs::new())?;
+    let levels = ctx.scalar(DType::Float32, 255.0)?;
+    let scale = ctx.call("divide", &[span, levels], Attrs::new())?;
+    let empty = ctx.call("equal", &[span, zero], Attrs::new())?;
+    let one_ = ctx.scalar(DType::Float32, 1.0)?;
+    let scale = ctx.call("where", &[empty, one_, scale], Attrs::new())?;
+    let shift = ctx.call("divide", &[lo, scale], Attrs::new())?;
+    let shift = ctx.call("negative", &[shift], Attrs::new())?;
+    let shift = ctx.call("round", &[shift], Attrs::new())?;
+    let shift = ctx.call(
+        "clip",
+        &[shift],
+        Attrs::new().with("a_min", 0.0).with("a_max", 255.0),
+    )?;
+    let zero_point = ctx.call("cast", &[shift], Attrs::new().with("dtype", DType::UInt8))?;
+    let y = ctx.call("divide", &[x, scale], Attrs::new())?;
+    let y = ctx.call("round", &[y], Attrs::new())?;
+    let y = ctx.call("add", &[y, shift], Attrs::new())?;
+    Ok(vec![saturate(ctx, y, DType::UInt8)?, scale, zero_point])
+}
+
 /// `DequantizeLinear(x, scale, zero_point)`: `(x - zero_point) * scale` in float32.
 pub(super) fn dequantize_linear(ctx: &mut NodeCtx<'_>) -> Out {
     let x = ctx.input(0)?;

@@ -1,11 +1,13 @@
 //! Reductions: `ReduceMean/Sum/Max/Min/Prod` onto `mean`/`sum`/`max`/`min`/`prod`; `ReduceL1`,
 //! `ReduceL2`, `ReduceSumSquare`, `ReduceLogSum` and `ReduceLogSumExp` as elementwise ops
 //! around `sum` (`ReduceLogSumExp` subtracts the maximum first, as onnxruntime does, so it does
-//! not overflow); `ArgMax/ArgMin` onto `argmax`/`argmin` (cast to ONNX's int64 result).
+//! not overflow); `ArgMax/ArgMin` onto `argmax`/`argmin` (cast to ONNX's int64 result); and the
+//! scan `CumSum`.
 
 use super::one;
 use crate::ctx::NodeCtx;
 use crate::OnnxError;
+use byoc_ir::tensor::Tensor;
 use byoc_ir::{AttrValue, Attrs, DType, ExprId};
 
 type Out = Result<Vec<ExprId>, OnnxError>;
@@ -165,4 +167,85 @@ pub(super) fn argmax(ctx: &mut NodeCtx<'_>) -> Out {
 /// `ArgMin(axis=0, keepdims=1, select_last_index=0)`.
 pub(super) fn argmin(ctx: &mut NodeCtx<'_>) -> Out {
     arg_reduce(ctx, "argmin")
+}
+
+/// `x` with the elements along `axis` in reverse order.
+fn reversed(ctx: &mut NodeCtx<'_>, x: ExprId, axis: usize) -> Result<ExprId, OnnxError> {
+    let len = ctx.shape(x)?[axis];
+    let idx: Vec<i64> = (0..len as i64).rev().collect();
+    take_along(ctx, x, axis, idx)
+}
+
+/// The elements `idx` of `x` along `axis`.
+fn take_along(
+    ctx: &mut NodeCtx<'_>,
+    x: ExprId,
+    axis: usize,
+    idx: Vec<i64>,
+) -> Result<ExprId, OnnxError> {
+    let idx = Tensor::from_vec([idx.len()], idx).map_err(|e| ctx.err(e.to_string()))?;
+    let idx = ctx.constant(idx);
+    ctx.call(
+        "take",
+        &[x, idx],
+        Attrs::new().with("axis", axis as i64).with("mode", "clip"),
+    )
+}
+
+/// `x` moved `by` places along `axis`, zeros shifted in at the start.
+fn shifted(ctx: &mut NodeCtx<'_>, x: ExprId, axis: usize, by: usize) -> Result<ExprId, OnnxError> {
+    let t = ctx.tensor_ty(x)?;
+    let len = t.shape[axis];
+    let mut zeros = t.shape.clone();
+    zeros[axis] = by.min(len);
+    let zeros = ctx.call(
+        "zeros",
+        &[],
+        Attrs::new()
+            .with("shape", ctx.dims_i64(&zeros)?)
+            .with("dtype", t.dtype),
+    )?;
+    if by >= len {
+        return Ok(zeros);
+    }
+    let kept = take_along(ctx, x, axis, (0..(len - by) as i64).collect())?;
+    let parts = ctx.tuple(&[zeros, kept])?;
+    ctx.call(
+        "concatenate",
+        &[parts],
+        Attrs::new().with("axis", axis as i64),
+    )
+}
+
+/// `CumSum(x, axis; exclusive=0, reverse=0)`: the running sum along `axis` (a constant), as
+/// `ceil(log2 n)` shifted adds (Hillis and Steele's scan), exact for integers; `reverse`
+/// scans from the end, `exclusive` leaves each element out of its own sum.
+pub(super) fn cumsum(ctx: &mut NodeCtx<'_>) -> Out {
+    let x = ctx.input(0)?;
+    let t = ctx.tensor_ty(x)?;
+    if t.dtype == DType::Bool {
+        return Err(ctx.err("requires a numeric input, got bool"));
+    }
+    let axis = match ctx.const_ints(1)? {
+        Some(v) if v.len() == 1 => ctx.axis(v[0], t.rank())?,
+        Some(v) => return Err(ctx.err(format!("axis must be one integer, got {v:?}"))),
+        None => return Err(ctx.err("required input 1 (axis) is missing")),
+    };
+    let reverse = ctx.flag_or("reverse", false)?;
+    let exclusive = ctx.flag_or("exclusive", false)?;
+    let len = t.shape[axis];
+    let mut y = if reverse { reversed(ctx, x, axis)? } else { x };
+    let mut step = 1;
+    while step < len {
+        let s = shifted(ctx, y, axis, step)?;
+        y = ctx.call("add", &[y, s], Attrs::new())?;
+        step *= 2;
+    }
+    if exclusive && len > 0 {
+        y = shifted(ctx, y, axis, 1)?;
+    }
+    if reverse {
+        y = reversed(ctx, y, axis)?;
+    }
+    one(y)
 }
