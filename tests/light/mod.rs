@@ -19,7 +19,8 @@
 //! The same files also run the committed transformer, vision and speech fixtures
 //! (`scripts/fixtures/gen_transformers.py`: BERT, DistilBERT, GPT-2, ViT, a Whisper-style
 //! encoder, ConvNeXt and EfficientNet in small configs with seeded random weights, from both of
-//! PyTorch's exporters): one folder each under `tests/data/transformers/` with `model.onnx`,
+//! PyTorch's exporters, and BERT and ViT as onnxruntime's transformer optimizer fuses them into
+//! `com.microsoft` ops): one folder each under `tests/data/transformers/` with `model.onnx`,
 //! `input.npz` and onnxruntime's `expected.npz`. Those are in the repository, so their tests
 //! are not ignored.
 //!
@@ -118,6 +119,7 @@ macro_rules! fixture_tests {
     () => {
         light::fixture_tests!(
             bert_dyn,
+            bert_ort,
             bert_ts,
             convnext_dyn,
             convnext_ts,
@@ -127,6 +129,7 @@ macro_rules! fixture_tests {
             efficientnet_ts,
             gpt2_dyn,
             vit_dyn,
+            vit_ort,
             vit_ts,
             whisper_encoder_dyn,
             whisper_encoder_ts

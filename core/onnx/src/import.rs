@@ -131,7 +131,7 @@ fn node_ref(node: &NodeProto, index: usize) -> NodeRef {
 fn check_supported(graph: &GraphProto) -> Result<(), OnnxError> {
     let mut missing: BTreeMap<String, UnsupportedOp> = BTreeMap::new();
     for (i, node) in graph.node.iter().enumerate() {
-        if is_default_domain(node) && converter(&node.op_type).is_some() {
+        if converter(&node.domain, &node.op_type).is_some() {
             continue;
         }
         let op_type = if is_default_domain(node) {
@@ -486,7 +486,7 @@ fn convert_node<'g>(
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
-    let convert = converter(&node.op_type)
+    let convert = converter(&node.domain, &node.op_type)
         .or_else(|| fused_converter(&node.op_type))
         .ok_or_else(|| OnnxError::UnsupportedOps {
             ops: vec![UnsupportedOp {

@@ -1,4 +1,4 @@
-//! The ONNX importer: an ONNX model (opsets 7 to 21) becomes a [`Module`] whose `@main` uses
+//! The ONNX importer: an ONNX model (opsets 7 to 23) becomes a [`Module`] whose `@main` uses
 //! Relay-named ops.
 //!
 //! - The protobuf is decoded by hand-written `prost` messages ([`proto`]); no `protoc` needed.
@@ -46,7 +46,7 @@ use byoc_ir::Module;
 /// The lowest default-domain opset the importer accepts.
 pub const MIN_OPSET: i64 = 7;
 /// The highest default-domain opset the importer accepts.
-pub const MAX_OPSET: i64 = 21;
+pub const MAX_OPSET: i64 = 23;
 
 /// Options of the import.
 #[derive(Clone, Debug, Default)]

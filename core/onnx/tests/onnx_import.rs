@@ -87,7 +87,7 @@ fn unsupported_ops_are_listed_with_counts() {
     assert_eq!(
         err,
         "unsupported ONNX ops: Celu (2 nodes, first 'celu_first'), Det (1 node, first 'det0'), \
-         com.microsoft.Gelu (1 node, first 'ms_gelu')"
+         com.microsoft.NhwcConv (1 node, first 'ms_nhwc_conv')"
     );
     let e = import_file(data_dir().join("errors/unsupported.onnx"), &no_opts()).unwrap_err();
     match e {

@@ -152,7 +152,7 @@ fn unsupported_opsets_are_errors() {
         let bytes = model(vec![node("relu", "Relu", &["x"], &["y"])], &["y"], opset);
         assert_eq!(
             import_err(&bytes),
-            format!("ONNX opset {opset} is not supported (supported: 7 to 21)")
+            format!("ONNX opset {opset} is not supported (supported: 7 to 23)")
         );
     }
 }

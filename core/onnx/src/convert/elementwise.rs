@@ -227,33 +227,39 @@ pub(super) fn mish(ctx: &mut NodeCtx<'_>) -> Out {
 /// `x * (tanh(sqrt(2 / pi) * (x + 0.044715 x^3)) + 1) * 0.5`.
 pub(super) fn gelu(ctx: &mut NodeCtx<'_>) -> Out {
     let x = ctx.input(0)?;
-    let dtype = float_dtype(ctx, x)?;
-    let inner = match ctx.str_or("approximate", "none")?.as_str() {
-        "none" => {
-            let root2 = ctx.scalar(dtype, std::f64::consts::SQRT_2)?;
-            let scaled = ctx.call("divide", &[x, root2], Attrs::new())?;
-            ctx.call("erf", &[scaled], Attrs::new())?
-        }
-        "tanh" => {
-            let c = ctx.scalar(dtype, (2.0 / std::f64::consts::PI).sqrt())?;
-            let k = ctx.scalar(dtype, 0.044715)?;
-            let x2 = ctx.call("multiply", &[x, x], Attrs::new())?;
-            let x3 = ctx.call("multiply", &[x2, x], Attrs::new())?;
-            let kx3 = ctx.call("multiply", &[k, x3], Attrs::new())?;
-            let sum = ctx.call("add", &[x, kx3], Attrs::new())?;
-            let arg = ctx.call("multiply", &[c, sum], Attrs::new())?;
-            ctx.call("tanh", &[arg], Attrs::new())?
-        }
+    let tanh = match ctx.str_or("approximate", "none")?.as_str() {
+        "none" => false,
+        "tanh" => true,
         other => {
             return Err(ctx.err(format!(
                 "attribute 'approximate' is '{other}'; ONNX defines 'none' and 'tanh'"
             )))
         }
     };
+    one(gelu_of(ctx, x, tanh)?)
+}
+
+/// GELU of `x`: the erf form, or the tanh approximation.
+pub(super) fn gelu_of(ctx: &mut NodeCtx<'_>, x: ExprId, tanh: bool) -> Result<ExprId, OnnxError> {
+    let dtype = float_dtype(ctx, x)?;
+    let inner = if tanh {
+        let c = ctx.scalar(dtype, (2.0 / std::f64::consts::PI).sqrt())?;
+        let k = ctx.scalar(dtype, 0.044715)?;
+        let x2 = ctx.call("multiply", &[x, x], Attrs::new())?;
+        let x3 = ctx.call("multiply", &[x2, x], Attrs::new())?;
+        let kx3 = ctx.call("multiply", &[k, x3], Attrs::new())?;
+        let sum = ctx.call("add", &[x, kx3], Attrs::new())?;
+        let arg = ctx.call("multiply", &[c, sum], Attrs::new())?;
+        ctx.call("tanh", &[arg], Attrs::new())?
+    } else {
+        let root2 = ctx.scalar(dtype, std::f64::consts::SQRT_2)?;
+        let scaled = ctx.call("divide", &[x, root2], Attrs::new())?;
+        ctx.call("erf", &[scaled], Attrs::new())?
+    };
     let (one_, half) = (ctx.scalar(dtype, 1.0)?, ctx.scalar(dtype, 0.5)?);
     let plus = ctx.call("add", &[inner, one_], Attrs::new())?;
     let xp = ctx.call("multiply", &[x, plus], Attrs::new())?;
-    one(ctx.call("multiply", &[xp, half], Attrs::new())?)
+    ctx.call("multiply", &[xp, half], Attrs::new())
 }
 
 /// `Pow`: the exponent is cast to the base's dtype (ONNX allows them to differ from opset 12).

@@ -9,12 +9,14 @@ mod einsum;
 mod elementwise;
 mod index;
 mod matmul;
+mod microsoft;
 mod nn;
 mod quant;
 mod recurrent;
 mod reduce;
 mod resize;
 mod shape;
+mod transformer;
 
 use super::ctx::NodeCtx;
 use super::OnnxError;
@@ -23,13 +25,34 @@ use byoc_ir::ExprId;
 /// A converter: the node's output values in order.
 pub(crate) type Convert = fn(&mut NodeCtx<'_>) -> Result<Vec<ExprId>, OnnxError>;
 
-/// The converter of default-domain op `op_type`.
-pub(crate) fn converter(op_type: &str) -> Option<Convert> {
-    CONVERTERS
+/// The converter of op `op_type` of `domain`: the default domain (`""` or `ai.onnx`) or
+/// onnxruntime's `com.microsoft`.
+pub(crate) fn converter(domain: &str, op_type: &str) -> Option<Convert> {
+    let table = match domain {
+        "" | "ai.onnx" => CONVERTERS,
+        "com.microsoft" => MICROSOFT,
+        _ => return None,
+    };
+    table
         .iter()
         .find(|(name, _)| *name == op_type)
         .map(|&(_, f)| f)
 }
+
+/// The supported `com.microsoft` ops (microsoft.rs).
+const MICROSOFT: &[(&str, Convert)] = &[
+    ("Attention", microsoft::attention),
+    ("EmbedLayerNormalization", microsoft::embed_layer_norm),
+    ("SkipLayerNormalization", microsoft::skip_layer_norm),
+    (
+        "SkipSimplifiedLayerNormalization",
+        microsoft::skip_simplified_layer_norm,
+    ),
+    ("BiasGelu", microsoft::bias_gelu),
+    ("FastGelu", microsoft::fast_gelu),
+    ("Gelu", microsoft::gelu),
+    ("QuickGelu", microsoft::quick_gelu),
+];
 
 /// The converter of a node that [`super::qdq::fuse`] made from a QDQ group.
 pub(crate) fn fused_converter(op_type: &str) -> Option<Convert> {
@@ -105,6 +128,10 @@ const CONVERTERS: &[(&str, Convert)] = &[
     ("RNN", recurrent::rnn),
     ("GRU", recurrent::gru),
     ("LSTM", recurrent::lstm),
+    // transformer.rs
+    ("Attention", transformer::attention),
+    ("RMSNormalization", transformer::rms_norm),
+    ("RotaryEmbedding", transformer::rotary_embedding),
     // matmul.rs
     ("Gemm", matmul::gemm),
     ("MatMul", matmul::matmul),

@@ -369,6 +369,23 @@ pub(super) fn layer_norm(ctx: &mut NodeCtx<'_>) -> Out {
     one(y)
 }
 
+/// `nn.layer_norm` of `x` over its last axis with `gamma`, and `beta` or no shift.
+pub(super) fn layer_norm_last(
+    ctx: &mut NodeCtx<'_>,
+    x: ExprId,
+    gamma: ExprId,
+    beta: Option<ExprId>,
+    epsilon: f64,
+) -> Result<ExprId, OnnxError> {
+    let t = ctx.tensor_ty(x)?;
+    let beta = match beta {
+        Some(b) => b,
+        None => filled(ctx, t.dtype, t.shape.last().copied().unwrap_or(0), 0.0)?,
+    };
+    let attrs = Attrs::new().with("axis", -1i64).with("epsilon", epsilon);
+    ctx.call("nn.layer_norm", &[x, gamma, beta], attrs)
+}
+
 /// A 1-D constant of `len` copies of `value`.
 fn filled(
     ctx: &mut NodeCtx<'_>,

@@ -219,6 +219,17 @@ fn quant_axis(ctx: &NodeCtx<'_>, shape: &[usize]) -> Result<(usize, Option<usize
     Ok((shape.len() - 1 - axis, Some(shape[axis])))
 }
 
+/// Refuses an element-type attribute (opset 23's `precision` of `QuantizeLinear`,
+/// `output_dtype` of `DequantizeLinear`) other than float32, the type these ops compute in.
+fn float32_only(ctx: &NodeCtx<'_>, attr: &str) -> Result<(), OnnxError> {
+    match ctx.attr_int(attr)? {
+        None | Some(0) | Some(1) => Ok(()),
+        Some(code) => Err(ctx.err(format!(
+            "attribute '{attr}' is element type {code}; only float32 (1) is supported"
+        ))),
+    }
+}
+
 /// `QuantizeLinear(x, scale, zero_point)`: `saturate(round(x / scale) + zero_point)`.
 pub(super) fn quantize_linear(ctx: &mut NodeCtx<'_>) -> Out {
     let x = ctx.input(0)?;
@@ -230,6 +241,7 @@ pub(super) fn quantize_linear(ctx: &mut NodeCtx<'_>) -> Out {
             ty.dtype
         )));
     }
+    float32_only(ctx, "precision")?;
     let (trailing, len) = quant_axis(ctx, &ty.shape)?;
     let q = qparams(ctx, (1, 2), DType::Float32, len)?;
     let dtype = match (q.dtype, ctx.attr_int("output_dtype")?) {
@@ -308,6 +320,7 @@ pub(super) fn dequantize_linear(ctx: &mut NodeCtx<'_>) -> Out {
             ty.dtype
         )));
     }
+    float32_only(ctx, "output_dtype")?;
     let (trailing, len) = quant_axis(ctx, &ty.shape)?;
     let q = qparams(ctx, (1, 2), ty.dtype, len)?;
     let mut y = ctx.call("cast", &[x], Attrs::new().with("dtype", DType::Float32))?;

@@ -1,4 +1,4 @@
-//! `Resize` (opsets 10 to 21) and `Upsample` (7 to 9) onto `image.resize2d` over NCHW.
+//! `Resize` (opsets 10 to 23) and `Upsample` (7 to 9) onto `image.resize2d` over NCHW.
 //!
 //! The output size comes from `sizes` or `floor(input * scales)`; only the two spatial dims
 //! may change. Given `scales` also travel as the call's `scale` attribute, because the
