@@ -63,7 +63,7 @@ pub(crate) fn import(
     let used = used_values(graph);
     for &index in &order {
         let node = &graph.node[index];
-        convert_node(&mut g, node, node_ref(node, index), &mut values, &used)?;
+        convert_any(&mut g, node, node_ref(node, index), &mut values, &used)?;
     }
 
     let mut outputs = Vec::with_capacity(graph.output.len());
@@ -116,6 +116,57 @@ fn is_default_domain(node: &NodeProto) -> bool {
     node.domain.is_empty() || node.domain == "ai.onnx"
 }
 
+/// An `If`, which the importer inlines ([`inline_if`]) rather than converts.
+fn is_if(node: &NodeProto) -> bool {
+    is_default_domain(node) && node.op_type == "If"
+}
+
+/// The subgraphs of a node's attributes (`If`'s branches).
+fn subgraphs(node: &NodeProto) -> impl Iterator<Item = &GraphProto> {
+    node.attribute.iter().filter_map(|a| a.g.as_deref())
+}
+
+/// The outer values a node's subgraphs read: names their nodes use that the subgraph itself
+/// (its inputs, initializers and nodes) does not define, at any depth.
+fn captured(node: &NodeProto) -> Vec<&str> {
+    let mut out = Vec::new();
+    for graph in subgraphs(node) {
+        let mut defined: HashSet<&str> = graph
+            .initializer
+            .iter()
+            .map(|t| t.name.as_str())
+            .chain(graph.input.iter().map(|i| i.name.as_str()))
+            .collect();
+        let mut reads = Vec::new();
+        for inner in &graph.node {
+            for name in inner
+                .input
+                .iter()
+                .map(String::as_str)
+                .chain(captured(inner))
+            {
+                if !defined.contains(name) {
+                    reads.push(name);
+                }
+            }
+            defined.extend(inner.output.iter().map(String::as_str));
+        }
+        reads.extend(
+            graph
+                .output
+                .iter()
+                .map(|o| o.name.as_str())
+                .filter(|name| !defined.contains(name)),
+        );
+        for name in reads {
+            if !name.is_empty() && !out.contains(&name) {
+                out.push(name);
+            }
+        }
+    }
+    out
+}
+
 fn node_ref(node: &NodeProto, index: usize) -> NodeRef {
     NodeRef {
         name: if node.name.is_empty() {
@@ -131,7 +182,7 @@ fn node_ref(node: &NodeProto, index: usize) -> NodeRef {
 fn check_supported(graph: &GraphProto) -> Result<(), OnnxError> {
     let mut missing: BTreeMap<String, UnsupportedOp> = BTreeMap::new();
     for (i, node) in graph.node.iter().enumerate() {
-        if converter(&node.domain, &node.op_type).is_some() {
+        if converter(&node.domain, &node.op_type).is_some() || is_if(node) {
             continue;
         }
         let op_type = if is_default_domain(node) {
@@ -260,12 +311,13 @@ fn topological_order(graph: &GraphProto) -> Result<Vec<usize>, OnnxError> {
     let mut pending = vec![0u32; n];
     let mut users: Vec<Vec<usize>> = vec![Vec::new(); n];
     for (i, node) in graph.node.iter().enumerate() {
-        for input in node.input.iter().filter(|x| !x.is_empty()) {
-            match producer.get(input.as_str()) {
+        let reads = node.input.iter().map(String::as_str).chain(captured(node));
+        for input in reads.filter(|x| !x.is_empty()) {
+            match producer.get(input) {
                 None => {
                     return Err(OnnxError::UndefinedInput {
                         node: node_ref(node, i),
-                        input: input.clone(),
+                        input: input.to_string(),
                     })
                 }
                 Some(None) => {}
@@ -451,15 +503,104 @@ pub(crate) fn sanitize(name: &str, used: &mut HashSet<String>) -> String {
     candidate
 }
 
-/// Every value name that a node reads or the graph returns.
+/// Every value name that a node reads (inside its subgraphs too) or the graph returns.
 fn used_values(graph: &GraphProto) -> HashSet<&str> {
     graph
         .node
         .iter()
-        .flat_map(|n| n.input.iter())
-        .chain(graph.output.iter().map(|o| &o.name))
-        .map(String::as_str)
+        .flat_map(|n| n.input.iter().map(String::as_str).chain(captured(n)))
+        .chain(graph.output.iter().map(|o| o.name.as_str()))
         .collect()
+}
+
+/// Converts one node: an `If` by inlining its taken branch, any other by its converter.
+fn convert_any<'g>(
+    g: &mut Graph,
+    node: &'g NodeProto,
+    at: NodeRef,
+    values: &mut HashMap<&'g str, ExprId>,
+    used: &HashSet<&str>,
+) -> Result<(), OnnxError> {
+    if is_if(node) {
+        inline_if(g, node, at, values, used)
+    } else {
+        convert_node(g, node, at, values, used)
+    }
+}
+
+/// Converts an `If` whose condition is a constant at import (a shape test, a flag
+/// initializer): the nodes of the branch it takes are converted in place, seeing every outer
+/// value, and the branch's outputs become the node's. A condition computed from graph inputs
+/// is refused naming the node.
+fn inline_if<'g>(
+    g: &mut Graph,
+    node: &'g NodeProto,
+    at: NodeRef,
+    values: &mut HashMap<&'g str, ExprId>,
+    used: &HashSet<&str>,
+) -> Result<(), OnnxError> {
+    let err = |reason: String| OnnxError::Node {
+        node: at.clone(),
+        reason,
+    };
+    let cond_name = node
+        .input
+        .first()
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| err("required input 0 (cond) is missing".into()))?;
+    let cond = *values
+        .get(cond_name.as_str())
+        .ok_or_else(|| OnnxError::UndefinedInput {
+            node: at.clone(),
+            input: cond_name.clone(),
+        })?;
+    let taken = match g.b.get(cond).and_then(|e| e.as_constant()) {
+        Some(t) => match t.to_f64_vec().as_slice() {
+            [v] => *v != 0.0,
+            v => return Err(err(format!("the condition holds {} values, not one", v.len()))),
+        },
+        None => {
+            return Err(err(format!(
+                "the condition '{cond_name}' is computed from graph inputs at run time; only an If whose condition folds to a constant at import is supported"
+            )))
+        }
+    };
+    let branch_name = if taken { "then_branch" } else { "else_branch" };
+    let branch = node
+        .attribute
+        .iter()
+        .find(|a| a.name == branch_name)
+        .and_then(|a| a.g.as_deref())
+        .ok_or_else(|| err(format!("attribute '{branch_name}' (a graph) is missing")))?;
+    if branch.output.len() != node.output.len() {
+        return Err(err(format!(
+            "{branch_name} has {} outputs, the node {}",
+            branch.output.len(),
+            node.output.len()
+        )));
+    }
+    for t in &branch.initializer {
+        let tensor = tensor_from_proto(t, g.base_dir.as_deref())?;
+        values.insert(t.name.as_str(), g.b.constant(tensor));
+    }
+    let mut inner_used = used_values(branch);
+    inner_used.extend(used.iter().copied());
+    for (i, inner) in branch.node.iter().enumerate() {
+        convert_any(g, inner, node_ref(inner, i), values, &inner_used)?;
+    }
+    for (out, result) in node.output.iter().zip(&branch.output) {
+        if out.is_empty() {
+            continue;
+        }
+        let id = *values.get(result.name.as_str()).ok_or_else(|| {
+            err(format!(
+                "{branch_name} does not compute its output '{}'",
+                result.name
+            ))
+        })?;
+        values.insert(out.as_str(), id);
+    }
+    Ok(())
 }
 
 /// Converts one node and records its outputs. An output the converter does not compute (an

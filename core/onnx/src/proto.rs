@@ -2,8 +2,9 @@
 //!
 //! The structs are written by hand with `prost`'s derive, so building byoc needs neither
 //! `protoc` nor a build script. Field numbers and wire types follow `onnx/onnx.proto`; fields the
-//! importer does not use (doc strings, training info, sparse tensors, subgraph attributes,
-//! functions) are left out and skipped by the decoder like any unknown field.
+//! importer does not use (doc strings, training info, sparse tensors, lists of subgraphs,
+//! functions) are left out and skipped by the decoder like any unknown field. A subgraph
+//! attribute (`If`'s branches) is read; prost's recursion limit bounds how deep they nest.
 
 // The derive generates accessors and `Default`s that not every field needs.
 #![allow(
@@ -106,6 +107,9 @@ pub struct AttributeProto {
     /// A tensor value.
     #[prost(message, optional, tag = "5")]
     pub t: Option<TensorProto>,
+    /// A graph value (a subgraph, such as `If`'s branches).
+    #[prost(message, optional, boxed, tag = "6")]
+    pub g: Option<Box<GraphProto>>,
     /// A list of floats.
     #[prost(float, repeated, tag = "7")]
     pub floats: Vec<f32>,
