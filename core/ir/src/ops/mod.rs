@@ -22,6 +22,7 @@ pub mod slice;
 
 pub use slice::strided_slice_window;
 pub mod softmax;
+pub mod sort;
 pub mod support;
 pub mod transform;
 pub mod vision;
@@ -47,6 +48,7 @@ pub(crate) fn builtin_ops() -> Vec<OpDef> {
     pool::register(&mut ops);
     norm::register(&mut ops);
     softmax::register(&mut ops);
+    sort::register(&mut ops);
     activation::register(&mut ops);
     pad::register(&mut ops);
     resize::register(&mut ops);

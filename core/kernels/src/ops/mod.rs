@@ -21,6 +21,7 @@ mod resize;
 mod select;
 mod slice;
 mod softmax;
+mod sort;
 mod support;
 mod transform;
 mod vision;
@@ -47,6 +48,7 @@ pub(crate) fn register(builders: &mut Builders) {
     select::register(builders);
     slice::register(builders);
     softmax::register(builders);
+    sort::register(builders);
     transform::register(builders);
     vision::register(builders);
 }

@@ -78,9 +78,50 @@ pub(super) fn gemm(ctx: &mut NodeCtx<'_>) -> Out {
     one(y)
 }
 
+/// The numpy broadcast of two shapes, or `None` when they do not broadcast.
+fn broadcast_dims(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
+    let rank = a.len().max(b.len());
+    (0..rank)
+        .map(|i| {
+            let da = (i + a.len()).checked_sub(rank).map_or(1, |j| a[j]);
+            let db = (i + b.len()).checked_sub(rank).map_or(1, |j| b[j]);
+            match (da, db) {
+                (x, y) if x == y => Some(x),
+                (1, y) => Some(y),
+                (x, 1) => Some(x),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// `x` (a matrix stack of shape `shape`) with its batch dims broadcast to `batch`: unit dims
+/// repeated by a `take` of index 0.
+fn broadcast_batch(
+    ctx: &mut NodeCtx<'_>,
+    x: ExprId,
+    shape: &[usize],
+    batch: &[usize],
+) -> Result<ExprId, OnnxError> {
+    let mut full = vec![1; batch.len() + 2 - shape.len()];
+    full.extend_from_slice(shape);
+    let mut x = reshape(ctx, x, &full)?;
+    for (axis, &d) in batch.iter().enumerate() {
+        if full[axis] == d {
+            continue;
+        }
+        let idx = byoc_ir::tensor::Tensor::from_vec([d], vec![0i64; d])
+            .map_err(|e| ctx.err(e.to_string()))?;
+        let idx = ctx.constant(idx);
+        let attrs = Attrs::new().with("axis", axis as i64).with("mode", "clip");
+        x = ctx.call("take", &[x, idx], attrs)?;
+    }
+    Ok(x)
+}
+
 /// `MatMul` with numpy semantics: 1-D operands are promoted and the added dim removed; a
 /// matrix right operand gives `nn.dense` over the flattened batch; batched right operands give
-/// `nn.batch_matmul` (batch dims equal, or one side without batch).
+/// `nn.batch_matmul`, batch dims broadcast as numpy does (unit dims repeated).
 pub(super) fn matmul(ctx: &mut NodeCtx<'_>) -> Out {
     let (a, b) = (ctx.input(0)?, ctx.input(1)?);
     one(matmul_values(ctx, a, b, Attrs::new())?)
@@ -134,19 +175,31 @@ pub(super) fn matmul_values(
     } else {
         let pa: usize = batch_a.iter().product();
         let pb: usize = batch_b.iter().product();
-        let batch = if pa == 1 || batch_a == batch_b {
-            batch_b.to_vec()
-        } else if pb == 1 {
-            batch_a.to_vec()
+        if pa == 1 || pb == 1 || batch_a == batch_b {
+            let batch = if pa == 1 || batch_a == batch_b {
+                batch_b.to_vec()
+            } else {
+                batch_a.to_vec()
+            };
+            let a3 = reshape(ctx, a, &[pa, m, k])?;
+            let b3 = reshape(ctx, b, &[pb, k, n])?;
+            let bt = transpose(ctx, b3, &[0, 2, 1])?;
+            (batch, ctx.call("nn.batch_matmul", &[a3, bt], attrs)?)
         } else {
-            return Err(ctx.err(format!(
-                "batch dimensions {batch_a:?} and {batch_b:?} differ (only equal batches or a batch of one are supported)"
-            )));
-        };
-        let a3 = reshape(ctx, a, &[pa, m, k])?;
-        let b3 = reshape(ctx, b, &[pb, k, n])?;
-        let bt = transpose(ctx, b3, &[0, 2, 1])?;
-        (batch, ctx.call("nn.batch_matmul", &[a3, bt], attrs)?)
+            // numpy broadcasting of the batch dims: each operand's unit dims repeated.
+            let batch = broadcast_dims(batch_a, batch_b).ok_or_else(|| {
+                ctx.err(format!(
+                    "batch dimensions {batch_a:?} and {batch_b:?} do not broadcast"
+                ))
+            })?;
+            let p: usize = batch.iter().product();
+            let a = broadcast_batch(ctx, a, &sa, &batch)?;
+            let b = broadcast_batch(ctx, b, &sb, &batch)?;
+            let a3 = reshape(ctx, a, &[p, m, k])?;
+            let b3 = reshape(ctx, b, &[p, k, n])?;
+            let bt = transpose(ctx, b3, &[0, 2, 1])?;
+            (batch, ctx.call("nn.batch_matmul", &[a3, bt], attrs)?)
+        }
     };
     let mut out = batch;
     if !a_vector {

@@ -183,6 +183,7 @@ const CONVERTERS: &[(&str, Convert)] = &[
     ("ReduceLogSum", reduce::reduce_log_sum),
     ("ReduceLogSumExp", reduce::reduce_log_sum_exp),
     ("CumSum", reduce::cumsum),
+    ("TopK", reduce::topk),
     ("ArgMax", reduce::argmax),
     ("ArgMin", reduce::argmin),
 ];

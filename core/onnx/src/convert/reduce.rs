@@ -1,8 +1,8 @@
 //! Reductions: `ReduceMean/Sum/Max/Min/Prod` onto `mean`/`sum`/`max`/`min`/`prod`; `ReduceL1`,
 //! `ReduceL2`, `ReduceSumSquare`, `ReduceLogSum` and `ReduceLogSumExp` as elementwise ops
 //! around `sum` (`ReduceLogSumExp` subtracts the maximum first, as onnxruntime does, so it does
-//! not overflow); `ArgMax/ArgMin` onto `argmax`/`argmin` (cast to ONNX's int64 result); and the
-//! scan `CumSum`.
+//! not overflow); `ArgMax/ArgMin` onto `argmax`/`argmin` (cast to ONNX's int64 result), `TopK`
+//! onto `topk`; and the scan `CumSum`.
 
 use super::one;
 use crate::ctx::NodeCtx;
@@ -248,4 +248,36 @@ pub(super) fn cumsum(ctx: &mut NodeCtx<'_>) -> Out {
         y = reversed(ctx, y, axis)?;
     }
     one(y)
+}
+
+/// `TopK(X, K; axis=-1, largest=1, sorted=1)` onto `topk` (int64 indices): `K` is an
+/// attribute before opset 10 and a constant input from it. The results are always sorted
+/// (`sorted=0` leaves the order to the backend).
+pub(super) fn topk(ctx: &mut NodeCtx<'_>) -> Out {
+    let x = ctx.input(0)?;
+    let rank = ctx.rank(x)?;
+    let k = if ctx.opset() < 10 {
+        ctx.attr_int("k")?
+            .ok_or_else(|| ctx.err("attribute 'k' is required"))?
+    } else {
+        match ctx.const_ints(1)?.as_deref() {
+            Some([k]) => *k,
+            Some(v) => return Err(ctx.err(format!("K must hold one integer, got {v:?}"))),
+            None => return Err(ctx.err("required input 1 (K) is missing")),
+        }
+    };
+    let axis = ctx.axis(ctx.int_or("axis", -1)?, rank)? as i64;
+    let largest = ctx.flag_or("largest", true)?;
+    ctx.flag_or("sorted", true)?;
+    let attrs = Attrs::new()
+        .with("k", k)
+        .with("axis", axis)
+        .with("ret_type", "both")
+        .with("is_ascend", !largest)
+        .with("dtype", "int64");
+    let both = ctx.call("topk", &[x], attrs)?;
+    Ok(vec![
+        ctx.tuple_get_item(both, 0)?,
+        ctx.tuple_get_item(both, 1)?,
+    ])
 }
