@@ -1679,15 +1679,15 @@ fn host_codegen_llvm_is_the_default_and_kernels_selects_the_reference() {
 #[test]
 fn host_codegen_falls_back_with_a_note_and_strict_refuses() {
     let model = write(
-        "erf.relay",
-        "def @main(%x: Tensor[(4, 8), float32]) {\n  %0 = erf(%x);\n  multiply(%0, 2f)\n}\n",
+        "leaky.relay",
+        "def @main(%x: Tensor[(4, 8), float32]) {\n  %0 = nn.leaky_relu(%x, alpha=0.1f);\n  multiply(%0, 2f)\n}\n",
     );
     let m = model.to_str().expect("utf-8 temp path");
     // The default host code generator notes the fallback.
     let out = byoc(&["run", m, "--random-inputs", "1", "--profile"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("host-codegen: @host_fused_0 (erf, multiply) runs on the reference kernels: erf: not supported"),
+        stderr(&out).contains("host-codegen: @host_fused_0 (nn.leaky_relu, multiply) runs on the reference kernels: nn.leaky_relu: not supported"),
         "{}",
         stderr(&out)
     );
@@ -1700,7 +1700,10 @@ fn host_codegen_falls_back_with_a_note_and_strict_refuses() {
         "llvm",
         "--strict-host-codegen",
     ]);
-    assert_bad_input(&out, &["@host_fused_0 (erf, multiply) cannot be compiled"]);
+    assert_bad_input(
+        &out,
+        &["@host_fused_0 (nn.leaky_relu, multiply) cannot be compiled"],
+    );
 }
 
 #[test]

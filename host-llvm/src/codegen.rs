@@ -36,8 +36,9 @@
 //! with the host's vector width. No fast-math flags are set and FP contraction is off
 //! (LLVM's default `Standard` fusion only fuses `llvm.fmuladd`, which is never emitted), so
 //! `+ - * /`, `max`, `min`, `sqrt` and the rounding ops give exactly the reference kernels'
-//! results; `exp`, `log`, `tanh` and `power` call the C library's `expf`, `logf`, `tanhf`
-//! and `powf`, the functions the reference kernels reach through Rust's `f32` methods.
+//! results; `exp`, `log`, `tanh`, `erf` and `power` call the C library's `expf`, `logf`,
+//! `tanhf`, `erff` and `powf`, the functions the reference kernels reach (through Rust's `f32`
+//! methods, and for `erf` directly).
 
 use inkwell::builder::Builder;
 use inkwell::context::Context;
@@ -624,6 +625,7 @@ impl<'a, 'c> Emitter<'a, 'c> {
                 b.build_float_div(one, s, "rsqrt").map_err(err)?
             }
             Unary::Tanh => self.libm("tanhf", &[x])?,
+            Unary::Erf => self.libm("erff", &[x])?,
             Unary::Sigmoid => {
                 let n = b.build_float_neg(x, "neg").map_err(err)?;
                 let e = self.libm("expf", &[n])?;

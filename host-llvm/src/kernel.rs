@@ -93,6 +93,8 @@ pub enum Unary {
     Rsqrt,
     /// `tanhf(x)` (libm).
     Tanh,
+    /// `erff(x)` (libm).
+    Erf,
     /// `1 / (1 + expf(-x))`.
     Sigmoid,
     /// Round half to even.
@@ -304,6 +306,7 @@ fn unary(name: &str) -> Option<Unary> {
         "sqrt" => Sqrt,
         "rsqrt" => Rsqrt,
         "tanh" => Tanh,
+        "erf" => Erf,
         "sigmoid" => Sigmoid,
         "round" => Round,
         "floor" => Floor,

@@ -116,7 +116,31 @@ macro_rules! float_scalar {
     )*};
 }
 
-float_scalar!(f32, libm::erff; f64, libm::erf);
+float_scalar!(f32, c_erf::erff; f64, c_erf::erf);
+
+/// The C library's error functions, which compiled host code (`byoc-host-llvm`) calls too, so
+/// the reference kernels and compiled code agree bit for bit, as they do for `exp` and `tanh`
+/// (Rust's `f32::exp` is the C library's `expf`).
+mod c_erf {
+    mod ffi {
+        extern "C" {
+            pub fn erff(x: f32) -> f32;
+            pub fn erf(x: f64) -> f64;
+        }
+    }
+
+    /// `erff(x)`.
+    pub fn erff(x: f32) -> f32 {
+        // SAFETY: a pure C math function, defined for every float (NaN included).
+        unsafe { ffi::erff(x) }
+    }
+
+    /// `erf(x)`.
+    pub fn erf(x: f64) -> f64 {
+        // SAFETY: a pure C math function, defined for every double (NaN included).
+        unsafe { ffi::erf(x) }
+    }
+}
 
 macro_rules! int_scalar {
     ($($t:ident),*) => {$(
