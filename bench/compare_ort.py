@@ -23,7 +23,9 @@ Usage:
     python3 bench/compare_ort.py [--byoc target/release/byoc] [--threads 2] [--iters 10]
         [--rounds 3] [--warmup 3] [--dir target/onnx-light] [--target dnnl] [--skip-host]
         [--host-llvm] [MODEL.onnx | LIGHT_NAME ...]
-A MODEL.onnx given on the command line gets seeded uniform random inputs, fed to both engines;
+A MODEL.onnx given on the command line is fed the input.npz beside it when there is one (the
+layout of scripts/fixtures/gen_transformers.py), else seeded random inputs (uniform [-1, 1) for
+floats, [0, 100) for integers such as token ids), the same to both engines;
 a light model's name (e.g. `resnet50`) selects that one of the nine. Needs numpy and onnxruntime, and a release build
 (cargo build --release).
 """
@@ -97,15 +99,22 @@ def ort_times(sess, feeds, iters: int, warmup: int) -> list[float]:
     return times
 
 
+# onnxruntime's input type names and the numpy dtypes of their integer types.
+INT_TYPES = {"tensor(int64)": np.int64, "tensor(int32)": np.int32}
+
+
 def random_inputs(model: str, path: str) -> None:
-    """Writes seeded uniform [-1, 1) inputs for `model` to `path` (symbolic dims set to 1);
-    both engines read them."""
+    """Writes seeded inputs for `model` to `path` (symbolic dims set to 1): uniform [-1, 1)
+    floats, integers in [0, 100); both engines read them."""
     sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(0)
     feeds = {}
     for i in sess.get_inputs():
         shape = [d if isinstance(d, int) else 1 for d in i.shape]
-        feeds[i.name] = rng.uniform(-1, 1, shape).astype(np.float32)
+        if i.type in INT_TYPES:
+            feeds[i.name] = rng.integers(0, 100, shape).astype(INT_TYPES[i.type])
+        else:
+            feeds[i.name] = rng.uniform(-1, 1, shape).astype(np.float32)
     np.savez(path, **feeds)
 
 
@@ -130,9 +139,13 @@ def main() -> None:
     files = [m for m in args.models if m not in LIGHT]
     light = [m for m in args.models if m in LIGHT] or ([] if files else LIGHT)
     for m in files:
-        inputs = os.path.join(tmp, os.path.basename(m) + ".npz")
-        random_inputs(m, inputs)
-        cases.append((os.path.splitext(os.path.basename(m))[0], m, inputs))
+        inputs = os.path.join(os.path.dirname(m), "input.npz")
+        if not os.path.exists(inputs):
+            inputs = os.path.join(tmp, os.path.basename(m) + ".npz")
+            random_inputs(m, inputs)
+        stem = os.path.splitext(os.path.basename(m))[0]
+        name = os.path.basename(os.path.dirname(os.path.abspath(m))) if stem == "model" else stem
+        cases.append((name, m, inputs))
     if light:
         for name in light:
             folder = os.path.join(args.dir, name)

@@ -91,7 +91,10 @@ fn unsupported_ops_fall_back_to_the_reference_kernels_and_strict_mode_refuses_th
     let host = compile_host(&m, &options(2), false).expect("fallback never fails the build");
     let reasons: Vec<String> = host.fallbacks.iter().map(|f| f.to_string()).collect();
     assert_eq!(host.fallbacks.len(), 2, "{reasons:?}");
-    assert!(reasons.iter().any(|r| r.contains("nn.leaky_relu")), "{reasons:?}");
+    assert!(
+        reasons.iter().any(|r| r.contains("nn.leaky_relu")),
+        "{reasons:?}"
+    );
     assert!(reasons.iter().any(|r| r.contains("int32")), "{reasons:?}");
     let x = inputs(&m, 3);
     let x = vec![

@@ -196,7 +196,7 @@ pub(super) fn is_inf(ctx: &mut NodeCtx<'_>) -> Out {
 }
 
 /// `log(1 + e^x)` written so it does not overflow: `max(x, 0) + log(1 + e^-|x|)`.
-fn softplus_of(ctx: &mut NodeCtx<'_>, x: ExprId) -> Result<ExprId, OnnxError> {
+pub(super) fn softplus_of(ctx: &mut NodeCtx<'_>, x: ExprId) -> Result<ExprId, OnnxError> {
     let dtype = float_dtype(ctx, x)?;
     let (zero, one_) = (ctx.scalar(dtype, 0.0)?, ctx.scalar(dtype, 1.0)?);
     let pos = ctx.call("maximum", &[x, zero], Attrs::new())?;
@@ -320,7 +320,7 @@ pub(super) fn prelu(ctx: &mut NodeCtx<'_>) -> Out {
 }
 
 /// `clip(x * alpha + beta, 0, 1)`.
-fn hard_sigmoid_of(
+pub(super) fn hard_sigmoid_of(
     ctx: &mut NodeCtx<'_>,
     x: ExprId,
     alpha: f64,

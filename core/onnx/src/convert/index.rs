@@ -297,6 +297,17 @@ fn take_rows(
     )
 }
 
+/// Whether `indices` of the elementwise gathers and scatters fit `data`: the same rank, and no
+/// longer than it on any axis but `axis`.
+fn fits_off_axis(indices: &[usize], data: &[usize], axis: usize) -> bool {
+    indices.len() == data.len()
+        && indices
+            .iter()
+            .zip(data)
+            .enumerate()
+            .all(|(d, (&i, &s))| d == axis || i <= s)
+}
+
 /// `GatherElements(data, indices; axis=0)`: `out[.., i, ..] = data[.., indices[.., i, ..], ..]`
 /// on `axis`, as a `take` from the flattened data at `base + index * stride`.
 pub(super) fn gather_elements(ctx: &mut NodeCtx<'_>) -> Out {
@@ -305,13 +316,7 @@ pub(super) fn gather_elements(ctx: &mut NodeCtx<'_>) -> Out {
     let ishape = ctx.shape(idx)?;
     let rank = shape.len();
     let axis = ctx.axis(ctx.int_or("axis", 0)?, rank)?;
-    if ishape.len() != rank
-        || ishape
-            .iter()
-            .zip(&shape)
-            .enumerate()
-            .any(|(d, (&i, &s))| d != axis && i > s)
-    {
+    if !fits_off_axis(&ishape, &shape, axis) {
         return Err(ctx.err(format!(
             "indices of shape {ishape:?} do not fit data of shape {shape:?} off axis {axis}"
         )));
@@ -402,16 +407,22 @@ pub(super) fn non_zero(ctx: &mut NodeCtx<'_>) -> Out {
     one(ctx.constant(out))
 }
 
-/// The scatter of updates `rows` (one target row of `data2` per update row) into `data2`
-/// (`[R, C]`), as `where(written, take(updates2, source), data2)`: a later update of a row
-/// replaces an earlier one.
+/// The scatter of `updates` into `data`, both seen as rows (the dims of `data` from `split`
+/// on): update row `j` replaces data row `rows[j]` (each within range; a later update of a row
+/// replaces an earlier one), as `where(written, take(updates, source), data)`; the result has
+/// `data`'s shape.
 fn scatter_rows(
     ctx: &mut NodeCtx<'_>,
-    data2: ExprId,
-    updates2: ExprId,
+    data: ExprId,
+    updates: ExprId,
     rows: &[usize],
-    count: usize,
+    split: usize,
 ) -> Result<ExprId, OnnxError> {
+    let shape = ctx.shape(data)?;
+    let count: usize = shape[..split].iter().product();
+    let row_len: usize = shape[split..].iter().product();
+    let data2 = as_rows(ctx, data, count, row_len)?;
+    let updates2 = as_rows(ctx, updates, rows.len(), row_len)?;
     let mut source = vec![0i64; count];
     let mut written = vec![0.0f64; count];
     for (j, &r) in rows.iter().enumerate() {
@@ -425,7 +436,12 @@ fn scatter_rows(
     let mask = ctx.constant(mask);
     let attrs = Attrs::new().with("axis", 0i64).with("mode", "clip");
     let moved = ctx.call("take", &[updates2, source], attrs)?;
-    ctx.call("where", &[mask, moved, data2], Attrs::new())
+    let y = ctx.call("where", &[mask, moved, data2], Attrs::new())?;
+    ctx.call(
+        "reshape",
+        &[y],
+        Attrs::new().with("newshape", ctx.dims_i64(&shape)?),
+    )
 }
 
 /// The `reduction` attribute of a scatter: only `none` (a later update replaces an earlier one).
@@ -501,16 +517,7 @@ pub(super) fn scatter_nd(ctx: &mut NodeCtx<'_>) -> Out {
         .chunks(k.max(1))
         .map(|tuple| tuple.iter().zip(&st).map(|(&i, &s)| i * s).sum())
         .collect();
-    let count: usize = shape[..k].iter().product();
-    let row_len: usize = shape[k..].iter().product();
-    let data2 = as_rows(ctx, data, count, row_len)?;
-    let updates2 = as_rows(ctx, updates, rows.len(), row_len)?;
-    let y = scatter_rows(ctx, data2, updates2, &rows, count)?;
-    one(ctx.call(
-        "reshape",
-        &[y],
-        Attrs::new().with("newshape", ctx.dims_i64(&shape)?),
-    )?)
+    one(scatter_rows(ctx, data, updates, &rows, k)?)
 }
 
 /// `ScatterElements(data, indices, updates; axis=0, reduction="none")`: `updates[.., i, ..]`
@@ -521,14 +528,7 @@ pub(super) fn scatter_elements(ctx: &mut NodeCtx<'_>) -> Out {
     let shape = ctx.shape(data)?;
     let ishape = ctx.shape(ctx.input(1)?)?;
     let axis = ctx.axis(ctx.int_or("axis", 0)?, shape.len())?;
-    if ctx.shape(updates)? != ishape
-        || ishape.len() != shape.len()
-        || ishape
-            .iter()
-            .zip(&shape)
-            .enumerate()
-            .any(|(d, (&i, &s))| d != axis && i > s)
-    {
+    if ctx.shape(updates)? != ishape || !fits_off_axis(&ishape, &shape, axis) {
         return Err(ctx.err(format!(
             "indices and updates of shape {ishape:?} do not fit data of shape {shape:?} off axis {axis}"
         )));
@@ -551,13 +551,5 @@ pub(super) fn scatter_elements(ctx: &mut NodeCtx<'_>) -> Out {
                 .sum()
         })
         .collect();
-    let count: usize = shape.iter().product();
-    let data2 = as_rows(ctx, data, count, 1)?;
-    let updates2 = as_rows(ctx, updates, rows.len(), 1)?;
-    let y = scatter_rows(ctx, data2, updates2, &rows, count)?;
-    one(ctx.call(
-        "reshape",
-        &[y],
-        Attrs::new().with("newshape", ctx.dims_i64(&shape)?),
-    )?)
+    one(scatter_rows(ctx, data, updates, &rows, shape.len())?)
 }

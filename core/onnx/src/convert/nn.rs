@@ -317,16 +317,7 @@ pub(super) fn layer_norm(ctx: &mut NodeCtx<'_>) -> Out {
     let x = ctx.input(0)?;
     let t = ctx.tensor_ty(x)?;
     let rank = t.rank();
-    if rank == 0 {
-        return Err(ctx.err("requires an input of rank 1 or more, got a scalar"));
-    }
-    let axis = ctx.axis(ctx.int_or("axis", -1)?, rank)?;
-    let epsilon = ctx.float_or("epsilon", 1e-5)?;
-    if !(epsilon >= 0.0 && epsilon.is_finite()) {
-        return Err(ctx.err(format!(
-            "attribute 'epsilon' is {epsilon}; it must be finite and not negative"
-        )));
-    }
+    let (axis, epsilon) = norm_axis_epsilon(ctx, rank)?;
     let normalized = &t.shape[axis..];
     let inner: usize = normalized.iter().product();
     let mut flat = t.shape[..axis].to_vec();
@@ -367,6 +358,22 @@ pub(super) fn layer_norm(ctx: &mut NodeCtx<'_>) -> Out {
         y = ctx.call(op, &[y, p], Attrs::new())?;
     }
     one(y)
+}
+
+/// The `axis` (default -1) and `epsilon` (default 1e-5) of a normalization over the axes from
+/// `axis` to the last of a rank-`rank` input; errors for a scalar input and a negative epsilon.
+pub(super) fn norm_axis_epsilon(ctx: &NodeCtx<'_>, rank: usize) -> Result<(usize, f64), OnnxError> {
+    if rank == 0 {
+        return Err(ctx.err("requires an input of rank 1 or more, got a scalar"));
+    }
+    let axis = ctx.axis(ctx.int_or("axis", -1)?, rank)?;
+    let epsilon = ctx.float_or("epsilon", 1e-5)?;
+    if epsilon < 0.0 {
+        return Err(ctx.err(format!(
+            "attribute 'epsilon' is {epsilon}; it must not be negative"
+        )));
+    }
+    Ok((axis, epsilon))
 }
 
 /// `nn.layer_norm` of `x` over its last axis with `gamma`, and `beta` or no shift.

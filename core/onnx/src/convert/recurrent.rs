@@ -9,6 +9,7 @@
 //! bounds every gate's input. Refused, naming the node: other activations, `sequence_lens`
 //! shorter than the sequence, LSTM's `input_forget`, and an unknown direction.
 
+use super::elementwise::{hard_sigmoid_of, softplus_of};
 use crate::ctx::NodeCtx;
 use crate::OnnxError;
 use byoc_ir::{Attrs, DType, ExprId};
@@ -139,14 +140,7 @@ fn activate(ctx: &mut NodeCtx<'_>, f: &Activation, x: ExprId) -> Result<ExprId, 
         "tanh" => unary(ctx, "tanh", x),
         "relu" => unary(ctx, "nn.relu", x),
         "leakyrelu" => ctx.call("nn.leaky_relu", &[x], Attrs::new().with("alpha", f.alpha)),
-        "hardsigmoid" => {
-            let ax = affine(ctx, x, f.alpha, f.beta)?;
-            ctx.call(
-                "clip",
-                &[ax],
-                Attrs::new().with("a_min", 0.0).with("a_max", 1.0),
-            )
-        }
+        "hardsigmoid" => hard_sigmoid_of(ctx, x, f.alpha, f.beta),
         "affine" => affine(ctx, x, f.alpha, f.beta),
         "scaledtanh" => {
             let bx = affine(ctx, x, f.beta, 0.0)?;
@@ -159,18 +153,7 @@ fn activate(ctx: &mut NodeCtx<'_>, f: &Activation, x: ExprId) -> Result<ExprId, 
             let d = ctx.call("add", &[a, one_], Attrs::new())?;
             ctx.call("divide", &[x, d], Attrs::new())
         }
-        "softplus" => {
-            // max(x, 0) + log(1 + e^-|x|): no overflow.
-            let zero = ctx.scalar(dtype, 0.0)?;
-            let one_ = ctx.scalar(dtype, 1.0)?;
-            let pos = ctx.call("maximum", &[x, zero], Attrs::new())?;
-            let a = unary(ctx, "abs", x)?;
-            let na = unary(ctx, "negative", a)?;
-            let e = unary(ctx, "exp", na)?;
-            let e1 = ctx.call("add", &[one_, e], Attrs::new())?;
-            let l = unary(ctx, "log", e1)?;
-            ctx.call("add", &[pos, l], Attrs::new())
-        }
+        "softplus" => softplus_of(ctx, x),
         other => Err(ctx.err(format!("activation '{other}' is not supported"))),
     }
 }

@@ -10,6 +10,7 @@
 //! output (the QK product) is not computed.
 
 use super::matmul::{matmul_values, reshape, transpose};
+use super::nn::norm_axis_epsilon;
 use super::one;
 use crate::ctx::NodeCtx;
 use crate::OnnxError;
@@ -205,16 +206,7 @@ pub(super) fn rms_norm(ctx: &mut NodeCtx<'_>) -> Out {
     let (x, scale) = (ctx.input(0)?, ctx.input(1)?);
     let t = ctx.tensor_ty(x)?;
     let rank = t.rank();
-    if rank == 0 {
-        return Err(ctx.err("requires an input of rank 1 or more, got a scalar"));
-    }
-    let axis = ctx.axis(ctx.int_or("axis", -1)?, rank)?;
-    let epsilon = ctx.float_or("epsilon", 1e-5)?;
-    if epsilon < 0.0 {
-        return Err(ctx.err(format!(
-            "attribute 'epsilon' is {epsilon}; it must not be negative"
-        )));
-    }
+    let (axis, epsilon) = norm_axis_epsilon(ctx, rank)?;
     let axes: Vec<i64> = (axis as i64..rank as i64).collect();
     let sq = ctx.call("multiply", &[x, x], Attrs::new())?;
     let ms = ctx.call(
