@@ -740,17 +740,17 @@ impl OpDesc {
         ))
     }
 
-    /// A (batched, broadcasting) matmul.
+    /// A (batched, broadcasting) matmul; `bias` is [`MemoryDesc::zero`] for none.
     pub fn matmul(
         src: &MemoryDesc,
         weights: &MemoryDesc,
+        bias: &MemoryDesc,
         dst: &MemoryDesc,
     ) -> Result<Self, DnnlError> {
-        let none = MemoryDesc::zero();
         op_desc!(dnnl_matmul_desc_init(
             src.raw(),
             weights.raw(),
-            none.raw(),
+            bias.raw(),
             dst.raw()
         ))
     }

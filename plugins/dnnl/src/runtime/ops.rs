@@ -612,29 +612,36 @@ fn dense_with(b: &mut Builder<'_>, cx: &NodeCx<'_>, f: &Fused) -> Result<ValueId
         b.view(cx.args[0], MemoryDesc::plain(&[m, k])?)?
     };
     let bias_desc = match f.bias {
-        Some(_) => MemoryDesc::plain(&[units])?,
+        Some(_) => MemoryDesc::plain(&[1, units])?,
         None => MemoryDesc::zero(),
     };
     let dst_desc = MemoryDesc::plain(&[m, units])?;
-    let op = OpDesc::inner_product(
-        &MemoryDesc::any_of(&[m, k], b.operand_type)?,
-        &MemoryDesc::any_of(&[units, k], b.operand_type)?,
+    // oneDNN's matmul rather than its inner product: the weight ([units, k], row-major) is the
+    // [k, units] operand with strides [1, k], packed once at build.
+    let op = OpDesc::matmul(
+        &MemoryDesc::plain_of(&[m, k], b.operand_type)?,
+        &MemoryDesc::any_of(&[k, units], b.operand_type)?,
         &bias_desc,
         &dst_desc,
     )?;
     let pd = PrimitiveDesc::new(b.engine, &op, &Attr::new(&f.post)?)?;
     let src = b.in_layout(src, pd.query(Query::Src(0)))?;
-    let wv = b.in_layout(cx.args[1], pd.query(Query::Weights(0)))?;
+    let w = b.view(
+        cx.args[1],
+        MemoryDesc::strided_of(&[k, units], &[1, k], DataType::F32)?,
+    )?;
+    let wv = b.in_layout(w, pd.query(Query::Weights(0)))?;
     let mut args = vec![(ffi::DNNL_ARG_SRC, src), (ffi::DNNL_ARG_WEIGHTS, wv)];
     if let Some(i) = f.bias {
-        args.push((ffi::DNNL_ARG_BIAS, bias_value(b, cx, i, units, 0)?));
+        let v = bias_value(b, cx, i, units, 0)?;
+        args.push((ffi::DNNL_ARG_BIAS, b.view(v, bias_desc)?));
     }
     let dst = match f.sum {
         Some(i) => sum_destination(b, cx, i, dst_desc)?,
         None => b.temp(dst_desc),
     };
     args.push((ffi::DNNL_ARG_DST, dst));
-    b.step(&pd, args, format!("inner_product {}", cx.name))?;
+    b.step(&pd, args, format!("matmul {}", cx.name))?;
     if y.len() == 2 {
         Ok(dst)
     } else {
@@ -674,7 +681,7 @@ fn batch_matmul(b: &mut Builder<'_>, cx: &NodeCx<'_>) -> Result<ValueId, OpError
     let src_desc = operand(&src_dims, ta, dt)?;
     let w_desc = operand(&w_dims, tb, dt)?;
     let dst_desc = MemoryDesc::plain(&y)?;
-    let op = OpDesc::matmul(&src_desc, &w_desc, &dst_desc)?;
+    let op = OpDesc::matmul(&src_desc, &w_desc, &MemoryDesc::zero(), &dst_desc)?;
     let pd = PrimitiveDesc::new(b.engine, &op, &Attr::new(&[])?)?;
     let src = b.view(cx.args[0], operand(&src_dims, ta, DataType::F32)?)?;
     let src = b.in_layout(src, src_desc)?;
@@ -1035,6 +1042,26 @@ fn multiply_with(b: &mut Builder<'_>, cx: &NodeCx<'_>, f: &Fused) -> Result<Valu
 
 /// `add`/`multiply` with numpy broadcasting: the full-shape operand is src0 (both ops
 /// commute), the other one broadcasts as src1.
+/// The primitive of binary `alg` over values `a` and `c` into a result of dims `y`. A plain
+/// operand is described by its canonical row-major descriptor: a view can give a unit
+/// dimension another stride, which oneDNN counts as the same layout but its jit binary
+/// refuses, falling back to the reference implementation (many times slower: half of ViT's
+/// time went there).
+fn binary_pd(
+    b: &Builder<'_>,
+    alg: i32,
+    a: ValueId,
+    c: ValueId,
+    y: &[i64],
+) -> Result<PrimitiveDesc, OpError> {
+    let canonical = |v: ValueId| -> Result<MemoryDesc, OpError> {
+        let d = b.desc(v);
+        Ok(if d.is_plain() { d.plain_like()? } else { d })
+    };
+    let op = OpDesc::binary(alg, &canonical(a)?, &canonical(c)?, &MemoryDesc::any(y)?)?;
+    Ok(PrimitiveDesc::new(b.engine, &op, &Attr::new(&[])?)?)
+}
+
 fn binary(b: &mut Builder<'_>, cx: &NodeCx<'_>, alg: i32) -> Result<ValueId, OpError> {
     cx.expect_inputs(2)?;
     let y = cx.out_dims(0)?;
@@ -1058,9 +1085,7 @@ fn binary(b: &mut Builder<'_>, cx: &NodeCx<'_>, alg: i32) -> Result<ValueId, OpE
         b.view(a, MemoryDesc::plain(&da)?)?
     };
     let c = second_operand(b, a, &da, c, &dc)?;
-    let src0 = b.desc(a);
-    let op = OpDesc::binary(alg, &src0, &b.desc(c), &MemoryDesc::any(&y)?)?;
-    let pd = PrimitiveDesc::new(b.engine, &op, &Attr::new(&[])?)?;
+    let pd = binary_pd(b, alg, a, c, &y)?;
     let dst = b.temp(pd.query(Query::Dst(0)));
     b.step(
         &pd,
