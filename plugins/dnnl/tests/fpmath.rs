@@ -140,12 +140,12 @@ fn bf16_reaches_onednn_and_weights_are_converted_at_build() {
     let m = module(&block(), BF16).unwrap();
     let steps: Vec<String> = m.runtime().steps().into_iter().map(|s| s.label).collect();
     let report = steps.join("\n");
-    // The two convolutions and the inner product read bf16 (their source descriptor as
+    // The two convolutions and the dense matmul read bf16 (their source descriptor as
     // oneDNN's primitive descriptor reports it) in the implementations oneDNN chose (its
     // impl info string): bf16 kernels for the convolutions, AMX where the CPU has it.
     let compute: Vec<&String> = steps
         .iter()
-        .filter(|l| l.starts_with("convolution") || l.starts_with("inner_product"))
+        .filter(|l| l.starts_with("convolution") || l.starts_with("matmul"))
         .collect();
     assert_eq!(compute.len(), 3, "{report}");
     assert!(compute.iter().all(|l| l.contains(" on bf16 [")), "{report}");
