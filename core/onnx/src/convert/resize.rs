@@ -1,7 +1,8 @@
-//! `Resize` (opsets 10 to 23) and `Upsample` (7 to 9) onto `image.resize2d` over NCHW.
+//! `Resize` (opsets 10 to 23) and `Upsample` (7 to 9) onto `image.resize2d` over NCHW; 1-D
+//! (NCL) data as NCHW with a height of 1 that stays 1, squeezed out of the result.
 //!
-//! The output size comes from `sizes` or `floor(input * scales)`; only the two spatial dims
-//! may change. Given `scales` also travel as the call's `scale` attribute, because the
+//! The output size comes from `sizes` or `floor(input * scales)`; only the spatial dims may
+//! change. Given `scales` also travel as the call's `scale` attribute, because the
 //! coordinate transformation divides by the scale, not by `output / input`. ONNX's `mode` and `nearest_mode` map onto Relay's `method` and
 //! `rounding_method`; before opset 11 the coordinate mode is `asymmetric` with `floor`
 //! rounding for nearest, as ONNX's reference defines `Upsample`.
@@ -40,16 +41,45 @@ fn emit(
     sizes: Option<Vec<i64>>,
     mode: Mode,
 ) -> Out {
-    let shape = ctx.shape(x)?;
+    let mut shape = ctx.shape(x)?;
+    let one_d = shape.len() == 3;
+    let (mut x, mut scales, mut sizes) = (x, scales, sizes);
+    if one_d {
+        // A height of 1, kept: scale 1, size 1.
+        shape.insert(2, 1);
+        x = ctx.call(
+            "expand_dims",
+            &[x],
+            Attrs::new().with("axis", 2i64).with("num_newaxis", 1i64),
+        )?;
+        scales = scales.map(|mut s| {
+            if s.len() == 3 {
+                s.insert(2, 1.0);
+            }
+            s
+        });
+        sizes = sizes.map(|mut s| {
+            if s.len() == 3 {
+                s.insert(2, 1);
+            }
+            s
+        });
+    }
     if shape.len() != 4 {
         return Err(ctx.err(format!(
-            "only 4-D (NCHW) inputs are supported, got {shape:?}"
+            "only 3-D (NCL) and 4-D (NCHW) inputs are supported, got {:?}",
+            ctx.shape(x)?
         )));
     }
     let (out, scale) = match (sizes, scales) {
         (Some(s), _) if s.len() == 4 => (s, Vec::new()),
         (_, Some(s)) if s.len() == 4 => (scaled_size(ctx, &shape, &s)?, vec![s[2], s[3]]),
-        _ => return Err(ctx.err("needs 4 scales or 4 sizes")),
+        _ => {
+            return Err(ctx.err(format!(
+                "needs {n} scales or {n} sizes",
+                n = if one_d { 3 } else { 4 }
+            )))
+        }
     };
     if usize::try_from(out[0]).ok() != Some(shape[0])
         || usize::try_from(out[1]).ok() != Some(shape[1])
@@ -74,7 +104,11 @@ fn emit(
         .with("cubic_alpha", mode.cubic_alpha)
         .with("cubic_exclude", i64::from(mode.exclude))
         .with("extrapolation_value", mode.extrapolation);
-    one(ctx.call("image.resize2d", &[x], attrs)?)
+    let y = ctx.call("image.resize2d", &[x], attrs)?;
+    if one_d {
+        return one(ctx.call("squeeze", &[y], Attrs::new().with("axis", vec![2i64]))?);
+    }
+    one(y)
 }
 
 /// `floor(input * scales)`, refusing scales that are not finite and positive or that give a
@@ -132,8 +166,11 @@ pub(super) fn resize(ctx: &mut NodeCtx<'_>) -> Out {
         return Err(ctx.err("antialias=1 is not supported"));
     }
     if let Some(axes) = ctx.attr_ints("axes")? {
-        if axes != [0, 1, 2, 3] {
-            return Err(ctx.err(format!("axes {axes:?} are not supported (only all four)")));
+        let all: Vec<i64> = (0..ctx.rank(x)? as i64).collect();
+        if axes != all {
+            return Err(ctx.err(format!(
+                "axes {axes:?} are not supported (only all of them)"
+            )));
         }
     }
     let policy = ctx.str_or("keep_aspect_ratio_policy", "stretch")?;
