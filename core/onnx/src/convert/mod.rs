@@ -188,6 +188,16 @@ const CONVERTERS: &[(&str, Convert)] = &[
     ("ArgMin", reduce::argmin),
 ];
 
+/// `parts` joined along `axis` (`concatenate` of their tuple).
+fn concat_values(ctx: &mut NodeCtx<'_>, parts: &[ExprId], axis: i64) -> Result<ExprId, OnnxError> {
+    let t = ctx.tuple(parts)?;
+    ctx.call(
+        "concatenate",
+        &[t],
+        byoc_ir::Attrs::new().with("axis", axis),
+    )
+}
+
 /// A one-output result.
 fn one(id: ExprId) -> Result<Vec<ExprId>, OnnxError> {
     Ok(vec![id])

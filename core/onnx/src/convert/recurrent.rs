@@ -9,6 +9,7 @@
 //! bounds every gate's input. Refused, naming the node: other activations, `sequence_lens`
 //! shorter than the sequence, LSTM's `input_forget`, and an unknown direction.
 
+use super::concat_values;
 use super::elementwise::{hard_sigmoid_of, softplus_of};
 use crate::ctx::NodeCtx;
 use crate::OnnxError;
@@ -183,8 +184,9 @@ fn at(ctx: &mut NodeCtx<'_>, x: ExprId, i: usize, axis: i64) -> Result<ExprId, O
     )
 }
 
-/// The `n` equal blocks of `x` along axis 1.
-fn blocks(ctx: &mut NodeCtx<'_>, x: ExprId, n: usize) -> Result<Vec<ExprId>, OnnxError> {
+/// The `n` equal blocks of `x` along `axis` (1: the gates of a projection; 0: the row blocks
+/// of a weight matrix).
+fn blocks(ctx: &mut NodeCtx<'_>, x: ExprId, n: usize, axis: i64) -> Result<Vec<ExprId>, OnnxError> {
     if n == 1 {
         return Ok(vec![x]);
     }
@@ -193,7 +195,7 @@ fn blocks(ctx: &mut NodeCtx<'_>, x: ExprId, n: usize) -> Result<Vec<ExprId>, Onn
         &[x],
         Attrs::new()
             .with("indices_or_sections", n as i64)
-            .with("axis", 1i64),
+            .with("axis", axis),
     )?;
     (0..n).map(|i| ctx.tuple_get_item(parts, i)).collect()
 }
@@ -219,12 +221,6 @@ struct Setup {
     hidden: usize,
     clip: Option<f64>,
     layout: bool,
-}
-
-/// `parts` joined along `axis`.
-fn concat(ctx: &mut NodeCtx<'_>, parts: &[ExprId], axis: i64) -> Result<ExprId, OnnxError> {
-    let t = ctx.tuple(parts)?;
-    ctx.call("concatenate", &[t], Attrs::new().with("axis", axis))
 }
 
 fn add(ctx: &mut NodeCtx<'_>, a: ExprId, b: ExprId) -> Result<ExprId, OnnxError> {
@@ -360,7 +356,7 @@ fn recurrent(ctx: &mut NodeCtx<'_>, cell: Cell) -> Out {
         cs.extend(c);
     }
     // Y: [seq, dirs, batch, hidden]; Y_h, Y_c: [dirs, batch, hidden].
-    let y = concat(ctx, &ys, 1)?;
+    let y = concat_values(ctx, &ys, 1)?;
     let stack = |ctx: &mut NodeCtx<'_>, parts: &[ExprId]| -> Result<ExprId, OnnxError> {
         let lifted = parts
             .iter()
@@ -372,7 +368,7 @@ fn recurrent(ctx: &mut NodeCtx<'_>, cell: Cell) -> Out {
                 )
             })
             .collect::<Result<Vec<_>, _>>()?;
-        concat(ctx, &lifted, 0)
+        concat_values(ctx, &lifted, 0)
     };
     let mut outs = vec![y, stack(ctx, &hs)?];
     if cell == Cell::Lstm {
@@ -416,7 +412,7 @@ fn direction_weights(ctx: &mut NodeCtx<'_>, s: &Setup, d: usize) -> Result<Weigh
                 &[b],
                 Attrs::new().with("axis", 0i64).with("num_newaxis", 1i64),
             )?;
-            let halves = blocks(ctx, b, 2)?;
+            let halves = blocks(ctx, b, 2, 1)?;
             (Some(halves[0]), Some(halves[1]))
         }
         None => (None, None),
@@ -508,8 +504,8 @@ fn run_direction(
     );
     let (rb_early, rb_h) = match (wt.rb, s.cell) {
         (Some(rb), Cell::Gru { .. }) => {
-            let parts = blocks(ctx, rb, 3)?;
-            let zr = concat(ctx, &parts[..2], 1)?;
+            let parts = blocks(ctx, rb, 3, 1)?;
+            let zr = concat_values(ctx, &parts[..2], 1)?;
             (Some(zr), Some(parts[2]))
         }
         (rb, _) => (rb, None),
@@ -525,7 +521,7 @@ fn run_direction(
                     .with("shape", ctx.dims_i64(&[1, s.hidden])?)
                     .with("dtype", dtype),
             )?;
-            concat(ctx, &[rb, zeros], 1)?
+            concat_values(ctx, &[rb, zeros], 1)?
         } else {
             rb
         };
@@ -538,14 +534,14 @@ fn run_direction(
     )?;
     // GRU splits R into the z/r rows and the hidden rows.
     let (r_zr, r_h) = if matches!(s.cell, Cell::Gru { .. }) {
-        let rows = blocks_rows(ctx, wt.r, 3)?;
-        let zr = concat(ctx, &rows[..2], 0)?;
+        let rows = blocks(ctx, wt.r, 3, 0)?;
+        let zr = concat_values(ctx, &rows[..2], 0)?;
         (zr, Some(rows[2]))
     } else {
         (wt.r, None)
     };
     let peep = match wt.p {
-        Some(p) => Some(blocks(ctx, p, 3)?),
+        Some(p) => Some(blocks(ctx, p, 3, 1)?),
         None => None,
     };
     let mut outs = vec![h; s.seq];
@@ -560,9 +556,9 @@ fn run_direction(
                 h = activate(ctx, &acts[0], pre)?;
             }
             Cell::Gru { .. } => {
-                let xg = blocks(ctx, xt, 3)?;
+                let xg = blocks(ctx, xt, 3, 1)?;
                 let hr = dense(ctx, h, r_zr)?;
-                let hg = blocks(ctx, hr, 2)?;
+                let hg = blocks(ctx, hr, 2, 1)?;
                 let gate = |ctx: &mut NodeCtx<'_>, i: usize| -> Result<ExprId, OnnxError> {
                     let pre = add(ctx, xg[i], hg[i])?;
                     let pre = clipped(ctx, pre, s.clip)?;
@@ -597,7 +593,7 @@ fn run_direction(
                 let hr = dense(ctx, h, r_zr)?;
                 let pre_all = add(ctx, xt, hr)?;
                 // Gate order i, o, f, c; peepholes i, o, f.
-                let pre = blocks(ctx, pre_all, 4)?;
+                let pre = blocks(ctx, pre_all, 4, 1)?;
                 let prev = c.expect("LSTM has a cell state");
                 let peeped = |ctx: &mut NodeCtx<'_>, x: ExprId, k: usize, state: ExprId| match &peep
                 {
@@ -632,18 +628,6 @@ fn run_direction(
             Attrs::new().with("axis", 0i64).with("num_newaxis", 2i64),
         )?;
     }
-    let y = concat(ctx, &outs, 0)?;
+    let y = concat_values(ctx, &outs, 0)?;
     Ok((y, h, c))
-}
-
-/// The `n` equal row blocks of a weight matrix (axis 0).
-fn blocks_rows(ctx: &mut NodeCtx<'_>, w: ExprId, n: usize) -> Result<Vec<ExprId>, OnnxError> {
-    let parts = ctx.call(
-        "split",
-        &[w],
-        Attrs::new()
-            .with("indices_or_sections", n as i64)
-            .with("axis", 0i64),
-    )?;
-    (0..n).map(|i| ctx.tuple_get_item(parts, i)).collect()
 }

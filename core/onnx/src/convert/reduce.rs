@@ -4,7 +4,7 @@
 //! not overflow); `ArgMax/ArgMin` onto `argmax`/`argmin` (cast to ONNX's int64 result), `TopK`
 //! onto `topk`; and the scan `CumSum`.
 
-use super::one;
+use super::{concat_values, one};
 use crate::ctx::NodeCtx;
 use crate::OnnxError;
 use byoc_ir::tensor::Tensor;
@@ -209,12 +209,7 @@ fn shifted(ctx: &mut NodeCtx<'_>, x: ExprId, axis: usize, by: usize) -> Result<E
         return Ok(zeros);
     }
     let kept = take_along(ctx, x, axis, (0..(len - by) as i64).collect())?;
-    let parts = ctx.tuple(&[zeros, kept])?;
-    ctx.call(
-        "concatenate",
-        &[parts],
-        Attrs::new().with("axis", axis as i64),
-    )
+    concat_values(ctx, &[zeros, kept], axis as i64)
 }
 
 /// `CumSum(x, axis; exclusive=0, reverse=0)`: the running sum along `axis` (a constant), as

@@ -6,7 +6,7 @@
 //! since input shapes are static and constant subgraphs fold as they are built, that holds for
 //! the usual `Shape -> Gather -> Concat -> Reshape` chains.
 
-use super::one;
+use super::{concat_values, one};
 use crate::ctx::NodeCtx;
 use crate::OnnxError;
 use byoc_ir::tensor::Tensor;
@@ -186,8 +186,7 @@ pub(super) fn concat(ctx: &mut NodeCtx<'_>) -> Out {
         .attr_int("axis")?
         .ok_or_else(|| ctx.err("attribute 'axis' is required"))?;
     let axis = ctx.axis(axis, rank)? as i64;
-    let t = ctx.tuple(&inputs)?;
-    one(ctx.call("concatenate", &[t], Attrs::new().with("axis", axis))?)
+    one(concat_values(ctx, &inputs, axis)?)
 }
 
 /// `Split(axis=0, split | num_outputs)`: `split` at explicit indices, one output per field.

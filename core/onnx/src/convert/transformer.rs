@@ -11,7 +11,7 @@
 
 use super::matmul::{matmul_values, reshape, transpose};
 use super::nn::norm_axis_epsilon;
-use super::one;
+use super::{concat_values, one};
 use crate::ctx::NodeCtx;
 use crate::OnnxError;
 use byoc_ir::tensor::Tensor;
@@ -135,8 +135,7 @@ pub(super) fn attention(ctx: &mut NodeCtx<'_>) -> Out {
     }
     for (i, kv) in [(4, &mut k), (5, &mut v)] {
         if let Some(past) = ctx.opt_input(i) {
-            let parts = ctx.tuple(&[past, *kv])?;
-            *kv = ctx.call("concatenate", &[parts], Attrs::new().with("axis", 2i64))?;
+            *kv = concat_values(ctx, &[past, *kv], 2)?;
         }
     }
     let (qs, ks, vs) = (ctx.shape(q)?, ctx.shape(k)?, ctx.shape(v)?);
@@ -314,8 +313,7 @@ pub(super) fn rotary_embedding(ctx: &mut NodeCtx<'_>) -> Out {
     let real = ctx.call("subtract", &[c1, s2], Attrs::new())?;
     let (s1, c2) = (mul(ctx, sin, x1)?, mul(ctx, cos, x2)?);
     let imag = ctx.call("add", &[s1, c2], Attrs::new())?;
-    let joined = ctx.tuple(&[real, imag])?;
-    let mut rotated = ctx.call("concatenate", &[joined], Attrs::new().with("axis", -1i64))?;
+    let mut rotated = concat_values(ctx, &[real, imag], -1)?;
     if interleaved {
         // [r0..r(h-1), i0..i(h-1)] back to [r0, i0, r1, i1, ...].
         let order: Vec<i64> = (0..rot as i64)
@@ -325,8 +323,7 @@ pub(super) fn rotary_embedding(ctx: &mut NodeCtx<'_>) -> Out {
     }
     if rot < head {
         let rest = last_axis(ctx, xs, (rot as i64..head as i64).collect())?;
-        let parts = ctx.tuple(&[rotated, rest])?;
-        rotated = ctx.call("concatenate", &[parts], Attrs::new().with("axis", -1i64))?;
+        rotated = concat_values(ctx, &[rotated, rest], -1)?;
     }
     let y = if shape.len() == 4 {
         transpose(ctx, rotated, &[0, 2, 1, 3])?
